@@ -1,0 +1,655 @@
+//! cursor-agent stdout → [`Event`]s.
+
+use std::collections::VecDeque;
+use std::hash::{DefaultHasher, Hasher};
+
+use thiserror::Error;
+
+use super::diagnose::{self, Evidence};
+use super::json::{append_str, raw_str, raw_u64};
+use super::line::{Kind, RawLine, for_each_entry};
+use super::tool_call::{InFlightCalls, ToolCallPayload, append_summary};
+use crate::event::{
+    ActivityPhase, AgentActivity, Event, Failure, FinishReason, Progress, ToolOutcome, Usage,
+};
+use crate::framing::{DEFAULT_MAX_LINE_LEN, LineError, LineFramer};
+
+/// Limits of a [`Decoder`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecoderConfig {
+    /// Longest stdout line accepted, in bytes (default [`DEFAULT_MAX_LINE_LEN`], 64 MiB).
+    /// A longer line is dropped (counted in [`DecoderStats::bad_lines`]) and decoding
+    /// resumes at the next line.
+    pub max_line_len: usize,
+    /// Bytes of non-JSON stdout lines kept for failure classification (default 8 KiB, the
+    /// most recent ones).
+    pub max_notes: usize,
+}
+
+impl Default for DecoderConfig {
+    fn default() -> Self {
+        DecoderConfig { max_line_len: DEFAULT_MAX_LINE_LEN, max_notes: 8 * 1024 }
+    }
+}
+
+/// Caller misuse of a [`Decoder`].
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum DecoderError {
+    /// Output was pushed after [`Decoder::push_eof`].
+    #[error("stdout was pushed after its end")]
+    AfterEof,
+}
+
+/// Counters over everything decoded so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DecoderStats {
+    /// Non-blank lines read.
+    pub lines: u64,
+    /// JSON lines of a type or subtype not known here (ignored).
+    pub unknown: u64,
+    /// Lines that are not JSON objects (kept as notes for failure classification).
+    pub non_json: u64,
+    /// Lines dropped for breaking the line limit or not being UTF-8.
+    pub bad_lines: u64,
+    /// Recaps (re-sent segments) removed.
+    pub recaps: u64,
+    /// Times the final `result` text revealed text that had not been streamed, which was
+    /// then emitted.
+    pub reconciled: u64,
+    /// Times the streamed text did not match the final `result` text (and could not be
+    /// repaired by emitting a missing suffix).
+    pub divergences: u64,
+    /// `result` events seen.
+    pub results: u64,
+}
+
+/// Decodes cursor-agent `--output-format stream-json` stdout into [`Event`]s.
+///
+/// A `Decoder` has three kinds of methods:
+/// - **getters** (`&self`): [`stats`](Self::stats), [`session_id`](Self::session_id),
+///   [`model`](Self::model), [`notes`](Self::notes), [`retries`](Self::retries),
+///   [`is_finished`](Self::is_finished);
+/// - **inputs**: [`push_stdout`](Self::push_stdout) (bytes in any chunking) and
+///   [`push_eof`](Self::push_eof) (stdout closed);
+/// - **outputs**: [`poll_event`](Self::poll_event).
+///
+/// **After every input, drain [`poll_event`](Self::poll_event) until it returns `None`.**
+///
+/// What it does with the stream:
+/// - Text. With `--stream-partial-output` the CLI streams a segment as fragments and then
+///   re-sends the whole segment (the *recap*) before the next tool call, interaction query
+///   or result; the recap's own fields do not reliably tell it from a fragment. The decoder
+///   applies the one-event lookahead rule: an `assistant` text equal to everything the
+///   current segment has streamed is a recap **iff the next event is not another
+///   `assistant` event**. Only such a candidate is held back, until the next event. At
+///   `result` the streamed text is checked against `result.result`; a missing suffix is
+///   emitted, so text is never lost and never emitted twice.
+/// - Reasoning. `thinking/delta` text becomes [`Event::ReasoningDelta`], with the same rule
+///   (segments end at `thinking/completed`).
+/// - Tools. `tool_call/started`/`completed` become [`Event::AgentActivity`]; arguments are
+///   cached from `started` because rejected calls complete without them, and a
+///   `completed` without any `started` is reported too.
+/// - `connection`/`retry` become [`Event::Progress`]; `result` becomes
+///   [`Event::Usage`] (when reported) and [`Event::Finish`], or [`Event::Failed`] for an
+///   error result. Output that ends without a `result` becomes [`Event::Failed`],
+///   classified from the non-JSON lines seen (see [`diagnose`](super::diagnose)).
+/// - Unknown types are counted and ignored; non-JSON lines are kept as notes.
+///
+/// Events borrow text from the decoder; copying is up to the consumer. In steady state the
+/// decoder allocates nothing per text or reasoning delta.
+#[derive(Debug)]
+pub struct Decoder {
+    framer: LineFramer,
+    inner: Inner,
+    eof: bool,
+}
+
+/// Everything but the framer, so that a line borrowed from the framer can be decoded.
+#[derive(Debug)]
+struct Inner {
+    max_notes: usize,
+    /// Text of the events in `queue`.
+    arena: String,
+    queue: VecDeque<Queued>,
+    text: Segment,
+    thinking: Segment,
+    /// Length and hash of all text emitted this turn, for reconciliation with `result`.
+    /// A hash instead of the text keeps memory bounded by the longest line.
+    emitted_len: usize,
+    emitted_hash: DefaultHasher,
+    calls: InFlightCalls,
+    stats: DecoderStats,
+    session_id: Option<String>,
+    model: Option<String>,
+    notes: String,
+    retries: u32,
+    saw_events: bool,
+    /// A `result` ended the turn; the next event starts a new one.
+    turn_done: bool,
+}
+
+/// Recap state of one channel (answer text or reasoning).
+#[derive(Debug, Default)]
+struct Segment {
+    /// Everything this segment has emitted.
+    streamed: String,
+    /// The last event's text equalled `streamed` and is held back as a possible recap.
+    held: bool,
+}
+
+/// A queued event; text lives in `Decoder::arena`.
+#[derive(Debug)]
+enum Queued {
+    Text(Span),
+    Reasoning(Span),
+    Activity {
+        call_id: Span,
+        tool: Span,
+        phase: ActivityPhase,
+        summary: Span,
+        arguments: Option<Span>,
+        model_call_id: Option<Span>,
+    },
+    Progress(Progress),
+    Usage(Usage),
+    Finish(FinishReason),
+    Failed(Failure),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: usize,
+    end: usize,
+}
+
+impl Span {
+    fn of<'a>(&self, arena: &'a str) -> &'a str {
+        &arena[self.start..self.end]
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Channel {
+    Text,
+    Reasoning,
+}
+
+impl Decoder {
+    /// A decoder with the given limits.
+    pub fn new(config: DecoderConfig) -> Self {
+        Decoder {
+            framer: LineFramer::new(config.max_line_len),
+            inner: Inner {
+                max_notes: config.max_notes,
+                arena: String::new(),
+                queue: VecDeque::new(),
+                text: Segment::default(),
+                thinking: Segment::default(),
+                emitted_len: 0,
+                emitted_hash: DefaultHasher::new(),
+                calls: InFlightCalls::default(),
+                stats: DecoderStats::default(),
+                session_id: None,
+                model: None,
+                notes: String::new(),
+                retries: 0,
+                saw_events: false,
+                turn_done: false,
+            },
+            eof: false,
+        }
+    }
+
+    // A. Getters.
+
+    /// Counters over everything decoded so far.
+    pub fn stats(&self) -> &DecoderStats {
+        &self.inner.stats
+    }
+
+    /// The agent's session (chat) id, from any event that carried one.
+    pub fn session_id(&self) -> Option<&str> {
+        self.inner.session_id.as_deref()
+    }
+
+    /// The model's display name from `system/init` (`"Composer 2.5 Fast"`, not a slug).
+    pub fn model(&self) -> Option<&str> {
+        self.inner.model.as_deref()
+    }
+
+    /// Recent non-JSON stdout lines and agent error messages, for failure classification.
+    pub fn notes(&self) -> &str {
+        &self.inner.notes
+    }
+
+    /// Reconnect and retry attempts seen.
+    pub fn retries(&self) -> u32 {
+        self.inner.retries
+    }
+
+    /// Whether the turn ended with a `result`.
+    pub fn saw_result(&self) -> bool {
+        self.inner.turn_done
+    }
+
+    /// Whether [`push_eof`](Self::push_eof) was called and every event was polled.
+    pub fn is_finished(&self) -> bool {
+        self.eof && self.inner.queue.is_empty()
+    }
+
+    /// The evidence a failure classification needs, from stdout alone.
+    pub fn evidence(&self) -> Evidence<'_> {
+        Evidence {
+            stdout_notes: &self.inner.notes,
+            retries: self.inner.retries,
+            bad_lines: self.inner.stats.bad_lines,
+            saw_events: self.inner.saw_events,
+            ..Evidence::default()
+        }
+    }
+
+    // B. Inputs.
+
+    /// Feeds stdout bytes, in any chunking. Every line completed by these bytes is decoded
+    /// now.
+    pub fn push_stdout(&mut self, bytes: &[u8]) -> Result<(), DecoderError> {
+        if self.eof {
+            return Err(DecoderError::AfterEof);
+        }
+        self.inner.recycle_arena();
+        let mut input = bytes;
+        while !input.is_empty() {
+            let framed = self.framer.next_line(input);
+            input = &input[framed.consumed..];
+            match framed.line {
+                None => {}
+                Some(Ok(line)) => self.inner.handle_line(line),
+                Some(Err(error)) => self.inner.bad_line(&error),
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends stdout. Decodes a last line that had no newline, resolves a held recap
+    /// candidate, and reports a failure if the turn never produced a `result`.
+    /// Calling it again does nothing.
+    pub fn push_eof(&mut self) -> Result<(), DecoderError> {
+        if self.eof {
+            return Ok(());
+        }
+        self.eof = true;
+        let inner = &mut self.inner;
+        inner.recycle_arena();
+        match self.framer.finish() {
+            None => {}
+            Some(Ok(line)) => inner.handle_line(line),
+            Some(Err(error)) => inner.bad_line(&error),
+        }
+        inner.resolve_held(None);
+        if !inner.turn_done {
+            let failure = diagnose::classify(&Evidence {
+                stdout_notes: &inner.notes,
+                retries: inner.retries,
+                bad_lines: inner.stats.bad_lines,
+                saw_events: inner.saw_events,
+                ..Evidence::default()
+            });
+            inner.queue.push_back(Queued::Failed(failure));
+        }
+        Ok(())
+    }
+
+    // C. Outputs.
+
+    /// The next decoded event, or `None` until more input arrives.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<Event<'_>> {
+        let queued = self.inner.queue.pop_front()?;
+        let arena = self.inner.arena.as_str();
+        Some(match queued {
+            Queued::Text(span) => Event::TextDelta(span.of(arena)),
+            Queued::Reasoning(span) => Event::ReasoningDelta(span.of(arena)),
+            Queued::Activity { call_id, tool, phase, summary, arguments, model_call_id } => {
+                Event::AgentActivity(AgentActivity {
+                    call_id: call_id.of(arena),
+                    tool: tool.of(arena),
+                    phase,
+                    summary: summary.of(arena),
+                    arguments: arguments.map(|s| s.of(arena)),
+                    model_call_id: model_call_id.map(|s| s.of(arena)),
+                })
+            }
+            Queued::Progress(progress) => Event::Progress(progress),
+            Queued::Usage(usage) => Event::Usage(usage),
+            Queued::Finish(reason) => Event::Finish(reason),
+            Queued::Failed(failure) => Event::Failed(failure),
+        })
+    }
+}
+
+impl Default for Decoder {
+    fn default() -> Self {
+        Decoder::new(DecoderConfig::default())
+    }
+}
+
+impl Inner {
+    /// Text of drained events is no longer referenced: reuse its memory.
+    fn recycle_arena(&mut self) {
+        if self.queue.is_empty() {
+            self.arena.clear();
+        }
+    }
+
+    fn bad_line(&mut self, error: &LineError) {
+        self.stats.bad_lines += 1;
+        push_note(&mut self.notes, self.max_notes, &error.to_string());
+    }
+
+    fn handle_line(&mut self, line: &str) {
+        self.stats.lines += 1;
+        let Some(raw) = RawLine::parse(line) else {
+            self.stats.non_json += 1;
+            push_note(&mut self.notes, self.max_notes, line);
+            return;
+        };
+        self.handle(&raw, line);
+    }
+
+
+    fn handle(&mut self, raw: &RawLine<'_>, line: &str) {
+        self.saw_events = true;
+        let kind = raw.kind();
+        if self.session_id.is_none() {
+            if let Some(id) = raw.session_id.and_then(raw_str) {
+                self.session_id = Some(id.into_owned());
+            }
+        }
+        // Events that carry answer content decide held recap candidates and, after a
+        // `result`, open a new turn. Progress, echoes and unknown lines are transparent.
+        let decisive = matches!(
+            kind,
+            Kind::Assistant
+                | Kind::ThinkingDelta
+                | Kind::ThinkingCompleted
+                | Kind::ToolStarted
+                | Kind::ToolCompleted
+                | Kind::InteractionQuery
+                | Kind::Result
+        );
+        if decisive {
+            if self.turn_done {
+                self.new_turn();
+            }
+            self.resolve_held(Some(kind));
+        }
+        match kind {
+            Kind::Assistant => {
+                let start = self.arena.len();
+                for part in raw.message.iter() {
+                    part.append_to(&mut self.arena);
+                }
+                self.offer(Channel::Text, start);
+            }
+            Kind::ThinkingDelta => {
+                let start = self.arena.len();
+                if let Some(text) = raw.text {
+                    append_str(text, &mut self.arena);
+                }
+                self.offer(Channel::Reasoning, start);
+            }
+            Kind::ThinkingCompleted => self.thinking.streamed.clear(),
+            Kind::ToolStarted | Kind::ToolCompleted => {
+                self.boundary();
+                self.tool_call(raw, kind == Kind::ToolStarted);
+            }
+            Kind::InteractionQuery => self.boundary(),
+            Kind::Result => self.result(raw),
+            Kind::Init => {
+                if self.turn_done {
+                    self.new_turn();
+                }
+                if let Some(model) = raw.model.and_then(raw_str) {
+                    self.model = Some(model.into_owned());
+                }
+            }
+            Kind::Reconnecting => {
+                self.retries += 1;
+                self.queue.push_back(Queued::Progress(Progress::Reconnecting { attempt: raw.attempt() }));
+            }
+            Kind::Reconnected => self.queue.push_back(Queued::Progress(Progress::Reconnected)),
+            Kind::Retry => {
+                self.retries += 1;
+                self.queue.push_back(Queued::Progress(Progress::Retrying { attempt: raw.attempt() }));
+            }
+            Kind::Error => {
+                let message = raw.error.map(error_message).unwrap_or_else(|| line.to_owned());
+                push_note(&mut self.notes, self.max_notes, &message);
+            }
+            Kind::User => {}
+            Kind::Untyped | Kind::Unknown => self.stats.unknown += 1,
+        }
+    }
+
+    /// Decides held recap candidates now that the next event (`None`: end of output) is
+    /// known: released as ordinary text if it is another event of the same channel,
+    /// dropped as a recap otherwise.
+    fn resolve_held(&mut self, next: Option<Kind>) {
+        if self.text.held {
+            self.text.held = false;
+            if next == Some(Kind::Assistant) {
+                self.release(Channel::Text);
+            } else {
+                self.stats.recaps += 1;
+                self.text.streamed.clear();
+            }
+        }
+        if self.thinking.held {
+            self.thinking.held = false;
+            if next == Some(Kind::ThinkingDelta) {
+                self.release(Channel::Reasoning);
+            } else {
+                self.stats.recaps += 1;
+                self.thinking.streamed.clear();
+            }
+        }
+    }
+
+    /// The text at `arena[start..]` arrived on `channel`: emit it, or hold it if it could
+    /// be a recap.
+    fn offer(&mut self, channel: Channel, start: usize) {
+        let text = &self.arena[start..];
+        if text.is_empty() {
+            return;
+        }
+        let segment = match channel {
+            Channel::Text => &mut self.text,
+            Channel::Reasoning => &mut self.thinking,
+        };
+        if !segment.streamed.is_empty() && segment.streamed == text {
+            segment.held = true;
+            self.arena.truncate(start);
+            return;
+        }
+        self.commit(channel, start);
+    }
+
+    /// Emits the held candidate after all: it was a fragment equal to its segment so far.
+    fn release(&mut self, channel: Channel) {
+        let start = self.arena.len();
+        let segment = match channel {
+            Channel::Text => &self.text,
+            Channel::Reasoning => &self.thinking,
+        };
+        self.arena.push_str(&segment.streamed);
+        self.commit(channel, start);
+    }
+
+    /// Queues `arena[start..]` as output of `channel`.
+    fn commit(&mut self, channel: Channel, start: usize) {
+        let span = Span { start, end: self.arena.len() };
+        let text = span.of(&self.arena);
+        match channel {
+            Channel::Text => {
+                self.text.streamed.push_str(text);
+                self.emitted_len += text.len();
+                self.emitted_hash.write(text.as_bytes());
+                self.queue.push_back(Queued::Text(span));
+            }
+            Channel::Reasoning => {
+                self.thinking.streamed.push_str(text);
+                self.queue.push_back(Queued::Reasoning(span));
+            }
+        }
+    }
+
+    /// A tool call or interaction query ends the current segments.
+    fn boundary(&mut self) {
+        self.text.streamed.clear();
+        self.thinking.streamed.clear();
+    }
+
+    fn tool_call(&mut self, raw: &RawLine<'_>, started: bool) {
+        let Some(payload) = raw.tool_call.and_then(ToolCallPayload::parse) else {
+            self.stats.unknown += 1;
+            return;
+        };
+        let call_id = raw.call_id.and_then(raw_str).unwrap_or_default();
+        let tool = payload.tool.as_ref();
+        let (phase, cached_args) = if started {
+            self.calls.start(&call_id, payload.args);
+            (ActivityPhase::Started, None)
+        } else {
+            let cached = self.calls.complete(&call_id);
+            let started_seen = cached.is_some();
+            let outcome = payload.outcome.unwrap_or(ToolOutcome::Unknown);
+            (ActivityPhase::Completed { outcome, started_seen }, cached.and_then(|c| c.args))
+        };
+        let call_id = self.store(&call_id);
+        let tool_span = self.store(tool);
+        let summary_start = self.arena.len();
+        let args_text = payload.args.map(|a| a.get()).or(cached_args.as_deref());
+        let args_raw = args_text.and_then(|t| serde_json::from_str(t).ok());
+        append_summary(tool, args_raw, &mut self.arena);
+        let summary = Span { start: summary_start, end: self.arena.len() };
+        let arguments = args_text.map(|t| self.store(t));
+        let model_call_id = raw.model_call_id.and_then(raw_str).map(|m| self.store(&m));
+        self.queue.push_back(Queued::Activity { call_id, tool: tool_span, phase, summary, arguments, model_call_id });
+    }
+
+    fn result(&mut self, raw: &RawLine<'_>) {
+        self.boundary();
+        self.stats.results += 1;
+        self.turn_done = true;
+        if let Some(result) = raw.result.and_then(raw_str) {
+            self.reconcile(&result);
+        }
+        if let Some(usage) = raw.usage.and_then(parse_usage) {
+            self.queue.push_back(Queued::Usage(usage));
+        }
+        if raw.is_error() {
+            let message = raw
+                .error
+                .map(error_message)
+                .or_else(|| raw.result.and_then(raw_str).map(|r| r.into_owned()))
+                .unwrap_or_default();
+            self.queue.push_back(Queued::Failed(diagnose::classify_result_error(&message)));
+        } else {
+            self.queue.push_back(Queued::Finish(FinishReason::Stop));
+        }
+    }
+
+    /// Compares the text emitted this turn with the final `result` text: a strict prefix
+    /// gets the missing suffix emitted; anything else is counted as a divergence.
+    fn reconcile(&mut self, result: &str) {
+        let len = self.emitted_len;
+        if len > result.len() || !result.is_char_boundary(len) {
+            self.stats.divergences += 1;
+            return;
+        }
+        let mut hasher = DefaultHasher::new();
+        hasher.write(result[..len].as_bytes());
+        if hasher.finish() != self.emitted_hash.finish() {
+            self.stats.divergences += 1;
+            return;
+        }
+        if len < result.len() {
+            self.stats.reconciled += 1;
+            let start = self.arena.len();
+            self.arena.push_str(&result[len..]);
+            self.commit(Channel::Text, start);
+        }
+    }
+
+    fn new_turn(&mut self) {
+        self.turn_done = false;
+        self.emitted_len = 0;
+        self.emitted_hash = DefaultHasher::new();
+        self.text.streamed.clear();
+        self.text.held = false;
+        self.thinking.streamed.clear();
+        self.thinking.held = false;
+        self.calls.clear();
+    }
+
+    fn store(&mut self, text: &str) -> Span {
+        let start = self.arena.len();
+        self.arena.push_str(text);
+        Span { start, end: self.arena.len() }
+    }
+}
+
+/// Reads `usage`: camelCase as cursor-agent writes it (snake_case accepted). `None` when
+/// no token count is present; counts that are absent from a present object read as 0.
+fn parse_usage(raw: &serde_json::value::RawValue) -> Option<Usage> {
+    let mut usage = Usage::default();
+    let mut found = false;
+    for_each_entry(raw, |key, value| {
+        let Some(count) = raw_u64(value) else { return };
+        let slot = match key {
+            "inputTokens" | "input_tokens" => &mut usage.input_tokens,
+            "outputTokens" | "output_tokens" => &mut usage.output_tokens,
+            "cacheReadTokens" | "cache_read_tokens" => &mut usage.cache_read_tokens,
+            "cacheWriteTokens" | "cache_write_tokens" => &mut usage.cache_write_tokens,
+            "reasoningTokens" | "reasoning_tokens" => {
+                usage.reasoning_tokens = Some(count);
+                found = true;
+                return;
+            }
+            _ => return,
+        };
+        *slot = count;
+        found = true;
+    });
+    found.then_some(usage)
+}
+
+/// The message of an `error` field: a string, or an object's `message`.
+fn error_message(raw: &serde_json::value::RawValue) -> String {
+    if let Some(text) = raw_str(raw) {
+        return text.into_owned();
+    }
+    let mut message = None;
+    for_each_entry(raw, |key, value| {
+        if key == "message" {
+            message = raw_str(value).map(|m| m.into_owned());
+        }
+    });
+    message.unwrap_or_else(|| raw.get().to_owned())
+}
+
+/// Appends a line to the notes, keeping only the most recent `max` bytes.
+fn push_note(notes: &mut String, max: usize, line: &str) {
+    if !notes.is_empty() {
+        notes.push('\n');
+    }
+    notes.push_str(line);
+    if notes.len() > max {
+        let mut cut = notes.len() - max;
+        while !notes.is_char_boundary(cut) {
+            cut += 1;
+        }
+        notes.drain(..cut);
+    }
+}

@@ -1,0 +1,156 @@
+//! Small, allocation-free readers over `serde_json` raw values.
+//!
+//! The decoder captures fields as [`RawValue`]s (borrowed, already validated by
+//! `serde_json`) and interprets them here. This keeps a line with an unexpected field type
+//! decodable (the field is ignored instead of the whole line failing) and lets text be
+//! unescaped straight into a reused buffer instead of a fresh `String` per event.
+
+use std::borrow::Cow;
+
+use serde_json::value::RawValue;
+
+/// The string in `raw`, borrowed when it has no escapes; `None` when `raw` is not a string.
+pub(crate) fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    let text = raw.get();
+    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+    if !inner.contains('\\') {
+        return Some(Cow::Borrowed(inner));
+    }
+    let mut owned = String::with_capacity(inner.len());
+    unescape_body(inner, &mut owned);
+    Some(Cow::Owned(owned))
+}
+
+/// Appends the string in `raw` to `out`, unescaped. Returns `false` (appending nothing)
+/// when `raw` is not a string.
+pub(crate) fn append_str(raw: &RawValue, out: &mut String) -> bool {
+    let text = raw.get();
+    let Some(inner) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) else {
+        return false;
+    };
+    unescape_body(inner, out);
+    true
+}
+
+/// The unsigned integer in `raw` (also accepted as a decimal string, as cursor-agent writes
+/// some numbers), or `None`.
+pub(crate) fn raw_u64(raw: &RawValue) -> Option<u64> {
+    let text = raw.get();
+    let digits = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')).unwrap_or(text);
+    digits.parse().ok()
+}
+
+/// `true`/`false` in `raw`, or `None`.
+pub(crate) fn raw_bool(raw: &RawValue) -> Option<bool> {
+    match raw.get() {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    }
+}
+
+/// Unescapes the body of a JSON string that `serde_json` has already validated. Lone
+/// surrogates (which `serde_json` lets through raw values) become U+FFFD.
+fn unescape_body(body: &str, out: &mut String) {
+    let mut rest = body;
+    while let Some(at) = memchr::memchr(b'\\', rest.as_bytes()) {
+        out.push_str(&rest[..at]);
+        let escape = &rest[at + 1..];
+        let mut chars = escape.chars();
+        let consumed = match chars.next() {
+            Some('n') => push(out, '\n', 1),
+            Some('t') => push(out, '\t', 1),
+            Some('r') => push(out, '\r', 1),
+            Some('b') => push(out, '\u{8}', 1),
+            Some('f') => push(out, '\u{c}', 1),
+            Some('u') => unescape_unicode(escape, out),
+            Some(other) => push(out, other, other.len_utf8()),
+            None => 0,
+        };
+        rest = &escape[consumed..];
+    }
+    out.push_str(rest);
+}
+
+fn push(out: &mut String, c: char, consumed: usize) -> usize {
+    out.push(c);
+    consumed
+}
+
+/// `escape` starts at the `u` of `\uXXXX`; returns how many bytes it used.
+fn unescape_unicode(escape: &str, out: &mut String) -> usize {
+    let Some(high) = hex4(escape.get(1..5)) else {
+        out.push(char::REPLACEMENT_CHARACTER);
+        return escape.len().min(1);
+    };
+    if (0xD800..0xDC00).contains(&high) {
+        if let Some(low) = escape.get(5..7).filter(|s| *s == "\\u").and_then(|_| hex4(escape.get(7..11))) {
+            if (0xDC00..0xE000).contains(&low) {
+                let code = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
+                out.push(char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER));
+                return 11;
+            }
+        }
+    }
+    out.push(char::from_u32(high).unwrap_or(char::REPLACEMENT_CHARACTER));
+    5
+}
+
+fn hex4(digits: Option<&str>) -> Option<u32> {
+    let digits = digits?;
+    if digits.len() != 4 {
+        return None;
+    }
+    u32::from_str_radix(digits, 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(json: &str) -> Box<RawValue> {
+        RawValue::from_string(json.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn matches_serde_json_on_escapes() {
+        let cases = [
+            r#""plain""#,
+            r#""a\nb\t\"q\" \\ \/ \b\f\r""#,
+            r#""\u00e9\u2014 \ud83d\ude00 end""#,
+            r#""raw é — 😀""#,
+            r#""""#,
+        ];
+        for case in cases {
+            let expected: String = serde_json::from_str(case).unwrap();
+            assert_eq!(raw_str(&raw(case)).unwrap(), expected, "{case}");
+            let mut out = String::from(">");
+            assert!(append_str(&raw(case), &mut out));
+            assert_eq!(out, format!(">{expected}"));
+        }
+    }
+
+    #[test]
+    fn borrows_without_escapes() {
+        let value = raw(r#""call_1""#);
+        assert!(matches!(raw_str(&value), Some(Cow::Borrowed("call_1"))));
+    }
+
+    #[test]
+    fn lone_surrogates_become_replacement_characters() {
+        assert_eq!(raw_str(&raw(r#""a\ud800b""#)).unwrap(), "a\u{fffd}b");
+        assert_eq!(raw_str(&raw(r#""\udc00""#)).unwrap(), "\u{fffd}");
+        assert_eq!(raw_str(&raw(r#""\ud800\u0041""#)).unwrap(), "\u{fffd}A");
+    }
+
+    #[test]
+    fn non_strings() {
+        assert!(raw_str(&raw("12")).is_none());
+        assert!(!append_str(&raw("null"), &mut String::new()));
+        assert_eq!(raw_u64(&raw("12")), Some(12));
+        assert_eq!(raw_u64(&raw(r#""1789644658152""#)), Some(1789644658152));
+        assert_eq!(raw_u64(&raw("-1")), None);
+        assert_eq!(raw_bool(&raw("true")), Some(true));
+        assert_eq!(raw_bool(&raw("1")), None);
+    }
+}

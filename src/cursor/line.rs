@@ -1,0 +1,368 @@
+//! One stream-json line, read tolerantly.
+//!
+//! Every field except `type` is optional and captured raw, so a build that changes a
+//! field's type loses that field, not the line. Unknown keys are skipped by `serde_json`
+//! without being decoded.
+
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+
+use std::borrow::Cow;
+
+use super::json::{append_str, raw_bool, raw_str, raw_u64};
+
+/// Visitor methods that accept any non-map, non-sequence value as "nothing here".
+macro_rules! ignore_other_shapes {
+    () => {
+        ignore_other_shapes!(TextParts::default());
+    };
+    ($empty:expr) => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok($empty)
+        }
+    };
+}
+
+/// The envelope of one line: the fields any event type may carry.
+#[derive(Deserialize, Default)]
+pub(crate) struct RawLine<'a> {
+    #[serde(rename = "type", borrow)]
+    pub(crate) kind: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) subtype: Option<&'a RawValue>,
+    /// `thinking/delta` text.
+    #[serde(borrow)]
+    pub(crate) text: Option<&'a RawValue>,
+    /// `user`/`assistant` message.
+    #[serde(default)]
+    pub(crate) message: TextParts<'a>,
+    #[serde(borrow)]
+    pub(crate) call_id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) model_call_id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) tool_call: Option<&'a RawValue>,
+    /// `result` text.
+    #[serde(borrow)]
+    pub(crate) result: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) usage: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) is_error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) attempt: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) session_id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) model: Option<&'a RawValue>,
+}
+
+impl<'a> RawLine<'a> {
+    /// Parses a line; `None` when it is not a JSON object.
+    pub(crate) fn parse(line: &'a str) -> Option<Self> {
+        serde_json::from_str(line).ok()
+    }
+
+    pub(crate) fn kind(&self) -> Kind {
+        let Some(kind) = self.kind.and_then(raw_str) else { return Kind::Untyped };
+        let subtype = self.subtype.and_then(raw_str);
+        let sub = subtype.as_deref().unwrap_or("");
+        match (&*kind, sub) {
+            ("assistant", _) => Kind::Assistant,
+            ("thinking", "delta") => Kind::ThinkingDelta,
+            ("thinking", "completed") => Kind::ThinkingCompleted,
+            ("tool_call", "started") => Kind::ToolStarted,
+            ("tool_call", "completed") => Kind::ToolCompleted,
+            ("interaction_query", _) => Kind::InteractionQuery,
+            ("result", _) => Kind::Result,
+            ("system", "init") => Kind::Init,
+            ("user", _) => Kind::User,
+            ("connection", "reconnecting") => Kind::Reconnecting,
+            ("connection", "reconnected") => Kind::Reconnected,
+            ("retry", _) => Kind::Retry,
+            ("error", _) => Kind::Error,
+            _ => Kind::Unknown,
+        }
+    }
+
+    pub(crate) fn attempt(&self) -> u32 {
+        self.attempt.and_then(raw_u64).map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
+    }
+
+    pub(crate) fn is_error(&self) -> bool {
+        self.is_error.and_then(raw_bool).unwrap_or(false)
+            || self.subtype.and_then(raw_str).is_some_and(|s| s == "error")
+    }
+}
+
+/// What a line is, as far as the decoder cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Assistant,
+    ThinkingDelta,
+    ThinkingCompleted,
+    ToolStarted,
+    ToolCompleted,
+    InteractionQuery,
+    Result,
+    Init,
+    User,
+    Reconnecting,
+    Reconnected,
+    Retry,
+    /// A top-level `error` event (known from parsers of the CLI bundle only).
+    Error,
+    /// A JSON object without a string `type`.
+    Untyped,
+    /// A type or subtype not known here.
+    Unknown,
+}
+
+/// The text parts of a `message`: `content` as a string, or the `text` of each
+/// `{"type":"text"}` part of a content array. Anything else reads as no text.
+#[derive(Default)]
+pub(crate) struct TextParts<'a> {
+    pub(crate) first: Option<TextRef<'a>>,
+    /// Further text parts; cursor-agent sends one, so this rarely allocates.
+    pub(crate) more: Vec<TextRef<'a>>,
+}
+
+/// One piece of message text.
+pub(crate) enum TextRef<'a> {
+    /// A JSON string, escapes intact (unescaped when appended).
+    Raw(&'a RawValue),
+    /// Text already unescaped.
+    Plain(Cow<'a, str>),
+}
+
+impl TextRef<'_> {
+    /// Appends the text to `out`.
+    pub(crate) fn append_to(&self, out: &mut String) {
+        match self {
+            TextRef::Raw(raw) => {
+                append_str(raw, out);
+            }
+            TextRef::Plain(text) => out.push_str(text),
+        }
+    }
+}
+
+impl<'a> TextParts<'a> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &TextRef<'a>> + '_ {
+        self.first.iter().chain(self.more.iter())
+    }
+
+    fn push(&mut self, part: TextRef<'a>) {
+        if self.first.is_none() {
+            self.first = Some(part);
+        } else {
+            self.more.push(part);
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for TextParts<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(MessageVisitor)
+    }
+}
+
+/// Visits `message`: a map whose `content` is a string or an array of parts.
+struct MessageVisitor;
+
+impl<'de> Visitor<'de> for MessageVisitor {
+    type Value = TextParts<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a message")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut parts = TextParts::default();
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            if key.0 == "content" {
+                parts = map.next_value::<Content<'de>>()?.0;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(parts)
+    }
+
+    ignore_other_shapes!();
+}
+
+/// `content`: a string (one part) or an array of parts.
+struct Content<'a>(TextParts<'a>);
+
+impl<'de> Deserialize<'de> for Content<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ContentVisitor)
+    }
+}
+
+struct ContentVisitor;
+
+impl<'de> Visitor<'de> for ContentVisitor {
+    type Value = Content<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("message content")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Self::Value, E> {
+        Ok(Content(TextParts { first: Some(TextRef::Plain(Cow::Borrowed(text))), more: Vec::new() }))
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
+        let text = Cow::Owned(text.to_owned());
+        Ok(Content(TextParts { first: Some(TextRef::Plain(text)), more: Vec::new() }))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut parts = TextParts::default();
+        while let Some(part) = seq.next_element::<Part<'de>>()? {
+            if let Some(text) = part.0 {
+                parts.push(TextRef::Raw(text));
+            }
+        }
+        Ok(Content(parts))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Content(TextParts::default()))
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Content(TextParts::default()))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Content(TextParts::default()))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Content(TextParts::default()))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Content(TextParts::default()))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Content(TextParts::default()))
+    }
+}
+
+/// One content part: its `text` when `type` is `"text"` (or absent).
+struct Part<'a>(Option<&'a RawValue>);
+
+impl<'de> Deserialize<'de> for Part<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct PartVisitor;
+        impl<'de> Visitor<'de> for PartVisitor {
+            type Value = Part<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a content part")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut text = None;
+                let mut is_text = true;
+                while let Some(key) = map.next_key::<Key<'de>>()? {
+                    match &*key.0 {
+                        "type" => {
+                            let kind = map.next_value::<&'de RawValue>()?;
+                            is_text = raw_str(kind).is_some_and(|k| k == "text");
+                        }
+                        "text" => text = Some(map.next_value::<&'de RawValue>()?),
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Part(text.filter(|t| is_text && t.get().starts_with('"'))))
+            }
+
+            ignore_other_shapes!(Part(None));
+        }
+        deserializer.deserialize_any(PartVisitor)
+    }
+}
+
+/// A map key, borrowed when it has no escapes.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a key")
+            }
+
+            fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(key)))
+            }
+
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(key.to_owned())))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+/// Reads the map in `raw` and hands each key with its raw value to `each`. Values are not
+/// decoded. Returns `false` when `raw` is not an object.
+pub(crate) fn for_each_entry<'a>(
+    raw: &'a RawValue,
+    mut each: impl FnMut(&str, &'a RawValue),
+) -> bool {
+    struct EntryVisitor<'f, F>(&'f mut F);
+    impl<'de, F: FnMut(&str, &'de RawValue)> Visitor<'de> for EntryVisitor<'_, F> {
+        type Value = ();
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("an object")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<Key<'de>>()? {
+                let value = map.next_value::<&'de RawValue>()?;
+                (self.0)(&key.0, value);
+            }
+            Ok(())
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(raw.get());
+    de.deserialize_map(EntryVisitor(&mut each)).is_ok()
+}
+

@@ -1,0 +1,15 @@
+//! The cursor-agent dialect: its `--output-format stream-json` stdout decoded into
+//! [`Event`](crate::event::Event)s ([`Decoder`]), and what a failed run left behind
+//! classified into a [`Failure`](crate::event::Failure) ([`diagnose`]).
+//!
+//! Protocol facts this follows are in the project's research notes on the CLI (event
+//! catalogue, recaps, tool-call quirks, usage, failures).
+
+mod decoder;
+pub mod diagnose;
+mod json;
+mod line;
+mod tool_call;
+
+pub use decoder::{Decoder, DecoderConfig, DecoderError, DecoderStats};
+pub use diagnose::{Evidence, ExitStatus};

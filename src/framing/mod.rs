@@ -1,0 +1,8 @@
+//! Bytes ↔ frames, knowing nothing of JSON meaning: NDJSON lines in ([`LineFramer`]),
+//! SSE frames out ([`SseWriter`]).
+
+mod lines;
+mod sse;
+
+pub use lines::{DEFAULT_MAX_LINE_LEN, Framed, LineError, LineFramer};
+pub use sse::{DONE, SseWriter};
