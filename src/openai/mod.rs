@@ -1,1 +1,18 @@
-//! The OpenAI Chat Completions dialect.
+//! The OpenAI Chat Completions dialect: events → `chat.completion.chunk` frames
+//! ([`ChunkEncoder`]) or one `chat.completion` body ([`CompletionBuilder`]), and OpenAI
+//! error bodies ([`ApiError`]).
+//!
+//! The wire rules followed here, and which real client breaks on each violation, are in
+//! the project's research notes on the OpenAI wire contract.
+
+mod chunk;
+mod completion;
+mod error;
+mod notes;
+mod options;
+mod wire;
+
+pub use chunk::ChunkEncoder;
+pub use completion::CompletionBuilder;
+pub use error::ApiError;
+pub use options::{OutputOptions, ReasoningField, ResponseMeta};

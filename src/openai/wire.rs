@@ -1,0 +1,77 @@
+//! Writing the JSON fragments chunks and bodies share, straight into the output buffer.
+
+use std::io::Write as _;
+
+use crate::event::{FinishReason, Usage};
+
+/// Appends `text` as a JSON string literal.
+pub(crate) fn write_str(out: &mut Vec<u8>, text: &str) {
+    // Writing into a Vec cannot fail, and a str always serializes.
+    serde_json::to_writer(&mut *out, text).expect("a string serializes into a Vec");
+}
+
+/// Appends a decimal number.
+pub(crate) fn write_u64(out: &mut Vec<u8>, n: u64) {
+    write!(out, "{n}").expect("writing into a Vec cannot fail");
+}
+
+/// Appends an OpenAI `usage` object: `prompt_tokens` counts fresh, cache-read and
+/// cache-written input; `cached_tokens` the cache reads; reasoning tokens only when the
+/// agent reported them.
+pub(crate) fn write_usage(out: &mut Vec<u8>, usage: &Usage) {
+    out.extend_from_slice(b"{\"prompt_tokens\":");
+    write_u64(out, usage.prompt_tokens());
+    out.extend_from_slice(b",\"completion_tokens\":");
+    write_u64(out, usage.output_tokens);
+    out.extend_from_slice(b",\"total_tokens\":");
+    write_u64(out, usage.total_tokens());
+    out.extend_from_slice(b",\"prompt_tokens_details\":{\"cached_tokens\":");
+    write_u64(out, usage.cache_read_tokens);
+    out.push(b'}');
+    if let Some(reasoning) = usage.reasoning_tokens {
+        out.extend_from_slice(b",\"completion_tokens_details\":{\"reasoning_tokens\":");
+        write_u64(out, reasoning);
+        out.push(b'}');
+    }
+    out.push(b'}');
+}
+
+/// The wire name of a finish reason.
+pub(crate) fn finish_reason(reason: FinishReason) -> &'static str {
+    match reason {
+        FinishReason::Stop => "stop",
+        FinishReason::Length => "length",
+        FinishReason::ToolCalls => "tool_calls",
+        FinishReason::ContentFilter => "content_filter",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_mapping() {
+        let usage = Usage { input_tokens: 6, output_tokens: 258, cache_read_tokens: 19705, cache_write_tokens: 19965, reasoning_tokens: None };
+        let mut out = Vec::new();
+        write_usage(&mut out, &usage);
+        let value: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({"prompt_tokens": 39676, "completion_tokens": 258, "total_tokens": 39934,
+                               "prompt_tokens_details": {"cached_tokens": 19705}})
+        );
+        let mut out = Vec::new();
+        write_usage(&mut out, &Usage { reasoning_tokens: Some(7), output_tokens: 9, ..Usage::default() });
+        let value: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(value["completion_tokens_details"]["reasoning_tokens"], 7);
+        assert_eq!(value["total_tokens"], 9);
+    }
+
+    #[test]
+    fn strings_escape() {
+        let mut out = Vec::new();
+        write_str(&mut out, "a\"\n\u{1}é");
+        assert_eq!(out, b"\"a\\\"\\n\\u0001\xc3\xa9\"");
+    }
+}
