@@ -1,0 +1,209 @@
+//! The cursor-agent decoder on the project's own transcripts: identical events whole,
+//! byte at a time and split at every offset, and the behaviour each transcript exists for.
+
+mod support;
+
+use agentwire::event::FinishReason;
+use support::{Owned, decode, decode_pieces, expected_result, project_fixtures, reasoning_of, text_of};
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)).unwrap()
+}
+
+#[test]
+fn every_fixture_decodes_identically_in_any_chunking() {
+    let fixtures = project_fixtures();
+    assert!(fixtures.len() >= 7);
+    for path in fixtures {
+        let bytes = std::fs::read(&path).unwrap();
+        let whole = decode(&bytes, usize::MAX);
+        assert_eq!(decode(&bytes, 1), whole, "{}: byte at a time", path.display());
+        for at in 0..=bytes.len() {
+            assert_eq!(decode_pieces(&[&bytes[..at], &bytes[at..]]), whole, "{}: split at {at}", path.display());
+        }
+        if let Some(expected) = expected_result(&bytes) {
+            assert_eq!(text_of(&whole), expected, "{}", path.display());
+        }
+    }
+}
+
+#[test]
+fn recaps_before_tool_query_and_end_are_removed() {
+    let events = decode(&fixture("partial_recaps.jsonl"), usize::MAX);
+    let text = text_of(&events);
+    assert_eq!(
+        text,
+        "Let me check the file.I'll search the web for that.The file says **hello** — and the web search was rejected."
+    );
+    // Every fragment is its own delta: nothing was held back but the recaps.
+    let deltas = events.iter().filter(|e| matches!(e, Owned::Text(_))).count();
+    assert_eq!(deltas, 5 + 7 + 4);
+    assert_eq!(events.last(), Some(&Owned::Finish(FinishReason::Stop)));
+}
+
+#[test]
+fn repeated_tokens_are_kept() {
+    let events = decode(&fixture("repeated_tokens.jsonl"), usize::MAX);
+    let texts: Vec<&str> =
+        events.iter().filter_map(|e| if let Owned::Text(t) = e { Some(t.as_str()) } else { None }).collect();
+    assert_eq!(
+        texts,
+        ["ha", "ha", "\n", "\n", "Hi", "**", "bold", "**", " and ", "**", "more", "**", "a", "ab"]
+    );
+}
+
+#[test]
+fn multibyte_text_survives_every_split() {
+    let events = decode(&fixture("multibyte.jsonl"), 1);
+    assert_eq!(text_of(&events), "Café — “quoted” 😀 日本語 ®");
+    assert_eq!(reasoning_of(&events), "Ünïcödé thinking — ok 🤔");
+}
+
+#[test]
+fn parallel_calls_out_of_order_rejections_and_orphans() {
+    let events = decode(&fixture("parallel_tools.jsonl"), usize::MAX);
+    let activity: Vec<(String, String, Option<String>)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Owned::Activity { call_id, phase, summary, arguments, .. } => {
+                Some((call_id.clone(), format!("{phase} {summary}"), arguments.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    let phases: Vec<&str> = activity.iter().map(|(_, p, _)| p.as_str()).collect();
+    assert_eq!(
+        phases,
+        [
+            "started sleep 2",
+            "started sleep 1",
+            "completed:success:true sleep 1",
+            "completed:success:true sleep 2",
+            "started curl -sI https://example.com",
+            // Rejected completions carry no args: they come from the cached start.
+            "completed:rejected:true curl -sI https://example.com",
+            // A completion with no start and no args.
+            "completed:rejected:false ",
+        ]
+    );
+    assert!(activity[0].0.contains('\n'), "the agent's ids are passed on verbatim");
+    assert!(activity[5].2.as_deref().unwrap().contains("\"command\":\"curl -sI https://example.com\""));
+    assert_eq!(activity[6].2, None);
+    assert_eq!(text_of(&events), "Running both in parallel.Both sleeps finished; curl and the fetch were rejected.");
+}
+
+#[test]
+fn no_usage_means_no_usage_event() {
+    let events = decode(&fixture("no_usage.jsonl"), usize::MAX);
+    assert!(!events.iter().any(|e| matches!(e, Owned::Usage(_))));
+    assert_eq!(events.last(), Some(&Owned::Finish(FinishReason::Stop)));
+    let with = decode(&fixture("partial_recaps.jsonl"), usize::MAX);
+    let usage: Vec<&Owned> = with.iter().filter(|e| matches!(e, Owned::Usage(_))).collect();
+    assert_eq!(usage.len(), 1);
+}
+
+#[test]
+fn failure_without_result_is_classified_from_the_trailing_line() {
+    let events = decode(&fixture("failure_no_result.jsonl"), 7);
+    let progress = events.iter().filter(|e| matches!(e, Owned::Progress(_))).count();
+    assert_eq!(progress, 9);
+    match events.last().unwrap() {
+        Owned::Failed(message) => {
+            assert!(message.starts_with("Unavailable:"), "{message}");
+            assert!(message.contains("upstream connection failed"), "{message}");
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+#[test]
+fn thinking_only_turn_has_reasoning_and_no_text() {
+    let events = decode(&fixture("thinking_only.jsonl"), usize::MAX);
+    assert_eq!(text_of(&events), "");
+    assert_eq!(reasoning_of(&events), "The word is \"pomegranate\".Stay silent.");
+}
+
+#[test]
+fn a_missing_suffix_is_recovered_from_the_result() {
+    // A partial segment whose last fragment repeats everything before it, with no recap:
+    // the lookahead rule holds it as a recap; the result shows it was text.
+    let lines = [
+        r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"ha"}]},"session_id":"s","timestamp_ms":1}"#,
+        r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"ha"}]},"session_id":"s","timestamp_ms":2}"#,
+        r#"{"type":"result","subtype":"success","is_error":false,"result":"haha","session_id":"s"}"#,
+    ];
+    let events = decode(lines.join("\n").as_bytes(), usize::MAX);
+    assert_eq!(text_of(&events), "haha");
+}
+
+#[test]
+fn divergent_result_is_never_emitted_twice() {
+    let lines = [
+        r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Hello"}]},"session_id":"s"}"#,
+        r#"{"type":"result","subtype":"success","is_error":false,"result":"Goodbye","session_id":"s"}"#,
+    ];
+    let events = decode(lines.join("\n").as_bytes(), usize::MAX);
+    assert_eq!(text_of(&events), "Hello");
+}
+
+#[test]
+fn error_result_is_a_failure() {
+    let line = r#"{"type":"result","subtype":"error","is_error":true,"error":{"message":"You've hit your usage limit"},"session_id":"s"}"#;
+    let events = decode(line.as_bytes(), usize::MAX);
+    match events.last().unwrap() {
+        Owned::Failed(message) => assert!(message.starts_with("RateLimited:"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn hostile_lines_are_tolerated() {
+    let input = concat!(
+        "\u{0}\u{0}garbage\n",
+        "{\"type\":12}\n",
+        "[1,2,3]\n",
+        "{\"type\":\"assistant\",\"message\":{\"content\":\"plain string content\"}}\n",
+        "{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"image\",\"text\":\"no\"},{\"type\":\"text\",\"text\":\" and parts\"}]}}\n",
+        "{\"type\":\"assistant\",\"message\":7}\n",
+        "{\"type\":\"tool_call\",\"subtype\":\"started\",\"call_id\":5,\"tool_call\":{\"x\":1}}\n",
+        "{\"type\":\"thinking\",\"subtype\":\"delta\",\"text\":{\"nested\":true}}\n",
+        "{\"type\":\"future_event\",\"subtype\":\"whatever\"}\n",
+        "{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"plain string content and parts\",\"usage\":{\"inputTokens\":\"12\",\"outputTokens\":-1}}\n",
+    );
+    let mut bytes = input.as_bytes().to_vec();
+    bytes.extend_from_slice(b"\xff\xfe\n");
+    let events = decode(&bytes, 3);
+    assert_eq!(text_of(&events), "plain string content and parts");
+    assert!(events.iter().any(|e| matches!(e, Owned::Usage(u) if u.contains("input_tokens: 12"))));
+    assert_eq!(events.last(), Some(&Owned::Finish(FinishReason::Stop)));
+}
+
+#[test]
+fn empty_output_is_a_failure() {
+    let events = decode(b"", usize::MAX);
+    assert!(matches!(events.as_slice(), [Owned::Failed(m)] if m.contains("no output")), "{events:?}");
+}
+
+#[test]
+fn push_after_eof_is_misuse() {
+    let mut decoder = agentwire::cursor::Decoder::default();
+    decoder.push_eof().unwrap();
+    assert_eq!(decoder.push_stdout(b"{}\n"), Err(agentwire::cursor::DecoderError::AfterEof));
+    assert!(decoder.push_eof().is_ok(), "a second end is a no-op");
+}
+
+#[test]
+fn over_limit_line_is_dropped_and_decoding_resumes() {
+    let config = agentwire::cursor::DecoderConfig { max_line_len: 64, ..Default::default() };
+    let mut decoder = agentwire::cursor::Decoder::new(config);
+    let long = format!("{{\"type\":\"assistant\",\"message\":{{\"content\":\"{}\"}}}}\n", "x".repeat(200));
+    decoder.push_stdout(long.as_bytes()).unwrap();
+    decoder.push_stdout(b"{\"type\":\"result\",\"result\":\"\"}\n").unwrap();
+    decoder.push_eof().unwrap();
+    let mut kinds = Vec::new();
+    while let Some(event) = decoder.poll_event() {
+        kinds.push(support::own(&event));
+    }
+    assert_eq!(kinds, [Owned::Finish(FinishReason::Stop)]);
+    assert_eq!(decoder.stats().bad_lines, 1);
+}

@@ -1,0 +1,284 @@
+//! Shared helpers of the integration tests: drive the core over a transcript in a given
+//! chunking, and check a response body against the OpenAI chunk contract.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use agentwire::cursor::Decoder;
+use agentwire::event::{ActivityPhase, Event, FinishReason, ToolOutcome};
+use agentwire::openai::{ChunkEncoder, CompletionBuilder, OutputOptions, ResponseMeta};
+use serde_json::Value;
+
+/// An owned copy of an [`Event`], for comparing runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owned {
+    Text(String),
+    Reasoning(String),
+    Activity { call_id: String, tool: String, phase: String, summary: String, arguments: Option<String> },
+    Progress(String),
+    Usage(String),
+    Finish(FinishReason),
+    Failed(String),
+    Other(String),
+}
+
+pub fn own(event: &Event<'_>) -> Owned {
+    match event {
+        Event::TextDelta(t) => Owned::Text(t.to_string()),
+        Event::ReasoningDelta(t) => Owned::Reasoning(t.to_string()),
+        Event::AgentActivity(a) => Owned::Activity {
+            call_id: a.call_id.into(),
+            tool: a.tool.into(),
+            phase: match a.phase {
+                ActivityPhase::Started => "started".into(),
+                ActivityPhase::Completed { outcome, started_seen } => {
+                    format!("completed:{}:{}", outcome_name(outcome), started_seen)
+                }
+                _ => "other".into(),
+            },
+            summary: a.summary.into(),
+            arguments: a.arguments.map(str::to_owned),
+        },
+        Event::Progress(p) => Owned::Progress(p.to_string()),
+        Event::Usage(u) => Owned::Usage(format!("{u:?}")),
+        Event::Finish(r) => Owned::Finish(*r),
+        Event::Failed(f) => Owned::Failed(format!("{:?}: {}", f.kind, f.message)),
+        other => Owned::Other(format!("{other:?}")),
+    }
+}
+
+fn outcome_name(outcome: ToolOutcome) -> &'static str {
+    match outcome {
+        ToolOutcome::Success => "success",
+        ToolOutcome::Rejected => "rejected",
+        ToolOutcome::Error => "error",
+        ToolOutcome::PermissionDenied => "permission_denied",
+        _ => "unknown",
+    }
+}
+
+/// Decodes `bytes` pushed in the given pieces; returns owned events.
+pub fn decode_pieces(pieces: &[&[u8]]) -> Vec<Owned> {
+    let mut decoder = Decoder::default();
+    let mut events = Vec::new();
+    for piece in pieces {
+        decoder.push_stdout(piece).unwrap();
+        while let Some(event) = decoder.poll_event() {
+            events.push(own(&event));
+        }
+    }
+    decoder.push_eof().unwrap();
+    while let Some(event) = decoder.poll_event() {
+        events.push(own(&event));
+    }
+    assert!(decoder.is_finished());
+    events
+}
+
+/// Decodes `bytes` in `chunk`-byte pieces (`usize::MAX`: whole).
+pub fn decode(bytes: &[u8], chunk: usize) -> Vec<Owned> {
+    let pieces: Vec<&[u8]> = if chunk >= bytes.len() { vec![bytes] } else { bytes.chunks(chunk).collect() };
+    decode_pieces(&pieces)
+}
+
+/// Concatenated answer text of decoded events.
+pub fn text_of(events: &[Owned]) -> String {
+    events.iter().filter_map(|e| if let Owned::Text(t) = e { Some(t.as_str()) } else { None }).collect()
+}
+
+/// Concatenated reasoning of decoded events.
+pub fn reasoning_of(events: &[Owned]) -> String {
+    events.iter().filter_map(|e| if let Owned::Reasoning(t) = e { Some(t.as_str()) } else { None }).collect()
+}
+
+/// A response produced by the core: HTTP status and body.
+pub struct Response {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+/// The HTTP response a client would get for `transcript`, fed in `chunk`-byte pieces: a
+/// stream whose head waits for the first answer event, or a JSON body.
+pub fn respond(transcript: &[u8], chunk: usize, stream: bool, include_usage: bool) -> Response {
+    let meta = ResponseMeta::new(1, 1_700_000_000, "auto");
+    let options = OutputOptions { include_usage, ..OutputOptions::default() };
+    let mut decoder = Decoder::default();
+    let mut encoder = ChunkEncoder::new(&meta, &options);
+    let mut builder = CompletionBuilder::new(&meta, &options);
+    let mut body = Vec::new();
+    let mut status = None;
+    let mut drain = |decoder: &mut Decoder, body: &mut Vec<u8>, status: &mut Option<u16>| {
+        while let Some(event) = decoder.poll_event() {
+            if !stream {
+                builder.push(&event);
+                continue;
+            }
+            if status.is_none() {
+                if let Event::Failed(failure) = &event {
+                    let error = agentwire::openai::ApiError::from_failure(failure);
+                    *status = Some(error.status);
+                    body.clear();
+                    error.write_json(body);
+                    encoder.fail(failure, &mut Vec::new());
+                    continue;
+                }
+                if event.is_answer() {
+                    *status = Some(200);
+                }
+            }
+            encoder.encode(&event, body);
+        }
+    };
+    let pieces: Vec<&[u8]> = if chunk >= transcript.len() { vec![transcript] } else { transcript.chunks(chunk).collect() };
+    for piece in pieces {
+        decoder.push_stdout(piece).unwrap();
+        drain(&mut decoder, &mut body, &mut status);
+    }
+    decoder.push_eof().unwrap();
+    drain(&mut decoder, &mut body, &mut status);
+    if !stream {
+        builder.write_body(&mut body);
+        return Response { status: builder.status(), body };
+    }
+    Response { status: status.unwrap_or(200), body }
+}
+
+/// What a stream body contained, after checking every frame against the chunk contract.
+#[derive(Debug, Default)]
+pub struct StreamSummary {
+    pub content: String,
+    pub reasoning: String,
+    pub finish_reasons: Vec<String>,
+    pub tool_call_deltas: usize,
+    pub usage_chunks: Vec<Value>,
+    pub errors: Vec<Value>,
+    pub done: usize,
+    pub chunks: usize,
+}
+
+/// Parses an SSE body and asserts the rules real clients depend on: `data:` frames only,
+/// each one line of JSON ending in a blank line; one `[DONE]`, last; the same id, created
+/// and model in every chunk; `choices` always present; role exactly once, first; a finish
+/// chunk with an empty delta; a usage chunk only last before `[DONE]`.
+pub fn check_stream(body: &[u8]) -> StreamSummary {
+    let text = std::str::from_utf8(body).expect("stream is UTF-8");
+    assert!(text.ends_with("\n\n"), "every frame ends with a blank line");
+    let mut summary = StreamSummary::default();
+    let mut identity: Option<(Value, Value, Value)> = None;
+    let mut roles = 0;
+    let frames: Vec<&str> = text[..text.len() - 2].split("\n\n").collect();
+    for (i, frame) in frames.iter().enumerate() {
+        if frame.starts_with(':') {
+            assert!(!frame.contains('\n'), "comment is one line");
+            continue;
+        }
+        let data = frame.strip_prefix("data: ").unwrap_or_else(|| panic!("frame {i} is not a data frame: {frame:?}"));
+        assert!(!data.contains('\n'), "one line of data");
+        if data == "[DONE]" {
+            summary.done += 1;
+            assert_eq!(i, frames.len() - 1, "[DONE] is last");
+            continue;
+        }
+        assert_eq!(summary.done, 0, "nothing after [DONE]");
+        let chunk: Value = serde_json::from_str(data).unwrap_or_else(|e| panic!("frame {i} is not JSON: {e}: {data}"));
+        if let Some(error) = chunk.get("error") {
+            assert!(error["message"].is_string() && error["type"].is_string());
+            summary.errors.push(error.clone());
+            continue;
+        }
+        summary.chunks += 1;
+        assert_eq!(chunk["object"], "chat.completion.chunk");
+        assert!(chunk["id"].as_str().unwrap().starts_with("chatcmpl-"));
+        assert!(chunk["created"].is_u64());
+        assert!(chunk["model"].is_string());
+        let this = (chunk["id"].clone(), chunk["created"].clone(), chunk["model"].clone());
+        match &identity {
+            None => identity = Some(this),
+            Some(first) => assert_eq!(first, &this, "stable id/created/model"),
+        }
+        let choices = chunk["choices"].as_array().expect("choices is an array");
+        if choices.is_empty() {
+            assert!(chunk["usage"].is_object(), "a choices:[] chunk carries usage");
+            summary.usage_chunks.push(chunk["usage"].clone());
+            continue;
+        }
+        assert!(summary.usage_chunks.is_empty(), "the usage chunk is the last chunk");
+        assert_eq!(choices.len(), 1);
+        let choice = &choices[0];
+        assert_eq!(choice["index"], 0);
+        let delta = choice["delta"].as_object().expect("delta is an object");
+        if let Some(role) = delta.get("role") {
+            assert_eq!(role, "assistant");
+            assert_eq!(summary.chunks, 1, "role only in the first chunk");
+            roles += 1;
+        }
+        if let Some(content) = delta.get("content") {
+            summary.content.push_str(content.as_str().expect("content is a string"));
+        }
+        if let Some(reasoning) = delta.get("reasoning_content") {
+            summary.reasoning.push_str(reasoning.as_str().unwrap());
+        }
+        if let Some(calls) = delta.get("tool_calls") {
+            summary.tool_call_deltas += calls.as_array().unwrap().len();
+        }
+        match &choice["finish_reason"] {
+            Value::Null => {}
+            Value::String(reason) => {
+                assert!(delta.is_empty(), "the finish chunk has an empty delta");
+                summary.finish_reasons.push(reason.clone());
+            }
+            other => panic!("finish_reason {other}"),
+        }
+    }
+    if summary.errors.is_empty() {
+        assert_eq!(roles, 1, "role exactly once");
+    }
+    summary
+}
+
+/// The project's own transcripts.
+pub fn project_fixtures() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    jsonl_in(&dir)
+}
+
+/// The shared real-capture corpus, when present beside the repository.
+pub fn shared_captures() -> Option<Vec<PathBuf>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/cursor-agent");
+    dir.is_dir().then(|| jsonl_in(&dir))
+}
+
+fn jsonl_in(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// `result.result` of the transcript's `result` line, if it has one.
+pub fn expected_result(bytes: &[u8]) -> Option<String> {
+    bytes
+        .split(|b| *b == b'\n')
+        .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
+        .find(|v| v["type"] == "result")
+        .map(|v| v["result"].as_str().unwrap_or_default().to_owned())
+}
+
+/// Whether the transcript has `thinking/delta` events with text.
+pub fn has_thinking(bytes: &[u8]) -> bool {
+    bytes
+        .split(|b| *b == b'\n')
+        .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
+        .any(|v| v["type"] == "thinking" && v["subtype"] == "delta" && v["text"].as_str().is_some_and(|t| !t.is_empty()))
+}
+
+/// Whether the transcript has usage in its result.
+pub fn has_usage(bytes: &[u8]) -> bool {
+    bytes
+        .split(|b| *b == b'\n')
+        .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
+        .any(|v| v["type"] == "result" && v["usage"].is_object())
+}
