@@ -45,7 +45,9 @@ fn parse_args() -> Result<Args, String> {
         let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
         match arg.as_str() {
             "--chunk" => {
-                args.chunk = value("--chunk")?.parse().map_err(|e| format!("--chunk: {e}"))?;
+                args.chunk = value("--chunk")?
+                    .parse()
+                    .map_err(|e| format!("--chunk: {e}"))?;
                 if args.chunk == 0 {
                     return Err("--chunk must be at least 1".into());
                 }
@@ -53,7 +55,11 @@ fn parse_args() -> Result<Args, String> {
             "--no-stream" => args.no_stream = true,
             "--include-usage" => args.include_usage = true,
             "--request" => args.request = Some(value("--request")?),
-            "--created" => args.created = value("--created")?.parse().map_err(|e| format!("--created: {e}"))?,
+            "--created" => {
+                args.created = value("--created")?
+                    .parse()
+                    .map_err(|e| format!("--created: {e}"))?
+            }
             "-h" | "--help" => return Err(String::new()),
             other if other.starts_with("--") => return Err(format!("unknown option {other}")),
             other => {
@@ -80,21 +86,33 @@ struct RequestInfo {
 fn read_request(args: &Args) -> Result<RequestInfo, String> {
     let body = match &args.request {
         Some(path) => std::fs::read(path).map_err(|e| format!("{path}: {e}"))?,
-        None => br#"{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}"#.to_vec(),
+        None => br#"{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}"#
+            .to_vec(),
     };
-    let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| format!("request: {e}"))?;
+    let value: serde_json::Value =
+        serde_json::from_slice(&body).map_err(|e| format!("request: {e}"))?;
     let model = value["model"].as_str().unwrap_or("auto");
     let model = model.rsplit('/').next().unwrap_or(model).to_owned();
     let stream = value["stream"].as_bool().unwrap_or(false) && !args.no_stream;
-    let include_usage =
-        value["stream_options"]["include_usage"].as_bool().unwrap_or(false) || args.include_usage;
-    Ok(RequestInfo { model, stream, include_usage })
+    let include_usage = value["stream_options"]["include_usage"]
+        .as_bool()
+        .unwrap_or(false)
+        || args.include_usage;
+    Ok(RequestInfo {
+        model,
+        stream,
+        include_usage,
+    })
 }
 
 /// The response being written: a stream whose head waits for the first answer event, or a
 /// body assembled to the end.
 enum Response {
-    Stream { encoder: ChunkEncoder, head: Option<u16>, pending: Vec<u8> },
+    Stream {
+        encoder: ChunkEncoder,
+        head: Option<u16>,
+        pending: Vec<u8>,
+    },
     Body(CompletionBuilder),
 }
 
@@ -102,7 +120,11 @@ impl Response {
     fn push(&mut self, event: &Event<'_>, out: &mut impl Write) -> io::Result<()> {
         match self {
             Response::Body(builder) => builder.push(event),
-            Response::Stream { encoder, head, pending } => {
+            Response::Stream {
+                encoder,
+                head,
+                pending,
+            } => {
                 if head.is_none() {
                     if let Event::Failed(failure) = event {
                         // Nothing sent yet: the failure gets its true status.
@@ -156,9 +178,16 @@ fn print_status(status: u16) {
 fn run(args: &Args) -> Result<(), String> {
     let request = read_request(args)?;
     let meta = ResponseMeta::new(0, args.created, request.model);
-    let options = OutputOptions { include_usage: request.include_usage, ..OutputOptions::default() };
+    let options = OutputOptions {
+        include_usage: request.include_usage,
+        ..OutputOptions::default()
+    };
     let mut response = if request.stream {
-        Response::Stream { encoder: ChunkEncoder::new(&meta, &options), head: None, pending: Vec::new() }
+        Response::Stream {
+            encoder: ChunkEncoder::new(&meta, &options),
+            head: None,
+            pending: Vec::new(),
+        }
     } else {
         Response::Body(CompletionBuilder::new(&meta, &options))
     };

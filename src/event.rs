@@ -35,7 +35,10 @@ impl Event<'_> {
     /// Whether this event is evidence that the agent is producing an answer (as opposed to
     /// progress notes). The bridge commits a streaming response's head at the first one.
     pub fn is_answer(&self) -> bool {
-        !matches!(self, Event::Progress(_) | Event::Usage(_) | Event::Failed(_))
+        !matches!(
+            self,
+            Event::Progress(_) | Event::Usage(_) | Event::Failed(_)
+        )
     }
 }
 
@@ -162,7 +165,9 @@ pub struct Usage {
 impl Usage {
     /// The whole prompt: fresh, cache-read and cache-written input.
     pub fn prompt_tokens(&self) -> u64 {
-        self.input_tokens.saturating_add(self.cache_read_tokens).saturating_add(self.cache_write_tokens)
+        self.input_tokens
+            .saturating_add(self.cache_read_tokens)
+            .saturating_add(self.cache_write_tokens)
     }
 
     /// Prompt plus output.
@@ -197,7 +202,10 @@ pub struct Failure {
 impl Failure {
     /// A failure of `kind` with `message`.
     pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
-        Failure { kind, message: message.into() }
+        Failure {
+            kind,
+            message: message.into(),
+        }
     }
 }
 

@@ -18,8 +18,14 @@ fn check_transcript(path: &PathBuf) -> &'static str {
     let reference = respond(&bytes, usize::MAX, true, true);
     for chunk in CHUNKINGS {
         let response = respond(&bytes, chunk, true, true);
-        assert_eq!(response.status, reference.status, "{name}: status with {chunk}-byte chunks");
-        assert_eq!(response.body, reference.body, "{name}: body with {chunk}-byte chunks");
+        assert_eq!(
+            response.status, reference.status,
+            "{name}: status with {chunk}-byte chunks"
+        );
+        assert_eq!(
+            response.body, reference.body,
+            "{name}: body with {chunk}-byte chunks"
+        );
     }
     let Some(expected) = expected_result(&bytes) else {
         // No result: the run failed. Before any answer the failure has its true status and
@@ -46,20 +52,40 @@ fn check_transcript(path: &PathBuf) -> &'static str {
     };
     assert_eq!(reference.status, 200, "{name}");
     let summary = check_stream(&reference.body);
-    assert_eq!(summary.content, expected, "{name}: streamed text equals result.result");
+    assert_eq!(
+        summary.content, expected,
+        "{name}: streamed text equals result.result"
+    );
     assert_eq!(summary.done, 1, "{name}: one [DONE]");
     assert_eq!(summary.finish_reasons, ["stop"], "{name}: one finish chunk");
-    assert_eq!(summary.tool_call_deltas, 0, "{name}: no tool_calls in agent mode");
+    assert_eq!(
+        summary.tool_call_deltas, 0,
+        "{name}: no tool_calls in agent mode"
+    );
     assert!(summary.errors.is_empty(), "{name}");
     if has_thinking(&bytes) {
         assert!(!summary.reasoning.is_empty(), "{name}: reasoning present");
     }
-    assert_eq!(summary.usage_chunks.len(), usize::from(has_usage(&bytes)), "{name}: usage chunk iff reported");
+    assert_eq!(
+        summary.usage_chunks.len(),
+        usize::from(has_usage(&bytes)),
+        "{name}: usage chunk iff reported"
+    );
     for usage in &summary.usage_chunks {
         let prompt = usage["prompt_tokens"].as_u64().unwrap();
         let completion = usage["completion_tokens"].as_u64().unwrap();
-        assert_eq!(usage["total_tokens"].as_u64().unwrap(), prompt + completion, "{name}");
-        assert!(usage["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap() <= prompt, "{name}");
+        assert_eq!(
+            usage["total_tokens"].as_u64().unwrap(),
+            prompt + completion,
+            "{name}"
+        );
+        assert!(
+            usage["prompt_tokens_details"]["cached_tokens"]
+                .as_u64()
+                .unwrap()
+                <= prompt,
+            "{name}"
+        );
     }
     // Without include_usage there is no usage chunk at all.
     let no_usage = check_stream(&respond(&bytes, 4096, true, false).body);
@@ -69,7 +95,11 @@ fn check_transcript(path: &PathBuf) -> &'static str {
     assert_eq!(plain.status, 200, "{name}");
     let body: serde_json::Value = serde_json::from_slice(&plain.body).unwrap();
     assert_eq!(body["object"], "chat.completion");
-    assert_eq!(body["choices"][0]["message"]["content"], expected.as_str(), "{name}");
+    assert_eq!(
+        body["choices"][0]["message"]["content"],
+        expected.as_str(),
+        "{name}"
+    );
     assert_eq!(body["choices"][0]["finish_reason"], "stop", "{name}");
     assert_eq!(body.get("usage").is_some(), has_usage(&bytes), "{name}");
     "answer"
@@ -84,7 +114,10 @@ fn check_all(files: &[PathBuf], what: &str) {
             _ => failures += 1,
         }
     }
-    println!("{what}: checked {} transcripts ({answers} answers, {failures} failures)", files.len());
+    println!(
+        "{what}: checked {} transcripts ({answers} answers, {failures} failures)",
+        files.len()
+    );
 }
 
 #[test]

@@ -4,10 +4,17 @@
 mod support;
 
 use agentwire::event::FinishReason;
-use support::{Owned, decode, decode_pieces, expected_result, project_fixtures, reasoning_of, text_of};
+use support::{
+    Owned, decode, decode_pieces, expected_result, project_fixtures, reasoning_of, text_of,
+};
 
 fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)).unwrap()
+    std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(name),
+    )
+    .unwrap()
 }
 
 #[test]
@@ -17,9 +24,19 @@ fn every_fixture_decodes_identically_in_any_chunking() {
     for path in fixtures {
         let bytes = std::fs::read(&path).unwrap();
         let whole = decode(&bytes, usize::MAX);
-        assert_eq!(decode(&bytes, 1), whole, "{}: byte at a time", path.display());
+        assert_eq!(
+            decode(&bytes, 1),
+            whole,
+            "{}: byte at a time",
+            path.display()
+        );
         for at in 0..=bytes.len() {
-            assert_eq!(decode_pieces(&[&bytes[..at], &bytes[at..]]), whole, "{}: split at {at}", path.display());
+            assert_eq!(
+                decode_pieces(&[&bytes[..at], &bytes[at..]]),
+                whole,
+                "{}: split at {at}",
+                path.display()
+            );
         }
         if let Some(expected) = expected_result(&bytes) {
             assert_eq!(text_of(&whole), expected, "{}", path.display());
@@ -36,7 +53,10 @@ fn recaps_before_tool_query_and_end_are_removed() {
         "Let me check the file.I'll search the web for that.The file says **hello** — and the web search was rejected."
     );
     // Every fragment is its own delta: nothing was held back but the recaps.
-    let deltas = events.iter().filter(|e| matches!(e, Owned::Text(_))).count();
+    let deltas = events
+        .iter()
+        .filter(|e| matches!(e, Owned::Text(_)))
+        .count();
     assert_eq!(deltas, 5 + 7 + 4);
     assert_eq!(events.last(), Some(&Owned::Finish(FinishReason::Stop)));
 }
@@ -44,11 +64,22 @@ fn recaps_before_tool_query_and_end_are_removed() {
 #[test]
 fn repeated_tokens_are_kept() {
     let events = decode(&fixture("repeated_tokens.jsonl"), usize::MAX);
-    let texts: Vec<&str> =
-        events.iter().filter_map(|e| if let Owned::Text(t) = e { Some(t.as_str()) } else { None }).collect();
+    let texts: Vec<&str> = events
+        .iter()
+        .filter_map(|e| {
+            if let Owned::Text(t) = e {
+                Some(t.as_str())
+            } else {
+                None
+            }
+        })
+        .collect();
     assert_eq!(
         texts,
-        ["ha", "ha", "\n", "\n", "Hi", "**", "bold", "**", " and ", "**", "more", "**", "a", "ab"]
+        [
+            "ha", "ha", "\n", "\n", "Hi", "**", "bold", "**", " and ", "**", "more", "**", "a",
+            "ab"
+        ]
     );
 }
 
@@ -65,9 +96,17 @@ fn parallel_calls_out_of_order_rejections_and_orphans() {
     let activity: Vec<(String, String, Option<String>)> = events
         .iter()
         .filter_map(|e| match e {
-            Owned::Activity { call_id, phase, summary, arguments, .. } => {
-                Some((call_id.clone(), format!("{phase} {summary}"), arguments.clone()))
-            }
+            Owned::Activity {
+                call_id,
+                phase,
+                summary,
+                arguments,
+                ..
+            } => Some((
+                call_id.clone(),
+                format!("{phase} {summary}"),
+                arguments.clone(),
+            )),
             _ => None,
         })
         .collect();
@@ -86,10 +125,22 @@ fn parallel_calls_out_of_order_rejections_and_orphans() {
             "completed:rejected:false ",
         ]
     );
-    assert!(activity[0].0.contains('\n'), "the agent's ids are passed on verbatim");
-    assert!(activity[5].2.as_deref().unwrap().contains("\"command\":\"curl -sI https://example.com\""));
+    assert!(
+        activity[0].0.contains('\n'),
+        "the agent's ids are passed on verbatim"
+    );
+    assert!(
+        activity[5]
+            .2
+            .as_deref()
+            .unwrap()
+            .contains("\"command\":\"curl -sI https://example.com\"")
+    );
     assert_eq!(activity[6].2, None);
-    assert_eq!(text_of(&events), "Running both in parallel.Both sleeps finished; curl and the fetch were rejected.");
+    assert_eq!(
+        text_of(&events),
+        "Running both in parallel.Both sleeps finished; curl and the fetch were rejected."
+    );
 }
 
 #[test]
@@ -98,14 +149,20 @@ fn no_usage_means_no_usage_event() {
     assert!(!events.iter().any(|e| matches!(e, Owned::Usage(_))));
     assert_eq!(events.last(), Some(&Owned::Finish(FinishReason::Stop)));
     let with = decode(&fixture("partial_recaps.jsonl"), usize::MAX);
-    let usage: Vec<&Owned> = with.iter().filter(|e| matches!(e, Owned::Usage(_))).collect();
+    let usage: Vec<&Owned> = with
+        .iter()
+        .filter(|e| matches!(e, Owned::Usage(_)))
+        .collect();
     assert_eq!(usage.len(), 1);
 }
 
 #[test]
 fn failure_without_result_is_classified_from_the_trailing_line() {
     let events = decode(&fixture("failure_no_result.jsonl"), 7);
-    let progress = events.iter().filter(|e| matches!(e, Owned::Progress(_))).count();
+    let progress = events
+        .iter()
+        .filter(|e| matches!(e, Owned::Progress(_)))
+        .count();
     assert_eq!(progress, 9);
     match events.last().unwrap() {
         Owned::Failed(message) => {
@@ -120,7 +177,10 @@ fn failure_without_result_is_classified_from_the_trailing_line() {
 fn thinking_only_turn_has_reasoning_and_no_text() {
     let events = decode(&fixture("thinking_only.jsonl"), usize::MAX);
     assert_eq!(text_of(&events), "");
-    assert_eq!(reasoning_of(&events), "The word is \"pomegranate\".Stay silent.");
+    assert_eq!(
+        reasoning_of(&events),
+        "The word is \"pomegranate\".Stay silent."
+    );
 }
 
 #[test]
@@ -174,31 +234,49 @@ fn hostile_lines_are_tolerated() {
     bytes.extend_from_slice(b"\xff\xfe\n");
     let events = decode(&bytes, 3);
     assert_eq!(text_of(&events), "plain string content and parts");
-    assert!(events.iter().any(|e| matches!(e, Owned::Usage(u) if u.contains("input_tokens: 12"))));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Owned::Usage(u) if u.contains("input_tokens: 12")))
+    );
     assert_eq!(events.last(), Some(&Owned::Finish(FinishReason::Stop)));
 }
 
 #[test]
 fn empty_output_is_a_failure() {
     let events = decode(b"", usize::MAX);
-    assert!(matches!(events.as_slice(), [Owned::Failed(m)] if m.contains("no output")), "{events:?}");
+    assert!(
+        matches!(events.as_slice(), [Owned::Failed(m)] if m.contains("no output")),
+        "{events:?}"
+    );
 }
 
 #[test]
 fn push_after_eof_is_misuse() {
     let mut decoder = agentwire::cursor::Decoder::default();
     decoder.push_eof().unwrap();
-    assert_eq!(decoder.push_stdout(b"{}\n"), Err(agentwire::cursor::DecoderError::AfterEof));
+    assert_eq!(
+        decoder.push_stdout(b"{}\n"),
+        Err(agentwire::cursor::DecoderError::AfterEof)
+    );
     assert!(decoder.push_eof().is_ok(), "a second end is a no-op");
 }
 
 #[test]
 fn over_limit_line_is_dropped_and_decoding_resumes() {
-    let config = agentwire::cursor::DecoderConfig { max_line_len: 64, ..Default::default() };
+    let config = agentwire::cursor::DecoderConfig {
+        max_line_len: 64,
+        ..Default::default()
+    };
     let mut decoder = agentwire::cursor::Decoder::new(config);
-    let long = format!("{{\"type\":\"assistant\",\"message\":{{\"content\":\"{}\"}}}}\n", "x".repeat(200));
+    let long = format!(
+        "{{\"type\":\"assistant\",\"message\":{{\"content\":\"{}\"}}}}\n",
+        "x".repeat(200)
+    );
     decoder.push_stdout(long.as_bytes()).unwrap();
-    decoder.push_stdout(b"{\"type\":\"result\",\"result\":\"\"}\n").unwrap();
+    decoder
+        .push_stdout(b"{\"type\":\"result\",\"result\":\"\"}\n")
+        .unwrap();
     decoder.push_eof().unwrap();
     let mut kinds = Vec::new();
     while let Some(event) = decoder.poll_event() {

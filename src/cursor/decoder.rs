@@ -28,7 +28,10 @@ pub struct DecoderConfig {
 
 impl Default for DecoderConfig {
     fn default() -> Self {
-        DecoderConfig { max_line_len: DEFAULT_MAX_LINE_LEN, max_notes: 8 * 1024 }
+        DecoderConfig {
+            max_line_len: DEFAULT_MAX_LINE_LEN,
+            max_notes: 8 * 1024,
+        }
     }
 }
 
@@ -310,16 +313,21 @@ impl Decoder {
         Some(match queued {
             Queued::Text(span) => Event::TextDelta(span.of(arena)),
             Queued::Reasoning(span) => Event::ReasoningDelta(span.of(arena)),
-            Queued::Activity { call_id, tool, phase, summary, arguments, model_call_id } => {
-                Event::AgentActivity(AgentActivity {
-                    call_id: call_id.of(arena),
-                    tool: tool.of(arena),
-                    phase,
-                    summary: summary.of(arena),
-                    arguments: arguments.map(|s| s.of(arena)),
-                    model_call_id: model_call_id.map(|s| s.of(arena)),
-                })
-            }
+            Queued::Activity {
+                call_id,
+                tool,
+                phase,
+                summary,
+                arguments,
+                model_call_id,
+            } => Event::AgentActivity(AgentActivity {
+                call_id: call_id.of(arena),
+                tool: tool.of(arena),
+                phase,
+                summary: summary.of(arena),
+                arguments: arguments.map(|s| s.of(arena)),
+                model_call_id: model_call_id.map(|s| s.of(arena)),
+            }),
             Queued::Progress(progress) => Event::Progress(progress),
             Queued::Usage(usage) => Event::Usage(usage),
             Queued::Finish(reason) => Event::Finish(reason),
@@ -356,7 +364,6 @@ impl Inner {
         };
         self.handle(&raw, line);
     }
-
 
     fn handle(&mut self, raw: &RawLine<'_>, line: &str) {
         self.saw_events = true;
@@ -416,15 +423,25 @@ impl Inner {
             }
             Kind::Reconnecting => {
                 self.retries += 1;
-                self.queue.push_back(Queued::Progress(Progress::Reconnecting { attempt: raw.attempt() }));
+                self.queue
+                    .push_back(Queued::Progress(Progress::Reconnecting {
+                        attempt: raw.attempt(),
+                    }));
             }
-            Kind::Reconnected => self.queue.push_back(Queued::Progress(Progress::Reconnected)),
+            Kind::Reconnected => self
+                .queue
+                .push_back(Queued::Progress(Progress::Reconnected)),
             Kind::Retry => {
                 self.retries += 1;
-                self.queue.push_back(Queued::Progress(Progress::Retrying { attempt: raw.attempt() }));
+                self.queue.push_back(Queued::Progress(Progress::Retrying {
+                    attempt: raw.attempt(),
+                }));
             }
             Kind::Error => {
-                let message = raw.error.map(error_message).unwrap_or_else(|| line.to_owned());
+                let message = raw
+                    .error
+                    .map(error_message)
+                    .unwrap_or_else(|| line.to_owned());
                 push_note(&mut self.notes, self.max_notes, &message);
             }
             Kind::User => {}
@@ -488,7 +505,10 @@ impl Inner {
 
     /// Queues `arena[start..]` as output of `channel`.
     fn commit(&mut self, channel: Channel, start: usize) {
-        let span = Span { start, end: self.arena.len() };
+        let span = Span {
+            start,
+            end: self.arena.len(),
+        };
         let text = span.of(&self.arena);
         match channel {
             Channel::Text => {
@@ -524,7 +544,13 @@ impl Inner {
             let cached = self.calls.complete(&call_id);
             let started_seen = cached.is_some();
             let outcome = payload.outcome.unwrap_or(ToolOutcome::Unknown);
-            (ActivityPhase::Completed { outcome, started_seen }, cached.and_then(|c| c.args))
+            (
+                ActivityPhase::Completed {
+                    outcome,
+                    started_seen,
+                },
+                cached.and_then(|c| c.args),
+            )
         };
         let call_id = self.store(&call_id);
         let tool_span = self.store(tool);
@@ -532,10 +558,20 @@ impl Inner {
         let args_text = payload.args.map(|a| a.get()).or(cached_args.as_deref());
         let args_raw = args_text.and_then(|t| serde_json::from_str(t).ok());
         append_summary(tool, args_raw, &mut self.arena);
-        let summary = Span { start: summary_start, end: self.arena.len() };
+        let summary = Span {
+            start: summary_start,
+            end: self.arena.len(),
+        };
         let arguments = args_text.map(|t| self.store(t));
         let model_call_id = raw.model_call_id.and_then(raw_str).map(|m| self.store(&m));
-        self.queue.push_back(Queued::Activity { call_id, tool: tool_span, phase, summary, arguments, model_call_id });
+        self.queue.push_back(Queued::Activity {
+            call_id,
+            tool: tool_span,
+            phase,
+            summary,
+            arguments,
+            model_call_id,
+        });
     }
 
     fn result(&mut self, raw: &RawLine<'_>) {
@@ -554,7 +590,8 @@ impl Inner {
                 .map(error_message)
                 .or_else(|| raw.result.and_then(raw_str).map(|r| r.into_owned()))
                 .unwrap_or_default();
-            self.queue.push_back(Queued::Failed(diagnose::classify_result_error(&message)));
+            self.queue
+                .push_back(Queued::Failed(diagnose::classify_result_error(&message)));
         } else {
             self.queue.push_back(Queued::Finish(FinishReason::Stop));
         }
@@ -569,7 +606,7 @@ impl Inner {
             return;
         }
         let mut hasher = DefaultHasher::new();
-        hasher.write(result[..len].as_bytes());
+        hasher.write(&result.as_bytes()[..len]);
         if hasher.finish() != self.emitted_hash.finish() {
             self.stats.divergences += 1;
             return;
@@ -596,7 +633,10 @@ impl Inner {
     fn store(&mut self, text: &str) -> Span {
         let start = self.arena.len();
         self.arena.push_str(text);
-        Span { start, end: self.arena.len() }
+        Span {
+            start,
+            end: self.arena.len(),
+        }
     }
 }
 

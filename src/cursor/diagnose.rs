@@ -57,7 +57,11 @@ pub fn classify(evidence: &Evidence<'_>) -> Failure {
     let lower = clean.to_lowercase();
     let has = |needles: &[&str]| needles.iter().any(|n| lower.contains(n));
 
-    if has(&["workspace trust required", "pass --trust", "do you trust the contents"]) {
+    if has(&[
+        "workspace trust required",
+        "pass --trust",
+        "do you trust the contents",
+    ]) {
         return Failure::new(
             FailureKind::Misconfigured,
             "cursor-agent refused to run: the workspace is not trusted. Pass --trust (the \
@@ -80,7 +84,12 @@ pub fn classify(evidence: &Evidence<'_>) -> Failure {
              for the bridge.",
         );
     }
-    if has(&["cannot use this model", "model not found", "invalid model", "unknown model"]) {
+    if has(&[
+        "cannot use this model",
+        "model not found",
+        "invalid model",
+        "unknown model",
+    ]) {
         let mut message = String::from("The requested model is not available to cursor-agent.");
         if let Some(models) = available_models(&clean) {
             message.push_str(" Available models: ");
@@ -88,13 +97,27 @@ pub fn classify(evidence: &Evidence<'_>) -> Failure {
         }
         return Failure::new(FailureKind::ModelUnavailable, message);
     }
-    if has(&["usage limit", "rate limit", "too many requests", "quota", "resource exhausted"]) {
+    if has(&[
+        "usage limit",
+        "rate limit",
+        "too many requests",
+        "quota",
+        "resource exhausted",
+    ]) {
         return Failure::new(
             FailureKind::RateLimited,
-            format!("cursor-agent hit a usage or rate limit: {}", excerpt(&clean)),
+            format!(
+                "cursor-agent hit a usage or rate limit: {}",
+                excerpt(&clean)
+            ),
         );
     }
-    if has(&["unknown option", "invalid_argument", "unknown argument", "unknown command"]) {
+    if has(&[
+        "unknown option",
+        "invalid_argument",
+        "unknown argument",
+        "unknown command",
+    ]) {
         return Failure::new(
             FailureKind::Misconfigured,
             format!(
@@ -104,8 +127,14 @@ pub fn classify(evidence: &Evidence<'_>) -> Failure {
             ),
         );
     }
-    if has(&["econnrefused", "enotfound", "econnreset", "etimedout", "fetch failed", "network"])
-        || evidence.retries > 0
+    if has(&[
+        "econnrefused",
+        "enotfound",
+        "econnreset",
+        "etimedout",
+        "fetch failed",
+        "network",
+    ]) || evidence.retries > 0
     {
         return Failure::new(
             FailureKind::Unavailable,
@@ -139,7 +168,11 @@ pub fn classify(evidence: &Evidence<'_>) -> Failure {
 /// Classifies the message of an error `result` event: a known class if its text says so,
 /// else [`FailureKind::AgentError`].
 pub fn classify_result_error(message: &str) -> Failure {
-    let failure = classify(&Evidence { stdout_notes: message, saw_events: true, ..Evidence::default() });
+    let failure = classify(&Evidence {
+        stdout_notes: message,
+        saw_events: true,
+        ..Evidence::default()
+    });
     if failure.kind == FailureKind::AgentCrashed {
         let message = if message.trim().is_empty() {
             "cursor-agent reported an error".to_owned()
@@ -156,7 +189,9 @@ fn excerpt(text: &str) -> String {
     const MAX: usize = 600;
     let trimmed = text.trim();
     let start = trimmed.len().saturating_sub(MAX);
-    let start = (start..=trimmed.len()).find(|&i| trimmed.is_char_boundary(i)).unwrap_or(0);
+    let start = (start..=trimmed.len())
+        .find(|&i| trimmed.is_char_boundary(i))
+        .unwrap_or(0);
     let mut out = String::with_capacity(trimmed.len() - start);
     let mut space = false;
     for c in trimmed[start..].chars() {
@@ -217,7 +252,11 @@ mod tests {
     use super::*;
 
     fn stderr(text: &str, exit: i32) -> Failure {
-        classify(&Evidence { stderr: text, exit: Some(ExitStatus::Code(exit)), ..Evidence::default() })
+        classify(&Evidence {
+            stderr: text,
+            exit: Some(ExitStatus::Code(exit)),
+            ..Evidence::default()
+        })
     }
 
     #[test]
@@ -230,15 +269,39 @@ mod tests {
 
     #[test]
     fn classes() {
-        assert_eq!(stderr("\u{1b}[31mError: Authentication required. Please run login\u{1b}[0m", 1).kind, FailureKind::NotAuthenticated);
-        let model = stderr("Cannot use this model: gpt-9. Available models: auto, gpt-5, sonnet-4.5", 1);
+        assert_eq!(
+            stderr(
+                "\u{1b}[31mError: Authentication required. Please run login\u{1b}[0m",
+                1
+            )
+            .kind,
+            FailureKind::NotAuthenticated
+        );
+        let model = stderr(
+            "Cannot use this model: gpt-9. Available models: auto, gpt-5, sonnet-4.5",
+            1,
+        );
         assert_eq!(model.kind, FailureKind::ModelUnavailable);
-        assert!(model.message.ends_with("Available models: auto, gpt-5, sonnet-4.5"), "{}", model.message);
-        assert_eq!(stderr("You've hit your usage limit", 1).kind, FailureKind::RateLimited);
-        assert_eq!(stderr("fetch failed ECONNREFUSED", 1).kind, FailureKind::Unavailable);
+        assert!(
+            model
+                .message
+                .ends_with("Available models: auto, gpt-5, sonnet-4.5"),
+            "{}",
+            model.message
+        );
+        assert_eq!(
+            stderr("You've hit your usage limit", 1).kind,
+            FailureKind::RateLimited
+        );
+        assert_eq!(
+            stderr("fetch failed ECONNREFUSED", 1).kind,
+            FailureKind::Unavailable
+        );
         let crash = stderr("segmentation fault", 139);
         assert_eq!(crash.kind, FailureKind::AgentCrashed);
-        assert!(crash.message.contains("exit code 139") && crash.message.contains("segmentation fault"));
+        assert!(
+            crash.message.contains("exit code 139") && crash.message.contains("segmentation fault")
+        );
     }
 
     #[test]
@@ -254,28 +317,50 @@ mod tests {
 
     #[test]
     fn retries_alone_mean_unavailable() {
-        let failure = classify(&Evidence { retries: 3, saw_events: true, ..Evidence::default() });
+        let failure = classify(&Evidence {
+            retries: 3,
+            saw_events: true,
+            ..Evidence::default()
+        });
         assert_eq!(failure.kind, FailureKind::Unavailable);
     }
 
     #[test]
     fn permanent_messages_avoid_retry_words() {
         // OpenCode retries on these words even for a 4xx.
-        let retry_words = ["timeout", "timed out", "rate limit", "connection", "500", "overloaded", "try again"];
+        let retry_words = [
+            "timeout",
+            "timed out",
+            "rate limit",
+            "connection",
+            "500",
+            "overloaded",
+            "try again",
+        ];
         for failure in [
             stderr("Error: not logged in (connection reset, timeout 500)", 1),
             stderr("Cannot use this model: x (timeout)", 1),
         ] {
             let lower = failure.message.to_lowercase();
-            assert!(retry_words.iter().all(|w| !lower.contains(w)), "{}", failure.message);
+            assert!(
+                retry_words.iter().all(|w| !lower.contains(w)),
+                "{}",
+                failure.message
+            );
         }
     }
 
     #[test]
     fn result_errors() {
         assert_eq!(classify_result_error("boom").kind, FailureKind::AgentError);
-        assert_eq!(classify_result_error("").message, "cursor-agent reported an error");
-        assert_eq!(classify_result_error("You've hit your usage limit").kind, FailureKind::RateLimited);
+        assert_eq!(
+            classify_result_error("").message,
+            "cursor-agent reported an error"
+        );
+        assert_eq!(
+            classify_result_error("You've hit your usage limit").kind,
+            FailureKind::RateLimited
+        );
     }
 
     #[test]

@@ -36,7 +36,10 @@ pub(crate) fn append_str(raw: &RawValue, out: &mut String) -> bool {
 /// some numbers), or `None`.
 pub(crate) fn raw_u64(raw: &RawValue) -> Option<u64> {
     let text = raw.get();
-    let digits = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')).unwrap_or(text);
+    let digits = text
+        .strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .unwrap_or(text);
     digits.parse().ok()
 }
 
@@ -84,7 +87,11 @@ fn unescape_unicode(escape: &str, out: &mut String) -> usize {
         return escape.len().min(1);
     };
     if (0xD800..0xDC00).contains(&high) {
-        if let Some(low) = escape.get(5..7).filter(|s| *s == "\\u").and_then(|_| hex4(escape.get(7..11))) {
+        if let Some(low) = escape
+            .get(5..7)
+            .filter(|s| *s == "\\u")
+            .and_then(|_| hex4(escape.get(7..11)))
+        {
             if (0xDC00..0xE000).contains(&low) {
                 let code = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
                 out.push(char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER));

@@ -91,7 +91,9 @@ impl<'a> RawLine<'a> {
     }
 
     pub(crate) fn kind(&self) -> Kind {
-        let Some(kind) = self.kind.and_then(raw_str) else { return Kind::Untyped };
+        let Some(kind) = self.kind.and_then(raw_str) else {
+            return Kind::Untyped;
+        };
         let subtype = self.subtype.and_then(raw_str);
         let sub = subtype.as_deref().unwrap_or("");
         match (&*kind, sub) {
@@ -113,7 +115,9 @@ impl<'a> RawLine<'a> {
     }
 
     pub(crate) fn attempt(&self) -> u32 {
-        self.attempt.and_then(raw_u64).map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
+        self.attempt
+            .and_then(raw_u64)
+            .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
     }
 
     pub(crate) fn is_error(&self) -> bool {
@@ -238,12 +242,18 @@ impl<'de> Visitor<'de> for ContentVisitor {
     }
 
     fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Self::Value, E> {
-        Ok(Content(TextParts { first: Some(TextRef::Plain(Cow::Borrowed(text))), more: Vec::new() }))
+        Ok(Content(TextParts {
+            first: Some(TextRef::Plain(Cow::Borrowed(text))),
+            more: Vec::new(),
+        }))
     }
 
     fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
         let text = Cow::Owned(text.to_owned());
-        Ok(Content(TextParts { first: Some(TextRef::Plain(text)), more: Vec::new() }))
+        Ok(Content(TextParts {
+            first: Some(TextRef::Plain(text)),
+            more: Vec::new(),
+        }))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
@@ -365,4 +375,3 @@ pub(crate) fn for_each_entry<'a>(
     let mut de = serde_json::Deserializer::from_str(raw.get());
     de.deserialize_map(EntryVisitor(&mut each)).is_ok()
 }
-

@@ -43,7 +43,11 @@ impl<'a> ToolCallPayload<'a> {
             "result" => outcome = Some(result_outcome(value)),
             _ => {}
         });
-        Some(ToolCallPayload { tool: Cow::Owned(tool), args, outcome })
+        Some(ToolCallPayload {
+            tool: Cow::Owned(tool),
+            args,
+            outcome,
+        })
     }
 }
 
@@ -82,8 +86,18 @@ fn result_outcome(result: &RawValue) -> ToolOutcome {
 /// `out`: the first present field among those that say what the call is about.
 pub(crate) fn append_summary(tool: &str, args: Option<&RawValue>, out: &mut String) {
     const FIELDS: &[&str] = &[
-        "command", "path", "filePath", "url", "searchTerm", "query", "pattern", "globPattern",
-        "title", "toolName", "name", "description",
+        "command",
+        "path",
+        "filePath",
+        "url",
+        "searchTerm",
+        "query",
+        "pattern",
+        "globPattern",
+        "title",
+        "toolName",
+        "name",
+        "description",
     ];
     let Some(args) = args else { return };
     let mut best: Option<(usize, Cow<'_, str>)> = None;
@@ -92,7 +106,9 @@ pub(crate) fn append_summary(tool: &str, args: Option<&RawValue>, out: &mut Stri
         _ => None,
     };
     for_each_entry(args, |key, value| {
-        let rank = if Some(key) == preferred { 0 } else {
+        let rank = if Some(key) == preferred {
+            0
+        } else {
             match FIELDS.iter().position(|f| *f == key) {
                 Some(at) => at + 1,
                 None => return,
@@ -134,7 +150,9 @@ impl InFlightCalls {
         if self.calls.len() >= MAX_CALLS_IN_FLIGHT && !self.calls.contains_key(call_id) {
             return;
         }
-        let call = InFlight { args: args.map(|a| a.get().to_owned()) };
+        let call = InFlight {
+            args: args.map(|a| a.get().to_owned()),
+        };
         self.calls.insert(call_id.to_owned(), call);
     }
 
@@ -170,11 +188,17 @@ mod tests {
     fn outcomes() {
         for (result, outcome) in [
             (r#"{"rejected":{"reason":""}}"#, ToolOutcome::Rejected),
-            (r#"{"isBackground":false,"success":{}}"#, ToolOutcome::Success),
+            (
+                r#"{"isBackground":false,"success":{}}"#,
+                ToolOutcome::Success,
+            ),
             (r#"{"failure":{}}"#, ToolOutcome::Error),
             (r#"{"error":{}}"#, ToolOutcome::Error),
             (r#"{"permissionDenied":{}}"#, ToolOutcome::PermissionDenied),
-            (r#"{"writePermissionDenied":{"error":"x"}}"#, ToolOutcome::PermissionDenied),
+            (
+                r#"{"writePermissionDenied":{"error":"x"}}"#,
+                ToolOutcome::PermissionDenied,
+            ),
             (r#"{"weird":{}}"#, ToolOutcome::Unknown),
             ("12", ToolOutcome::Unknown),
         ] {
@@ -199,9 +223,18 @@ mod tests {
             append_summary(tool, Some(&raw(args)), &mut out);
             out
         };
-        assert_eq!(summary("shell", r#"{"workingDirectory":"","command":"cat a\nb"}"#), "cat a b");
-        assert_eq!(summary("webSearch", r#"{"searchTerm":"rust","toolCallId":"t"}"#), "rust");
-        assert_eq!(summary("mcp", r#"{"name":"srv","toolName":"query"}"#), "query");
+        assert_eq!(
+            summary("shell", r#"{"workingDirectory":"","command":"cat a\nb"}"#),
+            "cat a b"
+        );
+        assert_eq!(
+            summary("webSearch", r#"{"searchTerm":"rust","toolCallId":"t"}"#),
+            "rust"
+        );
+        assert_eq!(
+            summary("mcp", r#"{"name":"srv","toolName":"query"}"#),
+            "query"
+        );
         assert_eq!(summary("x", r#"{"other":1}"#), "");
         let long = summary("shell", &format!(r#"{{"command":"{}"}}"#, "é".repeat(200)));
         assert!(long.len() <= MAX_SUMMARY + 3 && long.ends_with('…'));

@@ -94,7 +94,13 @@ pub struct LineFramer {
 impl LineFramer {
     /// A framer that accepts lines of up to `limit` bytes.
     pub fn new(limit: usize) -> Self {
-        LineFramer { partial: Vec::new(), lent: false, discarding: false, limit, line_no: 1 }
+        LineFramer {
+            partial: Vec::new(),
+            lent: false,
+            discarding: false,
+            limit,
+            line_no: 1,
+        }
     }
 
     /// The line limit in bytes.
@@ -127,7 +133,10 @@ impl LineFramer {
         self.line_no += 1;
         if self.discarding {
             self.discarding = false;
-            return Framed { consumed, line: None };
+            return Framed {
+                consumed,
+                line: None,
+            };
         }
         let head = &input[..newline];
         if self.partial.len() + head.len() > self.limit {
@@ -135,7 +144,11 @@ impl LineFramer {
             self.partial.clear();
             return Framed {
                 consumed,
-                line: Some(Err(LineError::TooLong { line: line_no, limit: self.limit, seen })),
+                line: Some(Err(LineError::TooLong {
+                    line: line_no,
+                    limit: self.limit,
+                    seen,
+                })),
             };
         }
         let bytes: &'a [u8] = if self.partial.is_empty() {
@@ -145,7 +158,10 @@ impl LineFramer {
             self.lent = true;
             &self.partial
         };
-        Framed { consumed, line: deliver(bytes, line_no) }
+        Framed {
+            consumed,
+            line: deliver(bytes, line_no),
+        }
     }
 
     /// Ends the input: returns the last line if it had no terminating newline. The framer is
@@ -167,17 +183,30 @@ impl LineFramer {
     fn buffer_tail<'a>(&mut self, input: &'a [u8]) -> Framed<'a> {
         let consumed = input.len();
         if self.discarding {
-            return Framed { consumed, line: None };
+            return Framed {
+                consumed,
+                line: None,
+            };
         }
         let seen = self.partial.len() + input.len();
         if seen > self.limit {
             self.partial.clear();
             self.discarding = true;
-            let error = LineError::TooLong { line: self.line_no, limit: self.limit, seen };
-            return Framed { consumed, line: Some(Err(error)) };
+            let error = LineError::TooLong {
+                line: self.line_no,
+                limit: self.limit,
+                seen,
+            };
+            return Framed {
+                consumed,
+                line: Some(Err(error)),
+            };
         }
         self.partial.extend_from_slice(input);
-        Framed { consumed, line: None }
+        Framed {
+            consumed,
+            line: None,
+        }
     }
 }
 
@@ -194,8 +223,10 @@ fn deliver(bytes: &[u8], line: u64) -> Option<Result<&str, LineError>> {
         return None;
     }
     Some(
-        std::str::from_utf8(bytes)
-            .map_err(|e| LineError::InvalidUtf8 { line, valid_up_to: e.valid_up_to() }),
+        std::str::from_utf8(bytes).map_err(|e| LineError::InvalidUtf8 {
+            line,
+            valid_up_to: e.valid_up_to(),
+        }),
     )
 }
 
@@ -230,7 +261,11 @@ mod tests {
         let bytes: Vec<&[u8]> = input.chunks(1).collect();
         assert_eq!(frame(&bytes, limit), whole, "byte at a time");
         for at in 0..=input.len() {
-            assert_eq!(frame(&[&input[..at], &input[at..]], limit), whole, "split at {at}");
+            assert_eq!(
+                frame(&[&input[..at], &input[at..]], limit),
+                whole,
+                "split at {at}"
+            );
         }
         whole
     }
@@ -258,7 +293,10 @@ mod tests {
             got,
             vec![
                 Ok("ok".into()),
-                Err(LineError::InvalidUtf8 { line: 2, valid_up_to: 0 }),
+                Err(LineError::InvalidUtf8 {
+                    line: 2,
+                    valid_up_to: 0
+                }),
                 Ok("next".into())
             ]
         );
@@ -269,7 +307,14 @@ mod tests {
         let input = b"short\n0123456789abcdef\nafter\n";
         let whole = frame(&[input], 8);
         assert_eq!(whole[0], Ok("short".into()));
-        assert!(matches!(whole[1], Err(LineError::TooLong { line: 2, limit: 8, .. })));
+        assert!(matches!(
+            whole[1],
+            Err(LineError::TooLong {
+                line: 2,
+                limit: 8,
+                ..
+            })
+        ));
         assert_eq!(whole[2], Ok("after".into()));
         assert_eq!(whole.len(), 3);
         // Chunked: the error may be reported earlier with a smaller `seen`, but the lines
@@ -278,7 +323,10 @@ mod tests {
         let chunked = frame(&bytes, 8);
         assert_eq!(chunked.len(), 3);
         assert_eq!(chunked[0], whole[0]);
-        assert!(matches!(chunked[1], Err(LineError::TooLong { line: 2, .. })));
+        assert!(matches!(
+            chunked[1],
+            Err(LineError::TooLong { line: 2, .. })
+        ));
         assert_eq!(chunked[2], whole[2]);
     }
 

@@ -41,7 +41,10 @@ impl SseWriter {
         out.push(b':');
         if !text.is_empty() {
             out.push(b' ');
-            out.extend(text.bytes().map(|b| if b == b'\n' || b == b'\r' { b' ' } else { b }));
+            out.extend(
+                text.bytes()
+                    .map(|b| if b == b'\n' || b == b'\r' { b' ' } else { b }),
+            );
         }
         out.extend_from_slice(b"\n\n");
     }

@@ -139,7 +139,9 @@ impl ChunkEncoder {
     }
 
     fn reasoning(&mut self, text: &str, out: &mut Vec<u8>) {
-        let Some(key) = self.reasoning_key else { return };
+        let Some(key) = self.reasoning_key else {
+            return;
+        };
         if text.is_empty() {
             return;
         }
@@ -232,8 +234,18 @@ mod tests {
     use crate::event::FailureKind;
 
     fn encoder(include_usage: bool) -> ChunkEncoder {
-        let meta = ResponseMeta { id: "chatcmpl-1".into(), created: 7, model: "auto".into() };
-        ChunkEncoder::new(&meta, &OutputOptions { include_usage, ..OutputOptions::default() })
+        let meta = ResponseMeta {
+            id: "chatcmpl-1".into(),
+            created: 7,
+            model: "auto".into(),
+        };
+        ChunkEncoder::new(
+            &meta,
+            &OutputOptions {
+                include_usage,
+                ..OutputOptions::default()
+            },
+        )
     }
 
     fn frames(out: &[u8]) -> Vec<serde_json::Value> {
@@ -252,7 +264,11 @@ mod tests {
         for event in [
             Event::ReasoningDelta("think"),
             Event::TextDelta("Hi \"x\""),
-            Event::Usage(Usage { input_tokens: 1, output_tokens: 2, ..Usage::default() }),
+            Event::Usage(Usage {
+                input_tokens: 1,
+                output_tokens: 2,
+                ..Usage::default()
+            }),
             Event::Finish(FinishReason::Stop),
             Event::TextDelta("ignored"),
         ] {
@@ -267,9 +283,18 @@ mod tests {
             assert_eq!(chunk["model"], "auto");
             assert!(chunk["choices"].is_array());
         }
-        assert_eq!(f[0]["choices"][0]["delta"], serde_json::json!({"role":"assistant","reasoning_content":"think"}));
-        assert_eq!(f[1]["choices"][0]["delta"], serde_json::json!({"content":"Hi \"x\""}));
-        assert_eq!(f[2]["choices"][0], serde_json::json!({"index":0,"delta":{},"finish_reason":"stop"}));
+        assert_eq!(
+            f[0]["choices"][0]["delta"],
+            serde_json::json!({"role":"assistant","reasoning_content":"think"})
+        );
+        assert_eq!(
+            f[1]["choices"][0]["delta"],
+            serde_json::json!({"content":"Hi \"x\""})
+        );
+        assert_eq!(
+            f[2]["choices"][0],
+            serde_json::json!({"index":0,"delta":{},"finish_reason":"stop"})
+        );
         assert_eq!(f[3]["choices"], serde_json::json!([]));
         assert_eq!(f[3]["usage"]["total_tokens"], 3);
     }
@@ -285,7 +310,10 @@ mod tests {
             enc.encode(&Event::Finish(FinishReason::Stop), &mut out);
             let f = frames(&out);
             assert_eq!(f.len(), 2, "role chunk and finish only");
-            assert_eq!(f[0]["choices"][0]["delta"], serde_json::json!({"role":"assistant","content":""}));
+            assert_eq!(
+                f[0]["choices"][0]["delta"],
+                serde_json::json!({"role":"assistant","content":""})
+            );
         }
     }
 
@@ -293,7 +321,12 @@ mod tests {
     fn tool_calls_force_the_finish_reason() {
         let mut enc = encoder(false);
         let mut out = Vec::new();
-        let call = ToolCall { index: 0, id: "call_a", name: "read", arguments: r#"{"path":"x"}"# };
+        let call = ToolCall {
+            index: 0,
+            id: "call_a",
+            name: "read",
+            arguments: r#"{"path":"x"}"#,
+        };
         enc.encode(&Event::ToolCall(call), &mut out);
         enc.encode(&Event::Finish(FinishReason::Stop), &mut out);
         let f = frames(&out);
@@ -313,7 +346,10 @@ mod tests {
         let mut enc = encoder(false);
         let mut out = Vec::new();
         enc.encode(&Event::TextDelta("partial"), &mut out);
-        enc.encode(&Event::Failed(Failure::new(FailureKind::AgentCrashed, "boom")), &mut out);
+        enc.encode(
+            &Event::Failed(Failure::new(FailureKind::AgentCrashed, "boom")),
+            &mut out,
+        );
         let f = frames(&out);
         assert_eq!(f[1]["error"]["message"], "boom");
         assert_eq!(f[1]["error"]["code"], "agent_crashed");
@@ -325,9 +361,15 @@ mod tests {
         let mut enc = encoder(false);
         let mut out = Vec::new();
         enc.encode(&Event::ReasoningDelta("thinking"), &mut out);
-        enc.encode(&Event::Progress(crate::event::Progress::Reconnected), &mut out);
+        enc.encode(
+            &Event::Progress(crate::event::Progress::Reconnected),
+            &mut out,
+        );
         enc.encode(&Event::Finish(FinishReason::Stop), &mut out);
         let f = frames(&out);
-        assert_eq!(f[1]["choices"][0]["delta"]["reasoning_content"], "\n[cursor-agent] reconnected\n");
+        assert_eq!(
+            f[1]["choices"][0]["delta"]["reasoning_content"],
+            "\n[cursor-agent] reconnected\n"
+        );
     }
 }

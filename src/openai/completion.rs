@@ -117,13 +117,20 @@ impl CompletionBuilder {
         write_u64(out, self.meta.created);
         out.extend_from_slice(b",\"model\":");
         write_str(out, &self.meta.model);
-        out.extend_from_slice(b",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":");
+        out.extend_from_slice(
+            b",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":",
+        );
         if self.content.is_empty() && !self.tool_calls.is_empty() {
             out.extend_from_slice(b"null");
         } else {
             write_str(out, &self.content);
         }
-        if let Some(key) = self.options.reasoning.key().filter(|_| !self.reasoning.is_empty()) {
+        if let Some(key) = self
+            .options
+            .reasoning
+            .key()
+            .filter(|_| !self.reasoning.is_empty())
+        {
             out.push(b',');
             write_str(out, key);
             out.push(b':');
@@ -162,7 +169,11 @@ mod tests {
     use crate::event::{FailureKind, ToolCall};
 
     fn builder() -> CompletionBuilder {
-        let meta = ResponseMeta { id: "chatcmpl-1".into(), created: 7, model: "auto".into() };
+        let meta = ResponseMeta {
+            id: "chatcmpl-1".into(),
+            created: 7,
+            model: "auto".into(),
+        };
         CompletionBuilder::new(&meta, &OutputOptions::default())
     }
 
@@ -178,7 +189,11 @@ mod tests {
         b.push(&Event::ReasoningDelta("r"));
         b.push(&Event::TextDelta("He"));
         b.push(&Event::TextDelta("llo"));
-        b.push(&Event::Usage(Usage { input_tokens: 1, output_tokens: 1, ..Usage::default() }));
+        b.push(&Event::Usage(Usage {
+            input_tokens: 1,
+            output_tokens: 1,
+            ..Usage::default()
+        }));
         b.push(&Event::Finish(FinishReason::Stop));
         assert_eq!(b.status(), 200);
         assert_eq!(
@@ -193,19 +208,30 @@ mod tests {
     #[test]
     fn tool_call_body() {
         let mut b = builder();
-        b.push(&Event::ToolCall(ToolCall { index: 0, id: "call_1", name: "bash", arguments: "{}" }));
+        b.push(&Event::ToolCall(ToolCall {
+            index: 0,
+            id: "call_1",
+            name: "bash",
+            arguments: "{}",
+        }));
         b.push(&Event::Finish(FinishReason::Stop));
         let v = body(&b);
         assert!(v["choices"][0]["message"]["content"].is_null());
         assert_eq!(v["choices"][0]["finish_reason"], "tool_calls");
-        assert_eq!(v["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "bash");
+        assert_eq!(
+            v["choices"][0]["message"]["tool_calls"][0]["function"]["name"],
+            "bash"
+        );
         assert!(v.get("usage").is_none());
     }
 
     #[test]
     fn failure_body() {
         let mut b = builder();
-        b.push(&Event::Failed(Failure::new(FailureKind::NotAuthenticated, "log in")));
+        b.push(&Event::Failed(Failure::new(
+            FailureKind::NotAuthenticated,
+            "log in",
+        )));
         assert_eq!(b.status(), 401);
         assert_eq!(body(&b)["error"]["message"], "log in");
     }

@@ -30,8 +30,18 @@ struct Envelope<'a> {
 
 impl ApiError {
     /// A 400 `invalid_request_error` about `param`.
-    pub fn invalid_request(message: impl Into<String>, param: Option<String>, code: &'static str) -> Self {
-        ApiError { message: message.into(), kind: "invalid_request_error", param, code: Some(code), status: 400 }
+    pub fn invalid_request(
+        message: impl Into<String>,
+        param: Option<String>,
+        code: &'static str,
+    ) -> Self {
+        ApiError {
+            message: message.into(),
+            kind: "invalid_request_error",
+            param,
+            code: Some(code),
+            status: 400,
+        }
     }
 
     /// The error for a failed answer, with the status of its class.
@@ -48,19 +58,36 @@ impl ApiError {
             FailureKind::AgentCrashed => (502, "server_error", "agent_crashed"),
             FailureKind::BadOutput => (502, "server_error", "agent_bad_output"),
         };
-        ApiError { message: failure.message.clone(), kind, param: None, code: Some(code), status }
+        ApiError {
+            message: failure.message.clone(),
+            kind,
+            param: None,
+            code: Some(code),
+            status,
+        }
     }
 
     /// Whether a client may usefully retry: the failure is transient, not something only a
     /// person can fix. Adapters send it as the `x-should-retry` header, which openai-python
     /// honours over the status.
     pub fn retryable(&self) -> bool {
-        matches!(self.code, Some("rate_limit_exceeded" | "agent_unavailable" | "agent_timeout" | "agent_crashed" | "agent_error" | "agent_bad_output"))
+        matches!(
+            self.code,
+            Some(
+                "rate_limit_exceeded"
+                    | "agent_unavailable"
+                    | "agent_timeout"
+                    | "agent_crashed"
+                    | "agent_error"
+                    | "agent_bad_output"
+            )
+        )
     }
 
     /// Appends the JSON body.
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        serde_json::to_writer(&mut *out, &Envelope { error: self }).expect("an error serializes into a Vec");
+        serde_json::to_writer(&mut *out, &Envelope { error: self })
+            .expect("an error serializes into a Vec");
     }
 
     /// The JSON body as bytes.
@@ -96,7 +123,10 @@ mod tests {
         }
         let bad = ApiError::invalid_request("no", Some("messages".into()), "invalid_value");
         let body: serde_json::Value = serde_json::from_slice(&bad.to_json()).unwrap();
-        assert_eq!(body, serde_json::json!({"error":{"message":"no","type":"invalid_request_error","param":"messages","code":"invalid_value"}}));
+        assert_eq!(
+            body,
+            serde_json::json!({"error":{"message":"no","type":"invalid_request_error","param":"messages","code":"invalid_value"}})
+        );
         assert!(!bad.retryable());
     }
 }

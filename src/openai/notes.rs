@@ -8,10 +8,19 @@ use crate::event::{ActivityPhase, AgentActivity, Progress, ToolOutcome};
 pub(crate) fn activity_note(activity: &AgentActivity<'_>, out: &mut String) {
     let outcome = match activity.phase {
         ActivityPhase::Started => None,
-        ActivityPhase::Completed { outcome: ToolOutcome::Success, started_seen: true } => return,
+        ActivityPhase::Completed {
+            outcome: ToolOutcome::Success,
+            started_seen: true,
+        } => return,
         ActivityPhase::Completed { outcome, .. } => Some(outcome),
     };
-    let started_seen = !matches!(activity.phase, ActivityPhase::Completed { started_seen: false, .. });
+    let started_seen = !matches!(
+        activity.phase,
+        ActivityPhase::Completed {
+            started_seen: false,
+            ..
+        }
+    );
     out.push('[');
     out.push_str(activity.tool);
     out.push(']');
@@ -53,11 +62,20 @@ mod tests {
     #[test]
     fn notes() {
         assert_eq!(note(ActivityPhase::Started), "[shell] ls -la\n");
-        let done = ActivityPhase::Completed { outcome: ToolOutcome::Success, started_seen: true };
+        let done = ActivityPhase::Completed {
+            outcome: ToolOutcome::Success,
+            started_seen: true,
+        };
         assert_eq!(note(done), "");
-        let rejected = ActivityPhase::Completed { outcome: ToolOutcome::Rejected, started_seen: true };
+        let rejected = ActivityPhase::Completed {
+            outcome: ToolOutcome::Rejected,
+            started_seen: true,
+        };
         assert_eq!(note(rejected), "[shell] rejected\n");
-        let orphan = ActivityPhase::Completed { outcome: ToolOutcome::Rejected, started_seen: false };
+        let orphan = ActivityPhase::Completed {
+            outcome: ToolOutcome::Rejected,
+            started_seen: false,
+        };
         assert_eq!(note(orphan), "[shell] ls -la: rejected\n");
         let mut out = String::new();
         progress_note(&Progress::Retrying { attempt: 2 }, &mut out);

@@ -73,6 +73,10 @@ pub struct OutputOptions {
 
 impl Default for OutputOptions {
     fn default() -> Self {
-        OutputOptions { reasoning: ReasoningField::default(), activity_notes: true, include_usage: false }
+        OutputOptions {
+            reasoning: ReasoningField::default(),
+            activity_notes: true,
+            include_usage: false,
+        }
     }
 }

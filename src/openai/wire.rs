@@ -52,7 +52,13 @@ mod tests {
 
     #[test]
     fn usage_mapping() {
-        let usage = Usage { input_tokens: 6, output_tokens: 258, cache_read_tokens: 19705, cache_write_tokens: 19965, reasoning_tokens: None };
+        let usage = Usage {
+            input_tokens: 6,
+            output_tokens: 258,
+            cache_read_tokens: 19705,
+            cache_write_tokens: 19965,
+            reasoning_tokens: None,
+        };
         let mut out = Vec::new();
         write_usage(&mut out, &usage);
         let value: serde_json::Value = serde_json::from_slice(&out).unwrap();
@@ -62,7 +68,14 @@ mod tests {
                                "prompt_tokens_details": {"cached_tokens": 19705}})
         );
         let mut out = Vec::new();
-        write_usage(&mut out, &Usage { reasoning_tokens: Some(7), output_tokens: 9, ..Usage::default() });
+        write_usage(
+            &mut out,
+            &Usage {
+                reasoning_tokens: Some(7),
+                output_tokens: 9,
+                ..Usage::default()
+            },
+        );
         let value: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(value["completion_tokens_details"]["reasoning_tokens"], 7);
         assert_eq!(value["total_tokens"], 9);

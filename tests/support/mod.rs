@@ -14,7 +14,13 @@ use serde_json::Value;
 pub enum Owned {
     Text(String),
     Reasoning(String),
-    Activity { call_id: String, tool: String, phase: String, summary: String, arguments: Option<String> },
+    Activity {
+        call_id: String,
+        tool: String,
+        phase: String,
+        summary: String,
+        arguments: Option<String>,
+    },
     Progress(String),
     Usage(String),
     Finish(FinishReason),
@@ -31,7 +37,10 @@ pub fn own(event: &Event<'_>) -> Owned {
             tool: a.tool.into(),
             phase: match a.phase {
                 ActivityPhase::Started => "started".into(),
-                ActivityPhase::Completed { outcome, started_seen } => {
+                ActivityPhase::Completed {
+                    outcome,
+                    started_seen,
+                } => {
                     format!("completed:{}:{}", outcome_name(outcome), started_seen)
                 }
                 _ => "other".into(),
@@ -77,18 +86,40 @@ pub fn decode_pieces(pieces: &[&[u8]]) -> Vec<Owned> {
 
 /// Decodes `bytes` in `chunk`-byte pieces (`usize::MAX`: whole).
 pub fn decode(bytes: &[u8], chunk: usize) -> Vec<Owned> {
-    let pieces: Vec<&[u8]> = if chunk >= bytes.len() { vec![bytes] } else { bytes.chunks(chunk).collect() };
+    let pieces: Vec<&[u8]> = if chunk >= bytes.len() {
+        vec![bytes]
+    } else {
+        bytes.chunks(chunk).collect()
+    };
     decode_pieces(&pieces)
 }
 
 /// Concatenated answer text of decoded events.
 pub fn text_of(events: &[Owned]) -> String {
-    events.iter().filter_map(|e| if let Owned::Text(t) = e { Some(t.as_str()) } else { None }).collect()
+    events
+        .iter()
+        .filter_map(|e| {
+            if let Owned::Text(t) = e {
+                Some(t.as_str())
+            } else {
+                None
+            }
+        })
+        .collect()
 }
 
 /// Concatenated reasoning of decoded events.
 pub fn reasoning_of(events: &[Owned]) -> String {
-    events.iter().filter_map(|e| if let Owned::Reasoning(t) = e { Some(t.as_str()) } else { None }).collect()
+    events
+        .iter()
+        .filter_map(|e| {
+            if let Owned::Reasoning(t) = e {
+                Some(t.as_str())
+            } else {
+                None
+            }
+        })
+        .collect()
 }
 
 /// A response produced by the core: HTTP status and body.
@@ -101,7 +132,10 @@ pub struct Response {
 /// stream whose head waits for the first answer event, or a JSON body.
 pub fn respond(transcript: &[u8], chunk: usize, stream: bool, include_usage: bool) -> Response {
     let meta = ResponseMeta::new(1, 1_700_000_000, "auto");
-    let options = OutputOptions { include_usage, ..OutputOptions::default() };
+    let options = OutputOptions {
+        include_usage,
+        ..OutputOptions::default()
+    };
     let mut decoder = Decoder::default();
     let mut encoder = ChunkEncoder::new(&meta, &options);
     let mut builder = CompletionBuilder::new(&meta, &options);
@@ -129,7 +163,11 @@ pub fn respond(transcript: &[u8], chunk: usize, stream: bool, include_usage: boo
             encoder.encode(&event, body);
         }
     };
-    let pieces: Vec<&[u8]> = if chunk >= transcript.len() { vec![transcript] } else { transcript.chunks(chunk).collect() };
+    let pieces: Vec<&[u8]> = if chunk >= transcript.len() {
+        vec![transcript]
+    } else {
+        transcript.chunks(chunk).collect()
+    };
     for piece in pieces {
         decoder.push_stdout(piece).unwrap();
         drain(&mut decoder, &mut body, &mut status);
@@ -138,9 +176,15 @@ pub fn respond(transcript: &[u8], chunk: usize, stream: bool, include_usage: boo
     drain(&mut decoder, &mut body, &mut status);
     if !stream {
         builder.write_body(&mut body);
-        return Response { status: builder.status(), body };
+        return Response {
+            status: builder.status(),
+            body,
+        };
     }
-    Response { status: status.unwrap_or(200), body }
+    Response {
+        status: status.unwrap_or(200),
+        body,
+    }
 }
 
 /// What a stream body contained, after checking every frame against the chunk contract.
@@ -172,7 +216,9 @@ pub fn check_stream(body: &[u8]) -> StreamSummary {
             assert!(!frame.contains('\n'), "comment is one line");
             continue;
         }
-        let data = frame.strip_prefix("data: ").unwrap_or_else(|| panic!("frame {i} is not a data frame: {frame:?}"));
+        let data = frame
+            .strip_prefix("data: ")
+            .unwrap_or_else(|| panic!("frame {i} is not a data frame: {frame:?}"));
         assert!(!data.contains('\n'), "one line of data");
         if data == "[DONE]" {
             summary.done += 1;
@@ -180,7 +226,8 @@ pub fn check_stream(body: &[u8]) -> StreamSummary {
             continue;
         }
         assert_eq!(summary.done, 0, "nothing after [DONE]");
-        let chunk: Value = serde_json::from_str(data).unwrap_or_else(|e| panic!("frame {i} is not JSON: {e}: {data}"));
+        let chunk: Value = serde_json::from_str(data)
+            .unwrap_or_else(|e| panic!("frame {i} is not JSON: {e}: {data}"));
         if let Some(error) = chunk.get("error") {
             assert!(error["message"].is_string() && error["type"].is_string());
             summary.errors.push(error.clone());
@@ -191,18 +238,28 @@ pub fn check_stream(body: &[u8]) -> StreamSummary {
         assert!(chunk["id"].as_str().unwrap().starts_with("chatcmpl-"));
         assert!(chunk["created"].is_u64());
         assert!(chunk["model"].is_string());
-        let this = (chunk["id"].clone(), chunk["created"].clone(), chunk["model"].clone());
+        let this = (
+            chunk["id"].clone(),
+            chunk["created"].clone(),
+            chunk["model"].clone(),
+        );
         match &identity {
             None => identity = Some(this),
             Some(first) => assert_eq!(first, &this, "stable id/created/model"),
         }
         let choices = chunk["choices"].as_array().expect("choices is an array");
         if choices.is_empty() {
-            assert!(chunk["usage"].is_object(), "a choices:[] chunk carries usage");
+            assert!(
+                chunk["usage"].is_object(),
+                "a choices:[] chunk carries usage"
+            );
             summary.usage_chunks.push(chunk["usage"].clone());
             continue;
         }
-        assert!(summary.usage_chunks.is_empty(), "the usage chunk is the last chunk");
+        assert!(
+            summary.usage_chunks.is_empty(),
+            "the usage chunk is the last chunk"
+        );
         assert_eq!(choices.len(), 1);
         let choice = &choices[0];
         assert_eq!(choice["index"], 0);
@@ -213,7 +270,9 @@ pub fn check_stream(body: &[u8]) -> StreamSummary {
             roles += 1;
         }
         if let Some(content) = delta.get("content") {
-            summary.content.push_str(content.as_str().expect("content is a string"));
+            summary
+                .content
+                .push_str(content.as_str().expect("content is a string"));
         }
         if let Some(reasoning) = delta.get("reasoning_content") {
             summary.reasoning.push_str(reasoning.as_str().unwrap());
@@ -272,7 +331,11 @@ pub fn has_thinking(bytes: &[u8]) -> bool {
     bytes
         .split(|b| *b == b'\n')
         .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
-        .any(|v| v["type"] == "thinking" && v["subtype"] == "delta" && v["text"].as_str().is_some_and(|t| !t.is_empty()))
+        .any(|v| {
+            v["type"] == "thinking"
+                && v["subtype"] == "delta"
+                && v["text"].as_str().is_some_and(|t| !t.is_empty())
+        })
 }
 
 /// Whether the transcript has usage in its result.

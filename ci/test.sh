@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The whole test suite: Rust (unit, integration, real-capture conformance, doc tests),
+# lints and docs, and the real OpenAI clients judging the output. Run from the repository
+# root; `.ci/run` installs what a fresh machine lacks and then runs this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo test"
+cargo test --all-features
+
+step "cargo clippy"
+cargo clippy --all-targets --all-features -- -D warnings
+
+step "cargo doc"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --all-features --quiet
+
+if [ -x tests/clients/run.sh ]; then
+    step "real clients (openai-python, AI SDK)"
+    tests/clients/run.sh
+fi
+
+if [ -x fuzz/run-smoke.sh ] && [ "${AGENTWIRE_SKIP_FUZZ:-0}" != 1 ]; then
+    step "fuzz smoke run"
+    fuzz/run-smoke.sh "${AGENTWIRE_FUZZ_SECONDS:-30}"
+fi
+
+if [ -d benches ] && ls benches/*.rs >/dev/null 2>&1; then
+    step "benches compile"
+    cargo bench --no-run --quiet
+fi
+
+step "all tests passed"
