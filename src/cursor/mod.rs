@@ -6,6 +6,7 @@
 //! catalogue, recaps, tool-call quirks, usage, failures).
 
 mod decoder;
+mod invocation;
 pub mod diagnose;
 mod json;
 mod line;
@@ -13,3 +14,4 @@ mod tool_call;
 
 pub use decoder::{Decoder, DecoderConfig, DecoderError, DecoderStats};
 pub use diagnose::{Evidence, ExitStatus};
+pub use invocation::{AgentMode, Invocation, InvocationSpec};

@@ -1,0 +1,224 @@
+//! Client mode: turning the agent's tool use and text envelopes into the client's tool
+//! calls, in batches, and ending the turn with them.
+
+use super::Emitter;
+use super::config::Config;
+use crate::event::{ActivityPhase, Event, FinishReason, ToolCall};
+use crate::tools::envelope::{EnvelopeScanner, ScanItem};
+use crate::tools::loop_guard::LoopGuard;
+use crate::tools::{Delivery, MappedCall, ToolPlan, ids};
+
+/// The client-mode pipeline between the decoder and the response.
+///
+/// - A cursor `tool_call/started` that maps to an offered client tool (alias and schema
+///   normalisation in [`ToolPlan::map_native`]) joins the open batch; starts sharing a
+///   `model_call_id` (parallel calls) form one batch.
+/// - Text passes through an [`EnvelopeScanner`] when some client tool is taught as a text
+///   envelope; complete envelopes in a row form one batch.
+/// - A batch closes at the next event that is not part of it, at the end of the answer, or
+///   after [`Config::batch_window_ms`]. Closing writes the calls with indices `0..n`, then
+///   `finish_reason: "tool_calls"`: the turn is over and the agent is stopped.
+/// - A call the loop guard refuses ends the turn with an assistant message saying why.
+/// - A malformed or schema-invalid envelope is not passed to the client: a short note in
+///   the answer text reports it, so the model sees it on the next turn.
+pub(super) struct ClientTools {
+    plan: ToolPlan,
+    guard: LoopGuard,
+    scanner: Option<EnvelopeScanner>,
+    parallel: bool,
+    batch: Vec<PendingCall>,
+    source: Option<Source>,
+    deadline: Option<u64>,
+    window_ms: u64,
+    id_seed: u64,
+    ended_turn: bool,
+}
+
+struct PendingCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Where the open batch came from; a batch never mixes sources.
+#[derive(PartialEq, Eq)]
+enum Source {
+    /// Cursor-native starts of one model call.
+    Native { model_call_id: Option<String> },
+    /// Text envelopes.
+    Envelope,
+}
+
+impl ClientTools {
+    pub(super) fn new(plan: ToolPlan, guard: LoopGuard, parallel: bool, config: &Config, id_seed: u64) -> Self {
+        let envelopes = plan.catalogue().any(|entry| matches!(entry.delivery, Delivery::Envelope));
+        ClientTools {
+            plan,
+            guard,
+            scanner: envelopes.then(|| EnvelopeScanner::new(config.max_envelope_bytes)),
+            parallel,
+            batch: Vec::new(),
+            source: None,
+            deadline: None,
+            window_ms: config.batch_window_ms,
+            id_seed,
+            ended_turn: false,
+        }
+    }
+
+    /// Whether this pipeline ended the turn (tool calls sent, or the loop guard stopped
+    /// it): the agent must be stopped.
+    pub(super) fn ended_turn(&self) -> bool {
+        self.ended_turn
+    }
+
+    /// When the open batch closes by itself.
+    pub(super) fn deadline(&self) -> Option<u64> {
+        self.deadline
+    }
+
+    pub(super) fn handle_timeout(&mut self, now_ms: u64, emitter: &mut Emitter) {
+        if self.deadline.is_some_and(|d| now_ms >= d) {
+            self.close_batch(emitter);
+        }
+    }
+
+    pub(super) fn route(&mut self, event: &Event<'_>, now_ms: u64, emitter: &mut Emitter) {
+        if self.ended_turn {
+            return;
+        }
+        match event {
+            Event::AgentActivity(activity) if activity.phase == ActivityPhase::Started => {
+                if let Some(mapped) = self.plan.map_native(activity.tool, activity.arguments) {
+                    let source = Source::Native { model_call_id: activity.model_call_id.map(str::to_owned) };
+                    let id = ids::call_id(activity.call_id);
+                    self.offer(source, id, mapped, now_ms, emitter);
+                } else {
+                    self.interrupt(event, emitter);
+                }
+            }
+            Event::TextDelta(text) => {
+                if matches!(self.source, Some(Source::Native { .. })) {
+                    self.close_batch(emitter);
+                    return;
+                }
+                match &mut self.scanner {
+                    Some(scanner) => {
+                        scanner.push(text);
+                        self.drain_scanner(now_ms, emitter);
+                    }
+                    None => emitter.emit(event),
+                }
+            }
+            Event::Finish(_) | Event::Failed(_) => {
+                if let Some(scanner) = &mut self.scanner {
+                    scanner.finish();
+                    self.drain_scanner(now_ms, emitter);
+                }
+                if self.ended_turn {
+                    return;
+                }
+                if !self.batch.is_empty() {
+                    // The calls are complete and valid: hand them over whatever the agent
+                    // did next.
+                    self.close_batch(emitter);
+                } else {
+                    emitter.emit(event);
+                }
+            }
+            Event::Usage(_) | Event::Progress(_) => emitter.emit(event),
+            _ => self.interrupt(event, emitter),
+        }
+    }
+
+    /// Any other event: it closes an open batch (the turn then ends), or passes through.
+    fn interrupt(&mut self, event: &Event<'_>, emitter: &mut Emitter) {
+        if self.batch.is_empty() {
+            emitter.emit(event);
+        } else {
+            self.close_batch(emitter);
+        }
+    }
+
+    fn drain_scanner(&mut self, now_ms: u64, emitter: &mut Emitter) {
+        while let Some(item) = self.scanner.as_mut().and_then(EnvelopeScanner::poll) {
+            if self.ended_turn {
+                continue;
+            }
+            match item {
+                ScanItem::Text(text) => {
+                    if self.source == Some(Source::Envelope) {
+                        // Text after the calls (often an imagined result) is dropped: the
+                        // turn ends with the calls.
+                        if !text.trim().is_empty() {
+                            self.close_batch(emitter);
+                        }
+                        continue;
+                    }
+                    emitter.emit(&Event::TextDelta(&text));
+                }
+                ScanItem::Envelope(Ok(envelope)) => match self.plan.check_envelope(&envelope.name, &envelope.arguments) {
+                    Ok(mapped) => {
+                        let index = u32::try_from(self.batch.len()).unwrap_or(u32::MAX);
+                        let id = ids::envelope_call_id(self.id_seed, index, &mapped.arguments);
+                        self.offer(Source::Envelope, id, mapped, now_ms, emitter);
+                    }
+                    Err(error) => self.note(&format!("tool call `{}` not executed: {error}", envelope.name), emitter),
+                },
+                ScanItem::Envelope(Err(error)) => self.note(&format!("tool call not executed: {error}"), emitter),
+            }
+        }
+    }
+
+    /// A client call joins the open batch, or opens one; a call from another source or
+    /// model call closes the open batch first (and with it the turn).
+    fn offer(&mut self, source: Source, id: String, call: MappedCall, now_ms: u64, emitter: &mut Emitter) {
+        if self.source.as_ref().is_some_and(|open| *open != source) {
+            self.close_batch(emitter);
+            return;
+        }
+        if let Err(reason) = self.guard.check(&call.name, &call.arguments) {
+            if self.batch.is_empty() {
+                let message = format!("I stopped instead of calling `{}` again: {reason}", call.name);
+                emitter.emit(&Event::TextDelta(&message));
+                emitter.emit(&Event::Finish(FinishReason::Stop));
+                self.ended_turn = true;
+            } else {
+                self.close_batch(emitter);
+            }
+            return;
+        }
+        if self.batch.iter().any(|pending| pending.id == id) {
+            return;
+        }
+        self.batch.push(PendingCall { id, name: call.name, arguments: call.arguments });
+        if self.source.is_none() {
+            self.source = Some(source);
+            self.deadline = Some(now_ms.saturating_add(self.window_ms));
+        }
+        if !self.parallel {
+            // One call per turn: the client asked for no parallel calls.
+            self.close_batch(emitter);
+        }
+    }
+
+    /// A note in the answer text, on its own line.
+    fn note(&mut self, text: &str, emitter: &mut Emitter) {
+        let line = format!("\n[{text}]\n");
+        emitter.emit(&Event::TextDelta(&line));
+    }
+
+    fn close_batch(&mut self, emitter: &mut Emitter) {
+        if self.batch.is_empty() || self.ended_turn {
+            return;
+        }
+        for (index, call) in self.batch.iter().enumerate() {
+            let index = u32::try_from(index).unwrap_or(u32::MAX);
+            emitter.emit(&Event::ToolCall(ToolCall { index, id: &call.id, name: &call.name, arguments: &call.arguments }));
+        }
+        emitter.emit(&Event::Finish(FinishReason::ToolCalls));
+        self.batch.clear();
+        self.deadline = None;
+        self.ended_turn = true;
+    }
+}

@@ -1,0 +1,682 @@
+//! One request's state machine: the object adapters drive.
+//!
+//! ```text
+//!  request body ──► Bridge::new ──► invocation() ──► adapter spawns cursor-agent, writes stdin
+//!  stdout bytes ──► push_stdout ─┐
+//!  stderr bytes ──► push_stderr ─┤                 ┌──► Output::Head { status, .. }   (once)
+//!  exit status ───► agent_exited ├──► Bridge ──────┼──► Output::Body(bytes)          (any number)
+//!  deadline ──────► handle_timeout                 ├──► Output::StopAgent            (at most once)
+//!  hang-up ───────► client_gone ─┘                 └──► Output::End                  (exactly once)
+//!                   poll_timeout ◄──────────────── next deadline
+//! ```
+
+mod client;
+mod config;
+
+use std::fmt;
+
+use thiserror::Error;
+
+pub use config::Config;
+
+use crate::cursor::diagnose::{self, Evidence, ExitStatus};
+use crate::cursor::{AgentMode, Decoder, Invocation, InvocationSpec};
+use crate::event::{Event, Failure, FailureKind};
+use crate::framing::SseWriter;
+use crate::openai::request::ChatRequest;
+use crate::openai::{ApiError, ChunkEncoder, CompletionBuilder, OutputOptions, ResponseMeta};
+use crate::tools::{ToolPlan, ToolStrategy};
+use crate::tools::loop_guard::LoopGuard;
+use client::ClientTools;
+
+/// Per-request values the caller supplies, because the core reads no clock and draws no
+/// random numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BridgeParams {
+    /// Now, on the caller's monotonic millisecond clock. Every later `now_ms` is on the
+    /// same clock.
+    pub now_ms: u64,
+    /// Now in Unix seconds, for the response's `created`.
+    pub created_unix: u64,
+    /// A number unique to this request (a counter, mixed with the start time, is fine);
+    /// the response id and generated tool-call ids derive from it.
+    pub id_seed: u64,
+}
+
+/// The response head: send it before any body byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    /// HTTP status.
+    pub status: u16,
+    /// `text/event-stream` for a stream, `application/json` otherwise.
+    pub content_type: &'static str,
+    /// For errors: whether retrying may help. Send it as `x-should-retry: true|false`
+    /// (openai-python honours it over the status).
+    pub retryable: Option<bool>,
+}
+
+/// What the adapter must do next. Drain with [`Bridge::poll_output`] after every input.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Output<'a> {
+    /// Send the response head (exactly once, before any body).
+    Head(Head),
+    /// Write these bytes to the response body (and flush: streams are meant to be seen
+    /// as they come). Valid until the next call on the bridge.
+    Body(&'a [u8]),
+    /// Terminate the agent's process group now.
+    StopAgent,
+    /// Close the response. Nothing follows.
+    End,
+}
+
+/// Caller misuse of a [`Bridge`].
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum BridgeError {
+    /// Agent output was pushed after [`Bridge::agent_exited`].
+    #[error("agent output was pushed after the agent exited")]
+    AfterExit,
+    /// The agent was reported exited twice.
+    #[error("the agent was reported exited twice")]
+    ExitedTwice,
+}
+
+/// One request's protocol state machine: everything between an OpenAI request body and
+/// the HTTP response, with no I/O of its own.
+///
+/// A `Bridge` has four kinds of methods:
+/// - **getters** (`&self`): [`invocation`](Self::invocation), [`is_stream`](Self::is_stream),
+///   [`is_ended`](Self::is_ended), [`session_id`](Self::session_id);
+/// - **inputs**, all taking `now_ms`: [`push_stdout`](Self::push_stdout),
+///   [`push_stderr`](Self::push_stderr), [`agent_exited`](Self::agent_exited),
+///   [`handle_timeout`](Self::handle_timeout), [`client_gone`](Self::client_gone);
+/// - **outputs**: [`poll_output`](Self::poll_output), then [`poll_timeout`](Self::poll_timeout).
+///
+/// **After every input, drain [`poll_output`](Self::poll_output) until it returns `None`,
+/// then ask [`poll_timeout`](Self::poll_timeout) for the next deadline.**
+///
+/// Rules it keeps:
+/// - **The head waits for evidence.** A stream's head (200) is sent at the first answer
+///   event (text, reasoning, a tool call, agent activity, the finish), or at
+///   [`Config::head_deadline_ms`], after which keep-alive comments start. A failure
+///   before the head gets its true status and an OpenAI error body (401 not logged in,
+///   404 model unavailable, 429 limits, 500 misconfiguration, 502 crash, 503 unreachable,
+///   504 timeout); after it, an in-band error frame then `[DONE]`.
+/// - **Nothing is held back without a reason**: only a possible recap, an open batch of
+///   client tool calls, and a possible text envelope.
+/// - **Client-owned tools end the turn**: the tool calls, `finish_reason: "tool_calls"`,
+///   `[DONE]`, then [`Output::StopAgent`], then [`Output::End`].
+/// - **Exactly one [`Output::End`]**, whatever happens. After it every `poll_*` returns
+///   `None` and inputs are ignored.
+/// - An invalid request never spawns anything: [`invocation`](Self::invocation) is `None`
+///   and the outputs are the 400 head, the error body and `End`.
+///
+/// Non-streaming requests run through the same machine; the body is assembled as events
+/// arrive and sent, with its status, at the end.
+///
+/// ```
+/// use agentwire::bridge::{Bridge, BridgeParams, Config, Output};
+/// use agentwire::cursor::ExitStatus;
+///
+/// let body = br#"{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+/// let params = BridgeParams { now_ms: 0, created_unix: 1_700_000_000, id_seed: 1 };
+/// let mut bridge = Bridge::new(body, &Config::default(), params);
+/// let invocation = bridge.invocation().expect("a valid request");
+/// assert_eq!(invocation.program, "cursor-agent");
+/// // ...spawn it, write invocation.stdin, then feed its output:
+/// bridge.push_stdout(b"{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"Hi\"}]}}\n", 5).unwrap();
+/// bridge.push_stdout(b"{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"Hi\"}\n", 9).unwrap();
+/// let mut body = Vec::new();
+/// while let Some(output) = bridge.poll_output() {
+///     match output {
+///         Output::Head(head) => assert_eq!(head.status, 200),
+///         Output::Body(bytes) => body.extend_from_slice(bytes),
+///         Output::StopAgent => unreachable!("the agent finished by itself"),
+///         Output::End => break,
+///     }
+/// }
+/// assert!(body.ends_with(b"data: [DONE]\n\n"));
+/// bridge.agent_exited(ExitStatus::Code(0), 10).unwrap();
+/// assert!(bridge.poll_output().is_none() && bridge.poll_timeout().is_none());
+/// ```
+pub struct Bridge {
+    decoder: Decoder,
+    core: Core,
+}
+
+/// Everything but the decoder, so decoder events can be routed while it is borrowed.
+struct Core {
+    invocation: Option<Invocation>,
+    stream: bool,
+    emitter: Emitter,
+    client: Option<ClientTools>,
+    stderr_tail: Vec<u8>,
+    stderr_limit: usize,
+    exited: bool,
+    stop: Once,
+    end: Once,
+    // Time.
+    started_ms: u64,
+    last_agent_ms: u64,
+    head_deadline_ms: Option<u64>,
+    keep_alive_ms: u64,
+    idle_timeout_ms: u64,
+    max_duration_ms: Option<u64>,
+}
+
+/// A one-shot output: not yet due, due, or already handed out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Once {
+    No,
+    Due,
+    Done,
+}
+
+impl Bridge {
+    /// Validates `body` and prepares the run. An invalid body yields a bridge whose only
+    /// outputs are the 400 head, the OpenAI error body and `End`, and whose
+    /// [`invocation`](Self::invocation) is `None`.
+    pub fn new(body: &[u8], config: &Config, params: BridgeParams) -> Bridge {
+        let decoder = Decoder::new(config.decoder.clone());
+        let options = OutputOptions {
+            reasoning: config.reasoning,
+            activity_notes: config.activity_notes,
+            include_usage: false,
+        };
+        let request = match ChatRequest::parse(body, &config.request_limits) {
+            Ok(request) => request,
+            Err(error) => {
+                let meta = ResponseMeta::new(params.id_seed, params.created_unix, "auto");
+                let mut core = Core::new(None, false, Emitter::new(false, &meta, &options), config, params);
+                core.emitter.reject(&error);
+                core.end = Once::Due;
+                return Bridge { decoder, core };
+            }
+        };
+        let meta = ResponseMeta::new(params.id_seed, params.created_unix, request.response_model.clone());
+        let options = OutputOptions { include_usage: request.include_usage, ..options };
+        let client_mode = !request.tools.is_empty() && request.tool_choice != crate::openai::request::ToolChoice::None;
+        let plan = if client_mode {
+            ToolPlan::new(&request.tools, config.tool_strategy)
+        } else {
+            ToolPlan::new(&[], config.tool_strategy)
+        };
+        let mode = match (client_mode, config.tool_strategy) {
+            (true, ToolStrategy::Native) | (false, _) => AgentMode::Native { force: config.allow_force },
+            (true, _) => AgentMode::ReadOnly,
+        };
+        let prompt = crate::openai::prompt::render_prompt(&request, &plan);
+        let invocation = Invocation::new(
+            &InvocationSpec {
+                program: &config.cursor_binary,
+                model: &request.model,
+                workspace: config.workspace.as_deref(),
+                config_dir: config.cli_config_dir.as_deref(),
+                mode,
+                partial_output: config.partial_output,
+            },
+            prompt,
+        );
+        let client = client_mode.then(|| {
+            let guard = LoopGuard::from_history(&request.messages, &config.loop_guard);
+            ClientTools::new(plan, guard, request.parallel_tool_calls, config, params.id_seed)
+        });
+        let emitter = Emitter::new(request.stream, &meta, &options);
+        let core = Core::new(Some(invocation), request.stream, emitter, config, params);
+        Bridge { decoder, core: Core { client, ..core } }
+    }
+
+    // A. Getters.
+
+    /// The agent run to start, or `None` when the request was rejected.
+    pub fn invocation(&self) -> Option<&Invocation> {
+        self.core.invocation.as_ref()
+    }
+
+    /// Whether the response is a stream.
+    pub fn is_stream(&self) -> bool {
+        self.core.stream
+    }
+
+    /// Whether [`Output::End`] has been handed out.
+    pub fn is_ended(&self) -> bool {
+        self.core.end == Once::Done
+    }
+
+    /// The agent's session (chat) id, once seen; for `--resume`.
+    pub fn session_id(&self) -> Option<&str> {
+        self.decoder.session_id()
+    }
+
+    // B. Inputs.
+
+    /// Agent stdout, in any chunking.
+    pub fn push_stdout(&mut self, bytes: &[u8], now_ms: u64) -> Result<(), BridgeError> {
+        if self.core.exited {
+            return Err(BridgeError::AfterExit);
+        }
+        if self.core.ending() {
+            return Ok(());
+        }
+        self.core.last_agent_ms = self.core.last_agent_ms.max(now_ms);
+        self.decoder.push_stdout(bytes).expect("stdout is not ended before the agent exits");
+        self.drain(now_ms);
+        Ok(())
+    }
+
+    /// Agent stderr, in any chunking. Only its tail is kept, for failure messages.
+    pub fn push_stderr(&mut self, bytes: &[u8], now_ms: u64) -> Result<(), BridgeError> {
+        if self.core.exited {
+            return Err(BridgeError::AfterExit);
+        }
+        self.core.last_agent_ms = self.core.last_agent_ms.max(now_ms);
+        let tail = &mut self.core.stderr_tail;
+        tail.extend_from_slice(bytes);
+        if tail.len() > self.core.stderr_limit {
+            let cut = tail.len() - self.core.stderr_limit;
+            tail.drain(..cut);
+        }
+        Ok(())
+    }
+
+    /// The agent exited. Call it after its stdout and stderr reached end of file and were
+    /// pushed. Without a `result` on stdout this is a failure, classified from stdout,
+    /// stderr and the exit status.
+    pub fn agent_exited(&mut self, status: ExitStatus, now_ms: u64) -> Result<(), BridgeError> {
+        if self.core.exited {
+            return Err(BridgeError::ExitedTwice);
+        }
+        self.core.exited = true;
+        if self.core.stop == Once::No {
+            // Nothing left to stop.
+            self.core.stop = Once::Done;
+        }
+        if self.core.ending() {
+            return Ok(());
+        }
+        self.decoder.push_eof().expect("stdout ends once");
+        let stderr = String::from_utf8_lossy(&self.core.stderr_tail).into_owned();
+        let evidence = Evidence {
+            stderr: &stderr,
+            exit: Some(status),
+            ..self.decoder.evidence()
+        };
+        // Route what the decoder still has, re-classifying its end-of-output failure with
+        // the whole evidence (stderr and the exit status).
+        while let Some(event) = self.decoder.poll_event() {
+            match event {
+                Event::Failed(_) if !self.decoder.saw_result() => {
+                    let failure = diagnose::classify(&evidence);
+                    self.core.route(&Event::Failed(failure), now_ms);
+                }
+                event => self.core.route(&event, now_ms),
+            }
+        }
+        if !self.core.ending() {
+            // A result that ended with a failure the decoder did not report cannot
+            // happen; make the single End certain anyway.
+            let failure = diagnose::classify(&evidence);
+            self.core.route(&Event::Failed(failure), now_ms);
+        }
+        self.core.after_input(now_ms);
+        Ok(())
+    }
+
+    /// A deadline from [`poll_timeout`](Self::poll_timeout) passed. Spurious calls do
+    /// nothing.
+    pub fn handle_timeout(&mut self, now_ms: u64) {
+        if self.core.ending() {
+            return;
+        }
+        self.core.handle_timeout(now_ms);
+    }
+
+    /// The HTTP client hung up: stop the agent, end without writing anything more.
+    pub fn client_gone(&mut self, now_ms: u64) {
+        let _ = now_ms;
+        if self.core.end != Once::No {
+            return;
+        }
+        self.core.emitter.discard();
+        self.core.request_stop();
+        self.core.end = Once::Due;
+    }
+
+    // C. Outputs.
+
+    /// The next thing to do, or `None` until the next input.
+    #[must_use]
+    pub fn poll_output(&mut self) -> Option<Output<'_>> {
+        let core = &mut self.core;
+        if core.end == Once::Done {
+            return None;
+        }
+        core.emitter.recycle();
+        if let Some(head) = core.emitter.take_head() {
+            return Some(Output::Head(head));
+        }
+        if core.emitter.head_sent && !core.emitter.out.is_empty() {
+            core.emitter.lent = true;
+            return Some(Output::Body(&core.emitter.out));
+        }
+        if core.stop == Once::Due {
+            core.stop = Once::Done;
+            return Some(Output::StopAgent);
+        }
+        if core.end == Once::Due && (core.emitter.head_sent || core.emitter.discarded) {
+            core.end = Once::Done;
+            return Some(Output::End);
+        }
+        None
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) is next due, on the caller's clock;
+    /// `None` when nothing is scheduled.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.core.next_deadline()
+    }
+
+    fn drain(&mut self, now_ms: u64) {
+        while let Some(event) = self.decoder.poll_event() {
+            self.core.route(&event, now_ms);
+        }
+        self.core.after_input(now_ms);
+    }
+}
+
+impl fmt::Debug for Bridge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Bridge")
+            .field("stream", &self.core.stream)
+            .field("head_sent", &self.core.emitter.head_sent)
+            .field("stop", &self.core.stop)
+            .field("end", &self.core.end)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Core {
+    fn new(invocation: Option<Invocation>, stream: bool, emitter: Emitter, config: &Config, params: BridgeParams) -> Core {
+        Core {
+            invocation,
+            stream,
+            emitter,
+            client: None,
+            stderr_tail: Vec::new(),
+            stderr_limit: config.stderr_tail_bytes,
+            exited: false,
+            stop: Once::No,
+            end: Once::No,
+            started_ms: params.now_ms,
+            last_agent_ms: params.now_ms,
+            head_deadline_ms: stream.then(|| params.now_ms.saturating_add(config.head_deadline_ms)),
+            keep_alive_ms: config.keep_alive_ms.max(1),
+            idle_timeout_ms: config.idle_timeout_ms,
+            max_duration_ms: config.max_duration_ms,
+        }
+    }
+
+    /// Whether the response is over or ending (nothing more will be written).
+    fn ending(&self) -> bool {
+        self.end != Once::No
+    }
+
+    fn request_stop(&mut self) {
+        if self.stop == Once::No && !self.exited {
+            self.stop = Once::Due;
+        }
+    }
+
+    /// Routes one decoder event through client-tool handling (client mode) to the
+    /// response.
+    fn route(&mut self, event: &Event<'_>, now_ms: u64) {
+        if self.ending() {
+            return;
+        }
+        match &mut self.client {
+            Some(client) => client.route(event, now_ms, &mut self.emitter),
+            None => self.emitter.emit(event),
+        }
+        self.settle();
+    }
+
+    /// After the response finished: the turn is over. If the agent is still running it is
+    /// stopped, unless it finished its answer by itself (`result`), in which case it exits
+    /// on its own.
+    fn settle(&mut self) {
+        if !self.emitter.finished || self.ending() {
+            return;
+        }
+        if self.client.as_ref().is_some_and(ClientTools::ended_turn) || !self.emitter.agent_done {
+            self.request_stop();
+        }
+        self.end = Once::Due;
+    }
+
+    fn after_input(&mut self, now_ms: u64) {
+        self.emitter.stamp(now_ms);
+    }
+
+    fn handle_timeout(&mut self, now_ms: u64) {
+        if let Some(client) = &mut self.client {
+            client.handle_timeout(now_ms, &mut self.emitter);
+            self.settle();
+            if self.ending() {
+                return;
+            }
+        }
+        let idle_due = now_ms >= self.last_agent_ms.saturating_add(self.idle_timeout_ms);
+        let total_due = self.max_duration_ms.is_some_and(|max| now_ms >= self.started_ms.saturating_add(max));
+        if idle_due || total_due {
+            let message = if idle_due {
+                format!(
+                    "cursor-agent produced no output for {} s; it was stopped. The request may be retried.",
+                    self.idle_timeout_ms / 1000
+                )
+            } else {
+                format!(
+                    "cursor-agent did not finish within {} s; it was stopped. The request may be retried.",
+                    self.max_duration_ms.unwrap_or_default() / 1000
+                )
+            };
+            self.request_stop();
+            self.emitter.emit(&Event::Failed(Failure::new(FailureKind::Timeout, message)));
+            self.end = Once::Due;
+            self.after_input(now_ms);
+            return;
+        }
+        if let Some(deadline) = self.head_deadline_ms {
+            if !self.emitter.head_decided() && now_ms >= deadline {
+                self.emitter.commit_stream_head();
+            }
+        }
+        if self.emitter.keep_alive_due(now_ms, self.keep_alive_ms) {
+            self.emitter.recycle();
+            SseWriter::comment(&mut self.emitter.out, "keep-alive");
+            self.emitter.produced += 1;
+        }
+        self.after_input(now_ms);
+    }
+
+    fn next_deadline(&self) -> Option<u64> {
+        if self.ending() {
+            return None;
+        }
+        let mut next = self.last_agent_ms.saturating_add(self.idle_timeout_ms);
+        if let Some(max) = self.max_duration_ms {
+            next = next.min(self.started_ms.saturating_add(max));
+        }
+        if self.stream {
+            if !self.emitter.head_decided() {
+                if let Some(deadline) = self.head_deadline_ms {
+                    next = next.min(deadline);
+                }
+            } else if let Some(last) = self.emitter.last_output_ms {
+                next = next.min(last.saturating_add(self.keep_alive_ms));
+            }
+        }
+        if let Some(deadline) = self.client.as_ref().and_then(ClientTools::deadline) {
+            next = next.min(deadline);
+        }
+        Some(next)
+    }
+}
+
+/// Where events become response bytes: the chunk encoder (stream) or the completion
+/// builder (body), the head decision, and the body buffer handed out by `poll_output`.
+struct Emitter {
+    response: Response,
+    out: Vec<u8>,
+    /// `out` was lent by the last `poll_output`; clear it first.
+    lent: bool,
+    head: Option<Head>,
+    head_sent: bool,
+    /// The response is complete (its last bytes are in `out`).
+    finished: bool,
+    /// The agent ended its answer itself (`result`), so it need not be stopped.
+    agent_done: bool,
+    /// The client is gone: nothing more is written.
+    discarded: bool,
+    /// When body bytes were last produced (stream keep-alive clock); `None` before the head.
+    last_output_ms: Option<u64>,
+    /// Grows whenever body bytes are produced; compared at each stamp.
+    produced: u64,
+    stamped: u64,
+}
+
+enum Response {
+    Stream(ChunkEncoder),
+    Body(CompletionBuilder),
+}
+
+impl Emitter {
+    fn new(stream: bool, meta: &ResponseMeta, options: &OutputOptions) -> Emitter {
+        let response = if stream {
+            Response::Stream(ChunkEncoder::new(meta, options))
+        } else {
+            Response::Body(CompletionBuilder::new(meta, options))
+        };
+        Emitter {
+            response,
+            out: Vec::new(),
+            lent: false,
+            head: None,
+            head_sent: false,
+            finished: false,
+            agent_done: false,
+            discarded: false,
+            last_output_ms: None,
+            produced: 0,
+            stamped: 0,
+        }
+    }
+
+    fn head_decided(&self) -> bool {
+        self.head.is_some() || self.head_sent
+    }
+
+    fn take_head(&mut self) -> Option<Head> {
+        let head = self.head.take()?;
+        self.head_sent = true;
+        Some(head)
+    }
+
+    fn commit_stream_head(&mut self) {
+        if !self.head_decided() {
+            self.head = Some(Head { status: 200, content_type: "text/event-stream", retryable: None });
+        }
+    }
+
+    /// Clears the body buffer if `poll_output` lent it out: the caller has written it.
+    fn recycle(&mut self) {
+        if self.lent {
+            self.out.clear();
+            self.lent = false;
+        }
+    }
+
+    /// A rejected request: the error's head and body, and nothing else.
+    fn reject(&mut self, error: &ApiError) {
+        self.head = Some(Head {
+            status: error.status,
+            content_type: "application/json",
+            retryable: Some(error.retryable()),
+        });
+        self.recycle();
+        self.out.clear();
+        error.write_json(&mut self.out);
+        self.finished = true;
+    }
+
+    fn discard(&mut self) {
+        self.discarded = true;
+        self.recycle();
+        self.out.clear();
+        self.head = None;
+    }
+
+    fn emit(&mut self, event: &Event<'_>) {
+        if self.finished || self.discarded {
+            return;
+        }
+        self.recycle();
+        let before = self.out.len();
+        self.emit_inner(event);
+        if self.out.len() != before {
+            self.produced += 1;
+        }
+    }
+
+    fn emit_inner(&mut self, event: &Event<'_>) {
+        if matches!(event, Event::Finish(_)) {
+            self.agent_done = true;
+        }
+        match &mut self.response {
+            Response::Body(builder) => {
+                builder.push(event);
+                if builder.is_finished() {
+                    let status = builder.status();
+                    let retryable = builder.failure().map(|f| ApiError::from_failure(f).retryable());
+                    self.head = Some(Head { status, content_type: "application/json", retryable });
+                    builder.write_body(&mut self.out);
+                    self.finished = true;
+                }
+            }
+            Response::Stream(encoder) => {
+                if !self.head_decided() {
+                    if let Event::Failed(failure) = event {
+                        // Nothing sent yet: the failure gets its true status.
+                        let error = ApiError::from_failure(failure);
+                        self.reject(&error);
+                        encoder.fail(failure, &mut Vec::new());
+                        return;
+                    }
+                    if event.is_answer() {
+                        self.commit_stream_head();
+                    }
+                }
+                encoder.encode(event, &mut self.out);
+                self.finished = encoder.is_finished();
+            }
+        }
+    }
+
+    /// Notes whether the last input produced body bytes (the keep-alive clock).
+    fn stamp(&mut self, now_ms: u64) {
+        if !self.head_decided() {
+            return;
+        }
+        if self.last_output_ms.is_none() || self.produced != self.stamped {
+            self.last_output_ms = Some(now_ms);
+        }
+        self.stamped = self.produced;
+    }
+
+    fn keep_alive_due(&mut self, now_ms: u64, interval: u64) -> bool {
+        matches!(self.response, Response::Stream(_))
+            && self.head_decided()
+            && !self.finished
+            && self.last_output_ms.is_some_and(|last| now_ms >= last.saturating_add(interval))
+    }
+}
