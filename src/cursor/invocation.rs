@@ -18,7 +18,7 @@ pub enum AgentMode {
 
 /// What to run: the program, its arguments, what to write to its stdin, and the
 /// environment to add. The adapter spawns it (in its own process group, so that
-/// [`StopAgent`](crate::bridge::Output::StopAgent) can end the agent and everything it
+/// `Output::StopAgent` of the bridge can end the agent and everything it
 /// started).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invocation {
