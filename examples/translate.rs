@@ -1,35 +1,40 @@
-//! Replays a cursor-agent stream-json transcript through agentwire and writes exactly the
-//! HTTP response body a client would receive.
+//! Replays a cursor-agent stream-json transcript through agentwire's [`Bridge`] and writes
+//! exactly the HTTP response body a client would receive.
 //!
 //! ```text
 //! translate [--chunk N] [--no-stream] [--include-usage] [--request REQUEST.json]
-//!           [--created UNIX] TRANSCRIPT
+//!           [--stderr FILE] [--exit CODE] [--created UNIX] TRANSCRIPT
 //! ```
 //!
 //! The transcript is read and fed in N-byte chunks (default 4096), so memory stays bounded
-//! whatever its size. The body goes to stdout; the first line of stderr is `status: NNN`.
-//! Without `--request` the request is
-//! `{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}`, with
-//! `--no-stream` and `--include-usage` applied to it.
+//! whatever its size. `--stderr` and `--exit` replay a failed run (the agent's stderr and
+//! exit code; default exit 0). The body goes to stdout; the first line of stderr is
+//! `status: NNN`. Without `--request` the request is
+//! `{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}`;
+//! `--no-stream` and `--include-usage` are applied to whichever request is used.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::process::ExitCode;
 
-use agentwire::cursor::Decoder;
-use agentwire::event::Event;
-use agentwire::openai::{ApiError, ChunkEncoder, CompletionBuilder, OutputOptions, ResponseMeta};
+use agentwire::bridge::{Bridge, BridgeParams, Config, Output};
+use agentwire::cursor::ExitStatus;
 
 struct Args {
     chunk: usize,
     no_stream: bool,
     include_usage: bool,
     request: Option<String>,
+    stderr: Option<String>,
+    exit: i32,
     created: u64,
     transcript: String,
 }
 
-const USAGE: &str = "usage: translate [--chunk N] [--no-stream] [--include-usage] [--request REQUEST.json] [--created UNIX] TRANSCRIPT";
+const USAGE: &str = "usage: translate [--chunk N] [--no-stream] [--include-usage] [--request REQUEST.json] [--stderr FILE] [--exit CODE] [--created UNIX] TRANSCRIPT";
+
+const DEFAULT_REQUEST: &str =
+    r#"{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
@@ -37,6 +42,8 @@ fn parse_args() -> Result<Args, String> {
         no_stream: false,
         include_usage: false,
         request: None,
+        stderr: None,
+        exit: 0,
         created: 1_700_000_000,
         transcript: String::new(),
     };
@@ -55,6 +62,12 @@ fn parse_args() -> Result<Args, String> {
             "--no-stream" => args.no_stream = true,
             "--include-usage" => args.include_usage = true,
             "--request" => args.request = Some(value("--request")?),
+            "--stderr" => args.stderr = Some(value("--stderr")?),
+            "--exit" => {
+                args.exit = value("--exit")?
+                    .parse()
+                    .map_err(|e| format!("--exit: {e}"))?
+            }
             "--created" => {
                 args.created = value("--created")?
                     .parse()
@@ -76,144 +89,82 @@ fn parse_args() -> Result<Args, String> {
     Ok(args)
 }
 
-/// What the translate tool needs from the request body.
-struct RequestInfo {
-    model: String,
-    stream: bool,
-    include_usage: bool,
-}
-
-fn read_request(args: &Args) -> Result<RequestInfo, String> {
+/// The request body, with `--no-stream` / `--include-usage` applied. A body that is not
+/// a JSON object is passed on untouched: the bridge answers it with a 400.
+fn request_body(args: &Args) -> Result<Vec<u8>, String> {
     let body = match &args.request {
         Some(path) => std::fs::read(path).map_err(|e| format!("{path}: {e}"))?,
-        None => br#"{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}"#
-            .to_vec(),
+        None => DEFAULT_REQUEST.as_bytes().to_vec(),
     };
-    let value: serde_json::Value =
-        serde_json::from_slice(&body).map_err(|e| format!("request: {e}"))?;
-    let model = value["model"].as_str().unwrap_or("auto");
-    let model = model.rsplit('/').next().unwrap_or(model).to_owned();
-    let stream = value["stream"].as_bool().unwrap_or(false) && !args.no_stream;
-    let include_usage = value["stream_options"]["include_usage"]
-        .as_bool()
-        .unwrap_or(false)
-        || args.include_usage;
-    Ok(RequestInfo {
-        model,
-        stream,
-        include_usage,
-    })
-}
-
-/// The response being written: a stream whose head waits for the first answer event, or a
-/// body assembled to the end.
-enum Response {
-    Stream {
-        encoder: ChunkEncoder,
-        head: Option<u16>,
-        pending: Vec<u8>,
-    },
-    Body(CompletionBuilder),
-}
-
-impl Response {
-    fn push(&mut self, event: &Event<'_>, out: &mut impl Write) -> io::Result<()> {
-        match self {
-            Response::Body(builder) => builder.push(event),
-            Response::Stream {
-                encoder,
-                head,
-                pending,
-            } => {
-                if head.is_none() {
-                    if let Event::Failed(failure) = event {
-                        // Nothing sent yet: the failure gets its true status.
-                        let error = ApiError::from_failure(failure);
-                        *head = Some(error.status);
-                        print_status(error.status);
-                        pending.clear();
-                        error.write_json(pending);
-                        out.write_all(pending)?;
-                        pending.clear();
-                        encoder.fail(failure, &mut Vec::new());
-                        return Ok(());
-                    }
-                }
-                encoder.encode(event, pending);
-                if head.is_none() && event.is_answer() {
-                    *head = Some(200);
-                    print_status(200);
-                }
-                if head.is_some() {
-                    out.write_all(pending)?;
-                    pending.clear();
-                }
-            }
-        }
-        Ok(())
+    if !args.no_stream && !args.include_usage {
+        return Ok(body);
     }
+    let Ok(serde_json::Value::Object(mut request)) = serde_json::from_slice(&body) else {
+        return Ok(body);
+    };
+    if args.no_stream {
+        request.insert("stream".into(), false.into());
+        request.remove("stream_options");
+    } else if args.include_usage {
+        request.insert(
+            "stream_options".into(),
+            serde_json::json!({"include_usage": true}),
+        );
+    }
+    serde_json::to_vec(&request).map_err(|e| e.to_string())
+}
 
-    fn finish(self, out: &mut impl Write) -> io::Result<()> {
-        match self {
-            Response::Body(builder) => {
-                print_status(builder.status());
-                let mut body = Vec::new();
-                builder.write_body(&mut body);
-                out.write_all(&body)
-            }
-            Response::Stream { head, pending, .. } => {
-                if head.is_none() {
-                    print_status(200);
-                }
-                out.write_all(&pending)
-            }
+/// Hands the bridge's outputs to stdout (body) and stderr (status). Returns whether the
+/// response ended.
+fn drain(bridge: &mut Bridge, out: &mut impl Write) -> io::Result<bool> {
+    while let Some(output) = bridge.poll_output() {
+        match output {
+            Output::Head(head) => eprintln!("status: {}", head.status),
+            Output::Body(bytes) => out.write_all(bytes)?,
+            Output::StopAgent => {}
+            Output::End => return Ok(true),
         }
     }
-}
-
-fn print_status(status: u16) {
-    eprintln!("status: {status}");
+    Ok(false)
 }
 
 fn run(args: &Args) -> Result<(), String> {
-    let request = read_request(args)?;
-    let meta = ResponseMeta::new(0, args.created, request.model);
-    let options = OutputOptions {
-        include_usage: request.include_usage,
-        ..OutputOptions::default()
+    let body = request_body(args)?;
+    let params = BridgeParams {
+        now_ms: 0,
+        created_unix: args.created,
+        id_seed: 0,
     };
-    let mut response = if request.stream {
-        Response::Stream {
-            encoder: ChunkEncoder::new(&meta, &options),
-            head: None,
-            pending: Vec::new(),
-        }
-    } else {
-        Response::Body(CompletionBuilder::new(&meta, &options))
-    };
-    let mut file = File::open(&args.transcript).map_err(|e| format!("{}: {e}", args.transcript))?;
+    let mut bridge = Bridge::new(&body, &Config::default(), params);
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
-    let mut decoder = Decoder::default();
-    let mut buf = vec![0u8; args.chunk];
     let io_err = |e: io::Error| e.to_string();
-    loop {
-        let n = match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(format!("{}: {e}", args.transcript)),
-        };
-        decoder.push_stdout(&buf[..n]).map_err(|e| e.to_string())?;
-        while let Some(event) = decoder.poll_event() {
-            response.push(&event, &mut out).map_err(io_err)?;
+    let mut ended = drain(&mut bridge, &mut out).map_err(io_err)?;
+    if bridge.invocation().is_some() {
+        let mut file =
+            File::open(&args.transcript).map_err(|e| format!("{}: {e}", args.transcript))?;
+        let mut buf = vec![0u8; args.chunk];
+        while !ended {
+            let n = match file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(format!("{}: {e}", args.transcript)),
+            };
+            bridge
+                .push_stdout(&buf[..n], 0)
+                .map_err(|e| e.to_string())?;
+            ended = drain(&mut bridge, &mut out).map_err(io_err)?;
         }
+        if let Some(path) = &args.stderr {
+            let stderr = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+            bridge.push_stderr(&stderr, 0).map_err(|e| e.to_string())?;
+        }
+        bridge
+            .agent_exited(ExitStatus::Code(args.exit), 0)
+            .map_err(|e| e.to_string())?;
+        drain(&mut bridge, &mut out).map_err(io_err)?;
     }
-    decoder.push_eof().map_err(|e| e.to_string())?;
-    while let Some(event) = decoder.poll_event() {
-        response.push(&event, &mut out).map_err(io_err)?;
-    }
-    response.finish(&mut out).map_err(io_err)?;
     out.flush().map_err(io_err)
 }
 

@@ -50,8 +50,16 @@ enum Source {
 }
 
 impl ClientTools {
-    pub(super) fn new(plan: ToolPlan, guard: LoopGuard, parallel: bool, config: &Config, id_seed: u64) -> Self {
-        let envelopes = plan.catalogue().any(|entry| matches!(entry.delivery, Delivery::Envelope));
+    pub(super) fn new(
+        plan: ToolPlan,
+        guard: LoopGuard,
+        parallel: bool,
+        config: &Config,
+        id_seed: u64,
+    ) -> Self {
+        let envelopes = plan
+            .catalogue()
+            .any(|entry| matches!(entry.delivery, Delivery::Envelope));
         ClientTools {
             plan,
             guard,
@@ -90,7 +98,9 @@ impl ClientTools {
         match event {
             Event::AgentActivity(activity) if activity.phase == ActivityPhase::Started => {
                 if let Some(mapped) = self.plan.map_native(activity.tool, activity.arguments) {
-                    let source = Source::Native { model_call_id: activity.model_call_id.map(str::to_owned) };
+                    let source = Source::Native {
+                        model_call_id: activity.model_call_id.map(str::to_owned),
+                    };
                     let id = ids::call_id(activity.call_id);
                     self.offer(source, id, mapped, now_ms, emitter);
                 } else {
@@ -157,29 +167,47 @@ impl ClientTools {
                     }
                     emitter.emit(&Event::TextDelta(&text));
                 }
-                ScanItem::Envelope(Ok(envelope)) => match self.plan.check_envelope(&envelope.name, &envelope.arguments) {
+                ScanItem::Envelope(Ok(envelope)) => match self
+                    .plan
+                    .check_envelope(&envelope.name, &envelope.arguments)
+                {
                     Ok(mapped) => {
                         let index = u32::try_from(self.batch.len()).unwrap_or(u32::MAX);
                         let id = ids::envelope_call_id(self.id_seed, index, &mapped.arguments);
                         self.offer(Source::Envelope, id, mapped, now_ms, emitter);
                     }
-                    Err(error) => self.note(&format!("tool call `{}` not executed: {error}", envelope.name), emitter),
+                    Err(error) => self.note(
+                        &format!("tool call `{}` not executed: {error}", envelope.name),
+                        emitter,
+                    ),
                 },
-                ScanItem::Envelope(Err(error)) => self.note(&format!("tool call not executed: {error}"), emitter),
+                ScanItem::Envelope(Err(error)) => {
+                    self.note(&format!("tool call not executed: {error}"), emitter)
+                }
             }
         }
     }
 
     /// A client call joins the open batch, or opens one; a call from another source or
     /// model call closes the open batch first (and with it the turn).
-    fn offer(&mut self, source: Source, id: String, call: MappedCall, now_ms: u64, emitter: &mut Emitter) {
+    fn offer(
+        &mut self,
+        source: Source,
+        id: String,
+        call: MappedCall,
+        now_ms: u64,
+        emitter: &mut Emitter,
+    ) {
         if self.source.as_ref().is_some_and(|open| *open != source) {
             self.close_batch(emitter);
             return;
         }
         if let Err(reason) = self.guard.check(&call.name, &call.arguments) {
             if self.batch.is_empty() {
-                let message = format!("I stopped instead of calling `{}` again: {reason}", call.name);
+                let message = format!(
+                    "I stopped instead of calling `{}` again: {reason}",
+                    call.name
+                );
                 emitter.emit(&Event::TextDelta(&message));
                 emitter.emit(&Event::Finish(FinishReason::Stop));
                 self.ended_turn = true;
@@ -191,7 +219,11 @@ impl ClientTools {
         if self.batch.iter().any(|pending| pending.id == id) {
             return;
         }
-        self.batch.push(PendingCall { id, name: call.name, arguments: call.arguments });
+        self.batch.push(PendingCall {
+            id,
+            name: call.name,
+            arguments: call.arguments,
+        });
         if self.source.is_none() {
             self.source = Some(source);
             self.deadline = Some(now_ms.saturating_add(self.window_ms));
@@ -214,7 +246,12 @@ impl ClientTools {
         }
         for (index, call) in self.batch.iter().enumerate() {
             let index = u32::try_from(index).unwrap_or(u32::MAX);
-            emitter.emit(&Event::ToolCall(ToolCall { index, id: &call.id, name: &call.name, arguments: &call.arguments }));
+            emitter.emit(&Event::ToolCall(ToolCall {
+                index,
+                id: &call.id,
+                name: &call.name,
+                arguments: &call.arguments,
+            }));
         }
         emitter.emit(&Event::Finish(FinishReason::ToolCalls));
         self.batch.clear();

@@ -25,8 +25,8 @@ use crate::event::{Event, Failure, FailureKind};
 use crate::framing::SseWriter;
 use crate::openai::request::ChatRequest;
 use crate::openai::{ApiError, ChunkEncoder, CompletionBuilder, OutputOptions, ResponseMeta};
-use crate::tools::{ToolPlan, ToolStrategy};
 use crate::tools::loop_guard::LoopGuard;
+use crate::tools::{ToolPlan, ToolStrategy};
 use client::ClientTools;
 
 /// Per-request values the caller supplies, because the core reads no clock and draws no
@@ -187,22 +187,38 @@ impl Bridge {
             Ok(request) => request,
             Err(error) => {
                 let meta = ResponseMeta::new(params.id_seed, params.created_unix, "auto");
-                let mut core = Core::new(None, false, Emitter::new(false, &meta, &options), config, params);
+                let mut core = Core::new(
+                    None,
+                    false,
+                    Emitter::new(false, &meta, &options),
+                    config,
+                    params,
+                );
                 core.emitter.reject(&error);
                 core.end = Once::Due;
                 return Bridge { decoder, core };
             }
         };
-        let meta = ResponseMeta::new(params.id_seed, params.created_unix, request.response_model.clone());
-        let options = OutputOptions { include_usage: request.include_usage, ..options };
-        let client_mode = !request.tools.is_empty() && request.tool_choice != crate::openai::request::ToolChoice::None;
+        let meta = ResponseMeta::new(
+            params.id_seed,
+            params.created_unix,
+            request.response_model.clone(),
+        );
+        let options = OutputOptions {
+            include_usage: request.include_usage,
+            ..options
+        };
+        let client_mode = !request.tools.is_empty()
+            && request.tool_choice != crate::openai::request::ToolChoice::None;
         let plan = if client_mode {
             ToolPlan::new(&request.tools, config.tool_strategy)
         } else {
             ToolPlan::new(&[], config.tool_strategy)
         };
         let mode = match (client_mode, config.tool_strategy) {
-            (true, ToolStrategy::Native) | (false, _) => AgentMode::Native { force: config.allow_force },
+            (true, ToolStrategy::Native) | (false, _) => AgentMode::Native {
+                force: config.allow_force,
+            },
             (true, _) => AgentMode::ReadOnly,
         };
         let prompt = crate::openai::prompt::render_prompt(&request, &plan);
@@ -219,11 +235,20 @@ impl Bridge {
         );
         let client = client_mode.then(|| {
             let guard = LoopGuard::from_history(&request.messages, &config.loop_guard);
-            ClientTools::new(plan, guard, request.parallel_tool_calls, config, params.id_seed)
+            ClientTools::new(
+                plan,
+                guard,
+                request.parallel_tool_calls,
+                config,
+                params.id_seed,
+            )
         });
         let emitter = Emitter::new(request.stream, &meta, &options);
         let core = Core::new(Some(invocation), request.stream, emitter, config, params);
-        Bridge { decoder, core: Core { client, ..core } }
+        Bridge {
+            decoder,
+            core: Core { client, ..core },
+        }
     }
 
     // A. Getters.
@@ -259,7 +284,9 @@ impl Bridge {
             return Ok(());
         }
         self.core.last_agent_ms = self.core.last_agent_ms.max(now_ms);
-        self.decoder.push_stdout(bytes).expect("stdout is not ended before the agent exits");
+        self.decoder
+            .push_stdout(bytes)
+            .expect("stdout is not ended before the agent exits");
         self.drain(now_ms);
         Ok(())
     }
@@ -295,27 +322,35 @@ impl Bridge {
             return Ok(());
         }
         self.decoder.push_eof().expect("stdout ends once");
-        let stderr = String::from_utf8_lossy(&self.core.stderr_tail).into_owned();
-        let evidence = Evidence {
-            stderr: &stderr,
-            exit: Some(status),
-            ..self.decoder.evidence()
-        };
-        // Route what the decoder still has, re-classifying its end-of-output failure with
-        // the whole evidence (stderr and the exit status).
+        // Without a result, the decoder reports a failure classified from stdout alone;
+        // classify it again with the whole evidence: stderr and the exit status too.
+        let mut failure = (!self.decoder.saw_result()).then(|| {
+            let stderr = String::from_utf8_lossy(&self.core.stderr_tail);
+            diagnose::classify(&Evidence {
+                stderr: &stderr,
+                exit: Some(status),
+                ..self.decoder.evidence()
+            })
+        });
         while let Some(event) = self.decoder.poll_event() {
-            match event {
-                Event::Failed(_) if !self.decoder.saw_result() => {
-                    let failure = diagnose::classify(&evidence);
-                    self.core.route(&Event::Failed(failure), now_ms);
+            match (&event, failure.take()) {
+                (Event::Failed(_), Some(failure)) => {
+                    self.core.route(&Event::Failed(failure), now_ms)
                 }
-                event => self.core.route(&event, now_ms),
+                (_, unused) => {
+                    failure = unused;
+                    self.core.route(&event, now_ms);
+                }
             }
         }
         if !self.core.ending() {
-            // A result that ended with a failure the decoder did not report cannot
-            // happen; make the single End certain anyway.
-            let failure = diagnose::classify(&evidence);
+            // Whatever the decoder reported, one End is certain.
+            let failure = failure.unwrap_or_else(|| {
+                Failure::new(
+                    FailureKind::AgentCrashed,
+                    format!("cursor-agent ended ({status}) without an answer"),
+                )
+            });
             self.core.route(&Event::Failed(failure), now_ms);
         }
         self.core.after_input(now_ms);
@@ -397,7 +432,13 @@ impl fmt::Debug for Bridge {
 }
 
 impl Core {
-    fn new(invocation: Option<Invocation>, stream: bool, emitter: Emitter, config: &Config, params: BridgeParams) -> Core {
+    fn new(
+        invocation: Option<Invocation>,
+        stream: bool,
+        emitter: Emitter,
+        config: &Config,
+        params: BridgeParams,
+    ) -> Core {
         Core {
             invocation,
             stream,
@@ -467,7 +508,9 @@ impl Core {
             }
         }
         let idle_due = now_ms >= self.last_agent_ms.saturating_add(self.idle_timeout_ms);
-        let total_due = self.max_duration_ms.is_some_and(|max| now_ms >= self.started_ms.saturating_add(max));
+        let total_due = self
+            .max_duration_ms
+            .is_some_and(|max| now_ms >= self.started_ms.saturating_add(max));
         if idle_due || total_due {
             let message = if idle_due {
                 format!(
@@ -481,7 +524,8 @@ impl Core {
                 )
             };
             self.request_stop();
-            self.emitter.emit(&Event::Failed(Failure::new(FailureKind::Timeout, message)));
+            self.emitter
+                .emit(&Event::Failed(Failure::new(FailureKind::Timeout, message)));
             self.end = Once::Due;
             self.after_input(now_ms);
             return;
@@ -584,7 +628,11 @@ impl Emitter {
 
     fn commit_stream_head(&mut self) {
         if !self.head_decided() {
-            self.head = Some(Head { status: 200, content_type: "text/event-stream", retryable: None });
+            self.head = Some(Head {
+                status: 200,
+                content_type: "text/event-stream",
+                retryable: None,
+            });
         }
     }
 
@@ -637,27 +685,34 @@ impl Emitter {
                 builder.push(event);
                 if builder.is_finished() {
                     let status = builder.status();
-                    let retryable = builder.failure().map(|f| ApiError::from_failure(f).retryable());
-                    self.head = Some(Head { status, content_type: "application/json", retryable });
+                    let retryable = builder
+                        .failure()
+                        .map(|f| ApiError::from_failure(f).retryable());
+                    self.head = Some(Head {
+                        status,
+                        content_type: "application/json",
+                        retryable,
+                    });
                     builder.write_body(&mut self.out);
                     self.finished = true;
                 }
             }
-            Response::Stream(encoder) => {
+            Response::Stream(_) => {
                 if !self.head_decided() {
                     if let Event::Failed(failure) = event {
                         // Nothing sent yet: the failure gets its true status.
                         let error = ApiError::from_failure(failure);
                         self.reject(&error);
-                        encoder.fail(failure, &mut Vec::new());
                         return;
                     }
                     if event.is_answer() {
                         self.commit_stream_head();
                     }
                 }
-                encoder.encode(event, &mut self.out);
-                self.finished = encoder.is_finished();
+                if let Response::Stream(encoder) = &mut self.response {
+                    encoder.encode(event, &mut self.out);
+                    self.finished = encoder.is_finished();
+                }
             }
         }
     }
@@ -677,6 +732,8 @@ impl Emitter {
         matches!(self.response, Response::Stream(_))
             && self.head_decided()
             && !self.finished
-            && self.last_output_ms.is_some_and(|last| now_ms >= last.saturating_add(interval))
+            && self
+                .last_output_ms
+                .is_some_and(|last| now_ms >= last.saturating_add(interval))
     }
 }

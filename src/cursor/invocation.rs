@@ -56,8 +56,10 @@ impl Invocation {
     /// [--stream-partial-output] --model M --trust [--workspace W] [--mode ask | --force]`,
     /// with `prompt` for stdin.
     pub fn new(spec: &InvocationSpec<'_>, prompt: String) -> Self {
-        let mut args: Vec<String> =
-            ["--print", "--output-format", "stream-json"].iter().map(|s| s.to_string()).collect();
+        let mut args: Vec<String> = ["--print", "--output-format", "stream-json"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         if spec.partial_output {
             args.push("--stream-partial-output".into());
         }
@@ -81,7 +83,12 @@ impl Invocation {
             .config_dir
             .map(|dir| vec![("CURSOR_CONFIG_DIR".to_owned(), dir.to_owned())])
             .unwrap_or_default();
-        Invocation { program: spec.program.to_owned(), args, stdin: prompt.into_bytes(), env }
+        Invocation {
+            program: spec.program.to_owned(),
+            args,
+            stdin: prompt.into_bytes(),
+            env,
+        }
     }
 }
 
@@ -106,8 +113,17 @@ mod tests {
         assert_eq!(
             inv.args,
             [
-                "--print", "--output-format", "stream-json", "--stream-partial-output", "--model", "gpt-5",
-                "--trust", "--workspace", "/srv/ws", "--mode", "ask"
+                "--print",
+                "--output-format",
+                "stream-json",
+                "--stream-partial-output",
+                "--model",
+                "gpt-5",
+                "--trust",
+                "--workspace",
+                "/srv/ws",
+                "--mode",
+                "ask"
             ]
         );
         assert_eq!(inv.stdin, b"hi");
@@ -121,8 +137,22 @@ mod tests {
         s.workspace = None;
         s.partial_output = false;
         let inv = Invocation::new(&s, "p".into());
-        assert_eq!(inv.args, ["--print", "--output-format", "stream-json", "--model", "gpt-5", "--trust", "--force"]);
-        assert_eq!(inv.env, [("CURSOR_CONFIG_DIR".to_owned(), "/tmp/cfg".to_owned())]);
+        assert_eq!(
+            inv.args,
+            [
+                "--print",
+                "--output-format",
+                "stream-json",
+                "--model",
+                "gpt-5",
+                "--trust",
+                "--force"
+            ]
+        );
+        assert_eq!(
+            inv.env,
+            [("CURSOR_CONFIG_DIR".to_owned(), "/tmp/cfg".to_owned())]
+        );
         let inv = Invocation::new(&spec(AgentMode::Native { force: false }), "p".into());
         assert!(!inv.args.iter().any(|a| a == "--force" || a == "--mode"));
     }

@@ -6,8 +6,8 @@
 //! catalogue, recaps, tool-call quirks, usage, failures).
 
 mod decoder;
-mod invocation;
 pub mod diagnose;
+mod invocation;
 mod json;
 mod line;
 mod tool_call;

@@ -10,9 +10,14 @@ mod completion;
 mod error;
 mod notes;
 mod options;
+pub mod prompt;
+pub mod request;
 mod wire;
 
 pub use chunk::ChunkEncoder;
 pub use completion::CompletionBuilder;
 pub use error::ApiError;
 pub use options::{OutputOptions, ReasoningField, ResponseMeta};
+pub use request::{
+    ChatRequest, HistoryToolCall, Message, RequestLimits, Role, ToolChoice, ToolSpec,
+};

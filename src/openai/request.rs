@@ -1,0 +1,878 @@
+//! Chat Completions request bodies: parsed, validated, and reduced to what the bridge
+//! uses.
+//!
+//! Honoured: `model` (and the non-standard `cursorModel`, which wins when non-empty),
+//! `messages` (roles `system`, `developer`, `user`, `assistant` with `tool_calls`, `tool`
+//! with `tool_call_id`; content as a string or an array of text parts), `tools` (function
+//! tools: name, description, parameters), `tool_choice` (`none`, `auto`, `required`, or a
+//! named function), `parallel_tool_calls`, `stream`, `stream_options.include_usage`.
+//!
+//! Accepted but not honoured, because the CLI has no way to pass them on (listed in
+//! [`ChatRequest::ignored`]): `temperature`, `top_p`, `max_tokens`,
+//! `max_completion_tokens`, `stop`, `seed`, `presence_penalty`, `frequency_penalty`,
+//! `logit_bias`, `logprobs`, `top_logprobs`, `n` (only 1), `response_format`,
+//! `reasoning_effort`, `verbosity`, `user`, `metadata`, `store`, `service_tier`,
+//! `prompt_cache_key`, `safety_identifier`, `modalities`, `prediction`, `audio`,
+//! `web_search_options`. Unknown fields are ignored: OpenAI-compatible clients routinely
+//! add their own.
+//!
+//! Accepted as real clients send it: assistant turns with `content: ""` or `null` next to
+//! `tool_calls` and a non-standard `reasoning_content` (OpenCode); tool results as a string
+//! or text parts; the `developer` role. Rejected with a 400 in OpenAI's error shape naming
+//! the offending `param`: malformed JSON, wrong types, empty `messages`, unknown roles, a
+//! `tool` message answering no earlier call, image/audio/file parts (the CLI takes text
+//! only), invalid tool names, an unusable model name, an over-limit body (413).
+
+use std::collections::HashSet;
+
+use serde_json::{Map, Value};
+
+use super::error::ApiError;
+
+/// Limits applied while parsing a request body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestLimits {
+    /// Largest body accepted (default 32 MiB).
+    pub max_body_bytes: usize,
+    /// Most messages accepted (default 10,000).
+    pub max_messages: usize,
+    /// Most tools accepted (default 512).
+    pub max_tools: usize,
+}
+
+impl Default for RequestLimits {
+    fn default() -> Self {
+        RequestLimits {
+            max_body_bytes: 32 * 1024 * 1024,
+            max_messages: 10_000,
+            max_tools: 512,
+        }
+    }
+}
+
+/// A validated Chat Completions request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    /// The model for `--model`: `cursorModel` when non-empty, else `model` without a
+    /// provider prefix (`cursor/gpt-5` → `gpt-5`), else `auto`.
+    pub model: String,
+    /// The model name echoed in responses: the request's `model` as sent.
+    pub response_model: String,
+    /// The conversation.
+    pub messages: Vec<Message>,
+    /// The client's tools.
+    pub tools: Vec<ToolSpec>,
+    /// `tool_choice` (default `none` without tools, `auto` with).
+    pub tool_choice: ToolChoice,
+    /// `parallel_tool_calls` (default `true`).
+    pub parallel_tool_calls: bool,
+    /// `stream`.
+    pub stream: bool,
+    /// `stream_options.include_usage`.
+    pub include_usage: bool,
+    /// Known fields present in the request that the CLI cannot honour.
+    pub ignored: Vec<&'static str>,
+}
+
+/// A message author.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// `system`.
+    System,
+    /// `developer` (newer name for system instructions).
+    Developer,
+    /// `user`.
+    User,
+    /// `assistant`.
+    Assistant,
+    /// `tool`: a tool result.
+    Tool,
+}
+
+/// One message of the conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    /// Author.
+    pub role: Role,
+    /// Text; parts joined with a newline; empty when `null` or absent.
+    pub content: String,
+    /// Tool calls of an assistant message.
+    pub tool_calls: Vec<HistoryToolCall>,
+    /// For a tool result: the call it answers.
+    pub tool_call_id: Option<String>,
+    /// Optional author name.
+    pub name: Option<String>,
+}
+
+/// A tool call in the history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryToolCall {
+    /// Call id.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments as the JSON text sent.
+    pub arguments: String,
+}
+
+/// A client tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// Function name.
+    pub name: String,
+    /// Description (may be empty).
+    pub description: String,
+    /// JSON Schema of the arguments (`{}` when absent).
+    pub parameters: Value,
+}
+
+/// `tool_choice`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// No tools: the agent answers itself.
+    None,
+    /// The model decides.
+    Auto,
+    /// The model must call some tool.
+    Required,
+    /// The model must call this tool.
+    Named(String),
+}
+
+/// Fields accepted and ignored (see the module docs).
+const IGNORED: &[&str] = &[
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "max_completion_tokens",
+    "stop",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "logprobs",
+    "top_logprobs",
+    "n",
+    "response_format",
+    "reasoning_effort",
+    "verbosity",
+    "user",
+    "metadata",
+    "store",
+    "service_tier",
+    "prompt_cache_key",
+    "safety_identifier",
+    "modalities",
+    "prediction",
+    "audio",
+    "web_search_options",
+];
+
+fn invalid(message: impl Into<String>, param: impl Into<String>, code: &'static str) -> ApiError {
+    ApiError::invalid_request(message, Some(param.into()), code)
+}
+
+fn type_error(param: &str, expected: &str) -> ApiError {
+    invalid(
+        format!("Invalid type for '{param}': expected {expected}."),
+        param,
+        "invalid_type",
+    )
+}
+
+impl ChatRequest {
+    /// Parses and validates a request body.
+    pub fn parse(body: &[u8], limits: &RequestLimits) -> Result<ChatRequest, ApiError> {
+        if body.len() > limits.max_body_bytes {
+            let mut error = ApiError::invalid_request(
+                format!(
+                    "The request body is {} bytes; the limit is {}.",
+                    body.len(),
+                    limits.max_body_bytes
+                ),
+                None,
+                "body_too_large",
+            );
+            error.status = 413;
+            return Err(error);
+        }
+        let value: Value = serde_json::from_slice(body).map_err(|e| {
+            ApiError::invalid_request(
+                format!(
+                    "We could not parse the JSON body of your request ({}).",
+                    json_problem(&e)
+                ),
+                None,
+                "invalid_json",
+            )
+        })?;
+        let Value::Object(object) = value else {
+            return Err(ApiError::invalid_request(
+                "The request body must be a JSON object.",
+                None,
+                "invalid_type",
+            ));
+        };
+        Self::from_object(&object, limits)
+    }
+
+    fn from_object(
+        object: &Map<String, Value>,
+        limits: &RequestLimits,
+    ) -> Result<ChatRequest, ApiError> {
+        let sent_model = match object.get("model") {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(model)) => model.trim().to_owned(),
+            Some(_) => return Err(type_error("model", "a string")),
+        };
+        let cursor_model = match object.get("cursorModel") {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(model)) => model.trim().to_owned(),
+            Some(_) => return Err(type_error("cursorModel", "a string")),
+        };
+        let model = if !cursor_model.is_empty() {
+            cursor_model
+        } else {
+            let stripped = sent_model
+                .rsplit_once('/')
+                .map_or(sent_model.as_str(), |(_, m)| m);
+            if stripped.is_empty() {
+                "auto".to_owned()
+            } else {
+                stripped.to_owned()
+            }
+        };
+        check_model(&model)?;
+        let response_model = if sent_model.is_empty() {
+            model.clone()
+        } else {
+            sent_model
+        };
+
+        let stream = optional_bool(object, "stream")?.unwrap_or(false);
+        let include_usage = match object.get("stream_options") {
+            None | Some(Value::Null) => false,
+            Some(Value::Object(options)) => {
+                if !stream {
+                    return Err(invalid(
+                        "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+                        "stream_options",
+                        "invalid_value",
+                    ));
+                }
+                match options.get("include_usage") {
+                    None | Some(Value::Null) => false,
+                    Some(Value::Bool(b)) => *b,
+                    Some(_) => return Err(type_error("stream_options.include_usage", "a boolean")),
+                }
+            }
+            Some(_) => return Err(type_error("stream_options", "an object")),
+        };
+        if let Some(n) = object.get("n") {
+            if !n.is_null() && n.as_u64() != Some(1) {
+                return Err(invalid("Only n = 1 is supported.", "n", "invalid_value"));
+            }
+        }
+        let parallel_tool_calls = optional_bool(object, "parallel_tool_calls")?.unwrap_or(true);
+        let tools = parse_tools(object.get("tools"), limits)?;
+        let tool_choice = parse_tool_choice(object.get("tool_choice"), &tools)?;
+        let messages = parse_messages(object.get("messages"), limits)?;
+        let ignored = IGNORED
+            .iter()
+            .copied()
+            .filter(|f| object.get(*f).is_some_and(|v| !v.is_null()))
+            .collect();
+        Ok(ChatRequest {
+            model,
+            response_model,
+            messages,
+            tools,
+            tool_choice,
+            parallel_tool_calls,
+            stream,
+            include_usage,
+            ignored,
+        })
+    }
+}
+
+/// A short, retry-safe description of a JSON syntax error.
+fn json_problem(error: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    match error.classify() {
+        Category::Eof => "the body ends early".to_owned(),
+        Category::Syntax if error.to_string().contains("recursion limit") => {
+            "it is nested too deeply".to_owned()
+        }
+        _ => format!("line {} column {}", error.line(), error.column()),
+    }
+}
+
+/// Model names become an argument of `--model`: letters, digits, `.`, `_`, `-`, `:`, `/`
+/// and Cursor's bracket parameters (`name[key=value,key=value]`), not starting with `-`.
+fn check_model(model: &str) -> Result<(), ApiError> {
+    let (name, params) = match model.split_once('[') {
+        Some((name, rest)) => match rest.strip_suffix(']') {
+            Some(params) => (name, Some(params)),
+            None => ("", None),
+        },
+        None => (model, None),
+    };
+    let name_ok = !name.is_empty()
+        && name.len() <= 128
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':'));
+    let params_ok = params.is_none_or(|p| {
+        !p.is_empty()
+            && p.len() <= 256
+            && p.split(',').all(|kv| {
+                kv.split_once('=').is_some_and(|(k, v)| {
+                    !k.is_empty()
+                        && !v.is_empty()
+                        && k.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+                        && v.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+                })
+            })
+    });
+    if name_ok && params_ok {
+        Ok(())
+    } else {
+        Err(invalid(
+            "Invalid model name: use letters, digits, '.', '_', '-', ':' and optional [key=value,...] parameters.",
+            "model",
+            "invalid_value",
+        ))
+    }
+}
+
+fn optional_bool(object: &Map<String, Value>, key: &str) -> Result<Option<bool>, ApiError> {
+    match object.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(_) => Err(type_error(key, "a boolean")),
+    }
+}
+
+fn valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+fn parse_tools(value: Option<&Value>, limits: &RequestLimits) -> Result<Vec<ToolSpec>, ApiError> {
+    let tools = match value {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(tools)) => tools,
+        Some(_) => return Err(type_error("tools", "an array")),
+    };
+    if tools.len() > limits.max_tools {
+        return Err(invalid(
+            format!("At most {} tools are accepted.", limits.max_tools),
+            "tools",
+            "invalid_value",
+        ));
+    }
+    let mut seen = HashSet::new();
+    let mut specs = Vec::with_capacity(tools.len());
+    for (i, tool) in tools.iter().enumerate() {
+        let param = format!("tools[{i}]");
+        let Value::Object(tool) = tool else {
+            return Err(type_error(&param, "an object"));
+        };
+        match tool.get("type").and_then(Value::as_str) {
+            Some("function") | None => {}
+            Some(other) => {
+                return Err(invalid(
+                    format!("Unsupported tool type '{other}': only function tools are supported."),
+                    format!("{param}.type"),
+                    "invalid_value",
+                ));
+            }
+        }
+        let Some(Value::Object(function)) = tool.get("function") else {
+            return Err(type_error(&format!("{param}.function"), "an object"));
+        };
+        let name = match function.get("name") {
+            Some(Value::String(name)) if valid_tool_name(name) => name.clone(),
+            Some(Value::String(_)) => {
+                return Err(invalid(
+                    "Invalid function name: use 1 to 64 letters, digits, '_' or '-'.",
+                    format!("{param}.function.name"),
+                    "invalid_value",
+                ));
+            }
+            _ => {
+                return Err(invalid(
+                    "Missing required parameter: function name.",
+                    format!("{param}.function.name"),
+                    "missing_required_parameter",
+                ));
+            }
+        };
+        if !seen.insert(name.clone()) {
+            return Err(invalid(
+                format!("Duplicate tool name '{name}'."),
+                format!("{param}.function.name"),
+                "invalid_value",
+            ));
+        }
+        let description = match function.get("description") {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(d)) => d.clone(),
+            Some(_) => {
+                return Err(type_error(
+                    &format!("{param}.function.description"),
+                    "a string",
+                ));
+            }
+        };
+        let parameters = match function.get("parameters") {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(p @ Value::Object(_)) => p.clone(),
+            Some(_) => {
+                return Err(type_error(
+                    &format!("{param}.function.parameters"),
+                    "an object",
+                ));
+            }
+        };
+        specs.push(ToolSpec {
+            name,
+            description,
+            parameters,
+        });
+    }
+    Ok(specs)
+}
+
+fn parse_tool_choice(value: Option<&Value>, tools: &[ToolSpec]) -> Result<ToolChoice, ApiError> {
+    let default = if tools.is_empty() {
+        ToolChoice::None
+    } else {
+        ToolChoice::Auto
+    };
+    let choice = match value {
+        None | Some(Value::Null) => return Ok(default),
+        Some(Value::String(s)) => match s.as_str() {
+            "none" => ToolChoice::None,
+            "auto" => ToolChoice::Auto,
+            "required" => ToolChoice::Required,
+            _ => {
+                return Err(invalid(
+                    "Invalid value for tool_choice: use none, auto, required or a function.",
+                    "tool_choice",
+                    "invalid_value",
+                ));
+            }
+        },
+        Some(Value::Object(object)) => {
+            let name = object
+                .get("function")
+                .and_then(|f| f.get("name"))
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    invalid(
+                        "Missing required parameter: tool_choice.function.name.",
+                        "tool_choice.function.name",
+                        "missing_required_parameter",
+                    )
+                })?;
+            if !tools.iter().any(|t| t.name == name) {
+                return Err(invalid(
+                    format!("tool_choice names '{name}', which is not among the tools."),
+                    "tool_choice.function.name",
+                    "invalid_value",
+                ));
+            }
+            ToolChoice::Named(name.to_owned())
+        }
+        Some(_) => return Err(type_error("tool_choice", "a string or an object")),
+    };
+    if tools.is_empty() && matches!(choice, ToolChoice::Required | ToolChoice::Named(_)) {
+        return Err(invalid(
+            "tool_choice requires tools.",
+            "tool_choice",
+            "invalid_value",
+        ));
+    }
+    Ok(choice)
+}
+
+fn parse_messages(value: Option<&Value>, limits: &RequestLimits) -> Result<Vec<Message>, ApiError> {
+    let messages = match value {
+        None | Some(Value::Null) => {
+            return Err(invalid(
+                "Missing required parameter: 'messages'.",
+                "messages",
+                "missing_required_parameter",
+            ));
+        }
+        Some(Value::Array(messages)) => messages,
+        Some(_) => return Err(type_error("messages", "an array")),
+    };
+    if messages.is_empty() {
+        return Err(invalid(
+            "'messages' must contain at least one message.",
+            "messages",
+            "invalid_value",
+        ));
+    }
+    if messages.len() > limits.max_messages {
+        return Err(invalid(
+            format!("At most {} messages are accepted.", limits.max_messages),
+            "messages",
+            "invalid_value",
+        ));
+    }
+    let mut call_ids: HashSet<String> = HashSet::new();
+    let mut out = Vec::with_capacity(messages.len());
+    for (i, message) in messages.iter().enumerate() {
+        let param = format!("messages[{i}]");
+        let Value::Object(message) = message else {
+            return Err(type_error(&param, "an object"));
+        };
+        let role = match message.get("role").and_then(Value::as_str) {
+            Some("system") => Role::System,
+            Some("developer") => Role::Developer,
+            Some("user") => Role::User,
+            Some("assistant") => Role::Assistant,
+            Some("tool") => Role::Tool,
+            Some(other) => {
+                let other: String = other.chars().take(40).collect();
+                return Err(invalid(
+                    format!("Invalid role '{other}'."),
+                    format!("{param}.role"),
+                    "invalid_value",
+                ));
+            }
+            None => {
+                return Err(invalid(
+                    "Missing required parameter: role.",
+                    format!("{param}.role"),
+                    "missing_required_parameter",
+                ));
+            }
+        };
+        let content = content_text(message.get("content"), &format!("{param}.content"))?;
+        let name = message
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let mut tool_calls = Vec::new();
+        let mut tool_call_id = None;
+        match role {
+            Role::Assistant => match message.get("tool_calls") {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(calls)) => {
+                    for (j, call) in calls.iter().enumerate() {
+                        let call = history_call(call, &format!("{param}.tool_calls[{j}]"))?;
+                        call_ids.insert(call.id.clone());
+                        tool_calls.push(call);
+                    }
+                }
+                Some(_) => return Err(type_error(&format!("{param}.tool_calls"), "an array")),
+            },
+            Role::Tool => {
+                let id = match message.get("tool_call_id") {
+                    Some(Value::String(id)) => id.clone(),
+                    _ => {
+                        return Err(invalid(
+                            "Missing required parameter: tool_call_id.",
+                            format!("{param}.tool_call_id"),
+                            "missing_required_parameter",
+                        ));
+                    }
+                };
+                if !call_ids.contains(&id) {
+                    return Err(invalid(
+                        "Invalid parameter: messages with role 'tool' must be a response to a preceding message with 'tool_calls'.",
+                        format!("{param}.tool_call_id"),
+                        "invalid_value",
+                    ));
+                }
+                tool_call_id = Some(id);
+            }
+            _ => {}
+        }
+        out.push(Message {
+            role,
+            content,
+            tool_calls,
+            tool_call_id,
+            name,
+        });
+    }
+    Ok(out)
+}
+
+fn history_call(call: &Value, param: &str) -> Result<HistoryToolCall, ApiError> {
+    let Value::Object(call) = call else {
+        return Err(type_error(param, "an object"));
+    };
+    let id = call.get("id").and_then(Value::as_str).ok_or_else(|| {
+        invalid(
+            "Missing required parameter: tool call id.",
+            format!("{param}.id"),
+            "missing_required_parameter",
+        )
+    })?;
+    let function = call
+        .get("function")
+        .and_then(Value::as_object)
+        .ok_or_else(|| type_error(&format!("{param}.function"), "an object"))?;
+    let name = function
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            invalid(
+                "Missing required parameter: function name.",
+                format!("{param}.function.name"),
+                "missing_required_parameter",
+            )
+        })?;
+    let arguments = match function.get("arguments") {
+        None | Some(Value::Null) => "{}".to_owned(),
+        Some(Value::String(a)) => a.clone(),
+        // Some clients send an object; keep its JSON text.
+        Some(other @ Value::Object(_)) => other.to_string(),
+        Some(_) => {
+            return Err(type_error(
+                &format!("{param}.function.arguments"),
+                "a string",
+            ));
+        }
+    };
+    Ok(HistoryToolCall {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        arguments,
+    })
+}
+
+/// The text of `content`: a string, `null`, or an array of text parts.
+fn content_text(value: Option<&Value>, param: &str) -> Result<String, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(text)) => Ok(text.clone()),
+        Some(Value::Array(parts)) => {
+            let mut texts = Vec::with_capacity(parts.len());
+            for (i, part) in parts.iter().enumerate() {
+                let part_param = format!("{param}[{i}]");
+                let Value::Object(part) = part else {
+                    return Err(type_error(&part_param, "an object"));
+                };
+                match part.get("type").and_then(Value::as_str) {
+                    Some("text") | None => match part.get("text") {
+                        Some(Value::String(text)) => texts.push(text.as_str()),
+                        _ => return Err(type_error(&format!("{part_param}.text"), "a string")),
+                    },
+                    Some("refusal") => {
+                        if let Some(text) = part.get("refusal").and_then(Value::as_str) {
+                            texts.push(text);
+                        }
+                    }
+                    Some(
+                        kind @ ("image_url" | "input_image" | "input_audio" | "file" | "image"),
+                    ) => {
+                        return Err(invalid(
+                            format!(
+                                "Content parts of type '{kind}' are not supported: cursor-agent accepts text only."
+                            ),
+                            part_param,
+                            "unsupported_content",
+                        ));
+                    }
+                    Some(other) => {
+                        let other: String = other.chars().take(40).collect();
+                        return Err(invalid(
+                            format!("Unknown content part type '{other}'."),
+                            format!("{part_param}.type"),
+                            "invalid_value",
+                        ));
+                    }
+                }
+            }
+            Ok(texts.join("\n"))
+        }
+        Some(_) => Err(type_error(param, "a string or an array of content parts")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(body: &str) -> Result<ChatRequest, ApiError> {
+        ChatRequest::parse(body.as_bytes(), &RequestLimits::default())
+    }
+
+    fn param(body: &str) -> (u16, Option<String>, Option<&'static str>) {
+        let error = parse(body).unwrap_err();
+        (error.status, error.param, error.code)
+    }
+
+    #[test]
+    fn minimal_and_defaults() {
+        let r = parse(r#"{"model":"cursor/gpt-5","messages":[{"role":"user","content":"hi"}]}"#)
+            .unwrap();
+        assert_eq!(r.model, "gpt-5");
+        assert_eq!(r.response_model, "cursor/gpt-5");
+        assert!(!r.stream && !r.include_usage && r.parallel_tool_calls);
+        assert_eq!(r.tool_choice, ToolChoice::None);
+        let r = parse(r#"{"messages":[{"role":"user","content":"hi"}],"cursorModel":"sonnet-4[effort=high,fast=false]","model":"x"}"#).unwrap();
+        assert_eq!(r.model, "sonnet-4[effort=high,fast=false]");
+        let r = parse(r#"{"messages":[{"role":"user","content":"hi"}]}"#).unwrap();
+        assert_eq!(
+            (r.model.as_str(), r.response_model.as_str()),
+            ("auto", "auto")
+        );
+    }
+
+    #[test]
+    fn real_client_shapes() {
+        let body = r#"{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":8000,"temperature":0.2,
+            "reasoning_effort":"max","x-unknown":1,
+            "messages":[{"role":"developer","content":[{"type":"text","text":"a"},{"type":"text","text":"b","cache_control":{}}]},
+              {"role":"user","content":"go"},
+              {"role":"assistant","content":"","reasoning_content":"hm","tool_calls":[{"id":"c1","type":"function","function":{"name":"read","arguments":"{\"filePath\":\"x\"}"}}]},
+              {"role":"tool","tool_call_id":"c1","content":[{"type":"text","text":"data"}]},
+              {"role":"assistant","content":null}],
+            "tools":[{"type":"function","function":{"name":"read","parameters":{"type":"object"}}}],"tool_choice":"auto"}"#;
+        let r = parse(body).unwrap();
+        assert!(r.stream && r.include_usage);
+        assert_eq!(r.messages[0].content, "a\nb");
+        assert_eq!(r.messages[2].tool_calls[0].name, "read");
+        assert_eq!(r.messages[3].tool_call_id.as_deref(), Some("c1"));
+        assert_eq!(r.ignored, ["temperature", "max_tokens", "reasoning_effort"]);
+        assert_eq!(r.tool_choice, ToolChoice::Auto);
+    }
+
+    #[test]
+    fn errors_name_the_param() {
+        assert_eq!(param("{"), (400, None, Some("invalid_json")));
+        assert_eq!(param("[]"), (400, None, Some("invalid_type")));
+        assert_eq!(param(r#"{"model":"m"}"#).1.as_deref(), Some("messages"));
+        assert_eq!(param(r#"{"messages":[]}"#).1.as_deref(), Some("messages"));
+        assert_eq!(
+            param(r#"{"messages":[{"role":"robot","content":"x"}]}"#)
+                .1
+                .as_deref(),
+            Some("messages[0].role")
+        );
+        assert_eq!(
+            param(r#"{"messages":[{"role":"user","content":5}]}"#)
+                .1
+                .as_deref(),
+            Some("messages[0].content")
+        );
+        assert_eq!(
+            param(
+                r#"{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}"#
+            ),
+            (
+                400,
+                Some("messages[0].content[0]".into()),
+                Some("unsupported_content")
+            )
+        );
+        assert_eq!(
+            param(r#"{"messages":[{"role":"tool","tool_call_id":"nope","content":"x"}]}"#)
+                .1
+                .as_deref(),
+            Some("messages[0].tool_call_id")
+        );
+        assert_eq!(
+            param(r#"{"model":"--force","messages":[{"role":"user","content":"x"}]}"#)
+                .1
+                .as_deref(),
+            Some("model")
+        );
+        assert_eq!(
+            param(r#"{"model":"a b","messages":[{"role":"user","content":"x"}]}"#)
+                .1
+                .as_deref(),
+            Some("model")
+        );
+        assert_eq!(
+            param(r#"{"model":"a[x=1","messages":[{"role":"user","content":"x"}]}"#)
+                .1
+                .as_deref(),
+            Some("model")
+        );
+        assert_eq!(param(r#"{"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"x"}]}"#).1.as_deref(), Some("stream_options"));
+        assert_eq!(param(r#"{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"a b"}}]}"#).1.as_deref(), Some("tools[0].function.name"));
+        assert_eq!(param(r#"{"messages":[{"role":"user","content":"x"}],"tools":[{"function":{"name":"a"}},{"function":{"name":"a"}}]}"#).1.as_deref(), Some("tools[1].function.name"));
+        assert_eq!(param(r#"{"messages":[{"role":"user","content":"x"}],"tools":[{"function":{"name":"a"}}],"tool_choice":{"type":"function","function":{"name":"b"}}}"#).1.as_deref(), Some("tool_choice.function.name"));
+        assert_eq!(
+            param(r#"{"messages":[{"role":"user","content":"x"}],"n":3}"#)
+                .1
+                .as_deref(),
+            Some("n")
+        );
+    }
+
+    #[test]
+    fn deep_nesting_and_size_limits() {
+        let deep = format!(
+            r#"{{"messages":{}1{}}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert_eq!(param(&deep).2, Some("invalid_json"));
+        let limits = RequestLimits {
+            max_body_bytes: 10,
+            ..RequestLimits::default()
+        };
+        let error = ChatRequest::parse(br#"{"messages":[{"role":"user","content":"x"}]}"#, &limits)
+            .unwrap_err();
+        assert_eq!((error.status, error.code), (413, Some("body_too_large")));
+    }
+
+    #[test]
+    fn error_messages_do_not_invite_retries() {
+        let words = [
+            "timeout",
+            "timed out",
+            "rate limit",
+            "connection",
+            "500",
+            "overloaded",
+            "try again",
+            "server error",
+        ];
+        for body in [
+            "{",
+            "[]",
+            r#"{"messages":[{"role":"user","content":[{"type":"input_audio"}]}]}"#,
+            r#"{"model":"--x","messages":[]}"#,
+        ] {
+            let message = parse(body).unwrap_err().message.to_lowercase();
+            assert!(words.iter().all(|w| !message.contains(w)), "{message}");
+        }
+    }
+
+    #[test]
+    fn real_opencode_bodies() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/fixtures/opencode/opencode-1.18.33-requests-toolround.jsonl");
+        let Ok(text) = std::fs::read_to_string(path) else {
+            println!("skipped: ../shared fixtures absent");
+            return;
+        };
+        for line in text.lines() {
+            let record: Value = serde_json::from_str(line).unwrap();
+            let body = serde_json::to_vec(&record["body"]).unwrap();
+            let request = ChatRequest::parse(&body, &RequestLimits::default()).unwrap();
+            assert!(request.stream && request.include_usage);
+            assert_eq!(request.tools.len(), 10);
+        }
+    }
+}
