@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use agentwire::cursor::Decoder;
 use agentwire::event::{ActivityPhase, Event, FinishReason, ToolOutcome};
-use agentwire::openai::{ChunkEncoder, CompletionBuilder, OutputOptions, ResponseMeta};
 use serde_json::Value;
 
 /// An owned copy of an [`Event`], for comparing runs.
@@ -128,63 +127,46 @@ pub struct Response {
     pub body: Vec<u8>,
 }
 
-/// The HTTP response a client would get for `transcript`, fed in `chunk`-byte pieces: a
-/// stream whose head waits for the first answer event, or a JSON body.
+/// The HTTP response a client would get for `transcript` through the [`Bridge`], fed in
+/// `chunk`-byte pieces, the agent then exiting with code 0.
+///
+/// [`Bridge`]: agentwire::bridge::Bridge
 pub fn respond(transcript: &[u8], chunk: usize, stream: bool, include_usage: bool) -> Response {
-    let meta = ResponseMeta::new(1, 1_700_000_000, "auto");
-    let options = OutputOptions {
-        include_usage,
-        ..OutputOptions::default()
-    };
-    let mut decoder = Decoder::default();
-    let mut encoder = ChunkEncoder::new(&meta, &options);
-    let mut builder = CompletionBuilder::new(&meta, &options);
-    let mut body = Vec::new();
+    use agentwire::bridge::{Bridge, BridgeParams, Config, Output};
+    let mut request = serde_json::json!({"model": "auto", "stream": stream, "messages": [{"role": "user", "content": "hi"}]});
+    if stream && include_usage {
+        request["stream_options"] = serde_json::json!({"include_usage": true});
+    }
+    let params = BridgeParams { now_ms: 0, created_unix: 1_700_000_000, id_seed: 1 };
+    let mut bridge = Bridge::new(&serde_json::to_vec(&request).unwrap(), &Config::default(), params);
     let mut status = None;
-    let mut drain = |decoder: &mut Decoder, body: &mut Vec<u8>, status: &mut Option<u16>| {
-        while let Some(event) = decoder.poll_event() {
-            if !stream {
-                builder.push(&event);
-                continue;
-            }
-            if status.is_none() {
-                if let Event::Failed(failure) = &event {
-                    let error = agentwire::openai::ApiError::from_failure(failure);
-                    *status = Some(error.status);
-                    body.clear();
-                    error.write_json(body);
-                    encoder.fail(failure, &mut Vec::new());
-                    continue;
+    let mut body = Vec::new();
+    let mut ends = 0;
+    let mut drain = |bridge: &mut Bridge| {
+        while let Some(output) = bridge.poll_output() {
+            match output {
+                Output::Head(head) => {
+                    assert!(status.is_none(), "one head");
+                    status = Some(head.status);
                 }
-                if event.is_answer() {
-                    *status = Some(200);
+                Output::Body(bytes) => {
+                    assert!(status.is_some(), "head before body");
+                    body.extend_from_slice(bytes);
                 }
+                Output::StopAgent => {}
+                Output::End => ends += 1,
             }
-            encoder.encode(&event, body);
         }
     };
-    let pieces: Vec<&[u8]> = if chunk >= transcript.len() {
-        vec![transcript]
-    } else {
-        transcript.chunks(chunk).collect()
-    };
+    let pieces: Vec<&[u8]> = if chunk >= transcript.len() { vec![transcript] } else { transcript.chunks(chunk).collect() };
     for piece in pieces {
-        decoder.push_stdout(piece).unwrap();
-        drain(&mut decoder, &mut body, &mut status);
+        bridge.push_stdout(piece, 0).unwrap();
+        drain(&mut bridge);
     }
-    decoder.push_eof().unwrap();
-    drain(&mut decoder, &mut body, &mut status);
-    if !stream {
-        builder.write_body(&mut body);
-        return Response {
-            status: builder.status(),
-            body,
-        };
-    }
-    Response {
-        status: status.unwrap_or(200),
-        body,
-    }
+    bridge.agent_exited(agentwire::cursor::ExitStatus::Code(0), 0).unwrap();
+    drain(&mut bridge);
+    assert_eq!(ends, 1, "exactly one End");
+    Response { status: status.expect("a head"), body }
 }
 
 /// What a stream body contained, after checking every frame against the chunk contract.
