@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --quiet --example translate
-export AGENTWIRE_TRANSLATE="$PWD/target/debug/examples/translate"
+target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+export AGENTWIRE_TRANSLATE="$target/debug/examples/translate"
 python3 -m pytest -q tests/clients/python
 (cd tests/clients/node && node --test)
