@@ -137,8 +137,16 @@ pub fn respond(transcript: &[u8], chunk: usize, stream: bool, include_usage: boo
     if stream && include_usage {
         request["stream_options"] = serde_json::json!({"include_usage": true});
     }
-    let params = BridgeParams { now_ms: 0, created_unix: 1_700_000_000, id_seed: 1 };
-    let mut bridge = Bridge::new(&serde_json::to_vec(&request).unwrap(), &Config::default(), params);
+    let params = BridgeParams {
+        now_ms: 0,
+        created_unix: 1_700_000_000,
+        id_seed: 1,
+    };
+    let mut bridge = Bridge::new(
+        &serde_json::to_vec(&request).unwrap(),
+        &Config::default(),
+        params,
+    );
     let mut status = None;
     let mut body = Vec::new();
     let mut ends = 0;
@@ -158,15 +166,24 @@ pub fn respond(transcript: &[u8], chunk: usize, stream: bool, include_usage: boo
             }
         }
     };
-    let pieces: Vec<&[u8]> = if chunk >= transcript.len() { vec![transcript] } else { transcript.chunks(chunk).collect() };
+    let pieces: Vec<&[u8]> = if chunk >= transcript.len() {
+        vec![transcript]
+    } else {
+        transcript.chunks(chunk).collect()
+    };
     for piece in pieces {
         bridge.push_stdout(piece, 0).unwrap();
         drain(&mut bridge);
     }
-    bridge.agent_exited(agentwire::cursor::ExitStatus::Code(0), 0).unwrap();
+    bridge
+        .agent_exited(agentwire::cursor::ExitStatus::Code(0), 0)
+        .unwrap();
     drain(&mut bridge);
     assert_eq!(ends, 1, "exactly one End");
-    Response { status: status.expect("a head"), body }
+    Response {
+        status: status.expect("a head"),
+        body,
+    }
 }
 
 /// What a stream body contained, after checking every frame against the chunk contract.
