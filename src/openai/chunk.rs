@@ -92,24 +92,8 @@ impl ChunkEncoder {
             Event::TextDelta(text) => self.content(text, out),
             Event::ReasoningDelta(text) => self.reasoning(text, out),
             Event::ToolCall(call) => self.tool_call(call, out),
-            Event::AgentActivity(activity) => {
-                if self.options.activity_notes && self.reasoning_key.is_some() {
-                    let mut note = std::mem::take(&mut self.scratch);
-                    note.clear();
-                    activity_note(activity, &mut note);
-                    self.note(&note, out);
-                    self.scratch = note;
-                }
-            }
-            Event::Progress(progress) => {
-                if self.options.activity_notes && self.reasoning_key.is_some() {
-                    let mut note = std::mem::take(&mut self.scratch);
-                    note.clear();
-                    progress_note(progress, &mut note);
-                    self.note(&note, out);
-                    self.scratch = note;
-                }
-            }
+            Event::AgentActivity(activity) => self.note_with(|note| activity_note(activity, note), out),
+            Event::Progress(progress) => self.note_with(|note| progress_note(progress, note), out),
             Event::Usage(usage) => self.usage = Some(*usage),
             Event::Finish(reason) => self.finish(*reason, out),
             Event::Failed(failure) => self.fail(failure, out),
@@ -152,6 +136,18 @@ impl ChunkEncoder {
         write_str(out, text);
         self.end_delta(out);
         self.reasoning_at_line_start = text.ends_with('\n');
+    }
+
+    /// Renders a note into the reused scratch string and sends it, when notes are on.
+    fn note_with(&mut self, render: impl FnOnce(&mut String), out: &mut Vec<u8>) {
+        if !self.options.activity_notes || self.reasoning_key.is_none() {
+            return;
+        }
+        let mut note = std::mem::take(&mut self.scratch);
+        note.clear();
+        render(&mut note);
+        self.note(&note, out);
+        self.scratch = note;
     }
 
     /// A note in the reasoning channel, on a line of its own.
