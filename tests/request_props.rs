@@ -60,10 +60,15 @@ const FIELDS: &[&str] = &[
 fn real_bodies() -> Vec<Vec<u8>> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut bodies = Vec::new();
-    for name in ["agent_stream.json", "client_tools.json", "client_tools_nostream.json"] {
+    for name in [
+        "agent_stream.json",
+        "client_tools.json",
+        "client_tools_nostream.json",
+    ] {
         bodies.push(std::fs::read(root.join("tests/fixtures/requests").join(name)).unwrap());
     }
-    let opencode = root.join("../shared/fixtures/opencode/opencode-1.18.33-requests-toolround.jsonl");
+    let opencode =
+        root.join("../shared/fixtures/opencode/opencode-1.18.33-requests-toolround.jsonl");
     match std::fs::read_to_string(opencode) {
         Ok(text) => {
             for line in text.lines() {
@@ -114,7 +119,11 @@ fn mutate(body: &[u8], at: usize, mutation: &Mutation) -> Vec<u8> {
         }
         Mutation::Insert(bytes) => out.extend_from_slice(bytes),
         Mutation::Nest(depth, objects) => {
-            let (open, close) = if *objects { ("{\"a\":", "}") } else { ("[", "]") };
+            let (open, close) = if *objects {
+                ("{\"a\":", "}")
+            } else {
+                ("[", "]")
+            };
             out.extend_from_slice(open.repeat(*depth).as_bytes());
             out.push(b'1');
             out.extend_from_slice(close.repeat(*depth).as_bytes());
