@@ -2,14 +2,17 @@
 
 Each test builds an SDK client whose transport hands the SDK's real request body to the
 `translate` example (which runs it through agentwire's Bridge together with a recorded
-cursor-agent transcript) and answers with the status and body it produced.
+cursor-agent transcript) and answers with the status and body it produced. The SDK's own
+SSE decoder, chunk models and stream accumulator then parse those bytes.
 """
 
+import functools
 import json
 import os
 import pathlib
 import subprocess
 import tempfile
+from dataclasses import dataclass
 
 import httpx2
 import openai
@@ -22,35 +25,70 @@ SHARED_DIR = ROOT.parent / "shared/fixtures/cursor-agent"
 SHARED = sorted(SHARED_DIR.glob("*.jsonl")) if SHARED_DIR.is_dir() else []
 TRANSCRIPTS = PROJECT + SHARED
 CLIENT_TOOLS = json.loads((ROOT / "tests/fixtures/requests/client_tools.json").read_text())["tools"]
+MESSAGES = [{"role": "user", "content": "hi"}]
+SCRATCH = pathlib.Path(tempfile.mkdtemp(prefix="agentwire-openai-python-"))
 
 
-def result_of(path):
-    """The `result.result` of a transcript, or None when it has no result (a failure)."""
-    for line in path.read_text(encoding="utf-8").splitlines():
+@dataclass(frozen=True)
+class Capture:
+    """What a transcript says the client must end up with."""
+
+    expected: "str | None"  # `result.result`, or None when the run has no result (a failure)
+    usage: "dict | None"  # the OpenAI usage the CLI's counts map to, or None when unreported
+    thinking: bool  # the CLI streamed thinking, so the client must see reasoning
+    lines: tuple  # the raw lines, to build truncated variants
+
+
+@functools.lru_cache(maxsize=None)
+def capture(path):
+    expected, usage, thinking = None, None, False
+    lines = tuple(path.read_text(encoding="utf-8").splitlines(keepends=True))
+    for line in lines:
         try:
             event = json.loads(line)
         except ValueError:
             continue
+        if not isinstance(event, dict):
+            continue
+        if event.get("type") == "thinking" and event.get("subtype") == "delta" and event.get("text"):
+            thinking = True
+        if event.get("type") == "result" and expected is None:
+            expected = event.get("result") or ""
+            counts = event.get("usage")
+            if isinstance(counts, dict):
+                prompt = counts.get("inputTokens", 0) + counts.get("cacheReadTokens", 0) + counts.get("cacheWriteTokens", 0)
+                completion = counts.get("outputTokens", 0)
+                usage = {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": completion,
+                    "total_tokens": prompt + completion,
+                    "cached_tokens": counts.get("cacheReadTokens", 0),
+                }
+    return Capture(expected, usage, thinking, lines)
+
+
+def truncated(path):
+    """The transcript cut just before its `result` line: the agent died mid-answer."""
+    kept = []
+    for line in capture(path).lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            event = None
         if isinstance(event, dict) and event.get("type") == "result":
-            return event.get("result") or ""
-    return None
+            break
+        kept.append(line)
+    out = SCRATCH / f"truncated-{path.name}"
+    out.write_text("".join(kept), encoding="utf-8")
+    return out
 
 
-def has_usage(path):
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict) and event.get("type") == "result" and isinstance(event.get("usage"), dict):
-            return True
-    return False
+def client_for(transcript, exit_code=0, replies=None):
+    """An SDK client whose every request is answered by `translate` over `transcript`."""
 
-
-def client_for(transcript, exit_code=0):
     def handler(request: httpx2.Request) -> httpx2.Response:
-        assert request.url.path.endswith("/chat/completions")
-        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as body:
+        assert request.method == "POST" and request.url.path == "/v1/chat/completions"
+        with tempfile.NamedTemporaryFile(suffix=".json", dir=SCRATCH, delete=False) as body:
             body.write(request.content)
         try:
             run = subprocess.run(
@@ -60,75 +98,183 @@ def client_for(transcript, exit_code=0):
             )
         finally:
             os.unlink(body.name)
-        status = int(run.stderr.decode().splitlines()[0].removeprefix("status: "))
+        first = run.stderr.decode().splitlines()[0]
+        assert first.startswith("status: "), first
+        status = int(first.removeprefix("status: "))
         stream = json.loads(request.content).get("stream")
         kind = "text/event-stream" if stream and status == 200 else "application/json"
+        if replies is not None:
+            replies.append((status, run.stdout))
         return httpx2.Response(status, content=run.stdout, headers={"content-type": kind})
 
     http = httpx2.Client(transport=httpx2.MockTransport(handler))
     return openai.OpenAI(api_key="sk-test", base_url="http://127.0.0.1:1/v1", http_client=http, max_retries=0)
 
 
-MESSAGES = [{"role": "user", "content": "hi"}]
+def assert_usage(usage, want):
+    assert usage is not None
+    assert usage.prompt_tokens == want["prompt_tokens"]
+    assert usage.completion_tokens == want["completion_tokens"]
+    assert usage.total_tokens == want["total_tokens"]
+    assert usage.prompt_tokens_details.cached_tokens == want["cached_tokens"]
 
 
-@pytest.mark.parametrize("transcript", TRANSCRIPTS, ids=lambda p: p.name)
-def test_raw_stream(transcript):
-    expected = result_of(transcript)
+def assert_mapped_failure(failure, replies):
+    """A run that failed before answering: the SDK raises the class its status maps to."""
+    status, body = replies[-1]
+    assert status >= 500
+    assert failure.status_code == status
+    assert isinstance(failure, openai.InternalServerError)
+    assert failure.body["message"] == json.loads(body)["error"]["message"]
+    assert failure.body["code"]
+
+
+ids = lambda p: p.name  # noqa: E731
+SUCCEEDED = [p for p in TRANSCRIPTS if capture(p).expected is not None]
+FAILED = [p for p in TRANSCRIPTS if capture(p).expected is None]
+
+
+def test_the_fixtures_are_there():
+    assert PROJECT, "tests/fixtures holds the project's own transcripts"
+    assert FAILED, "at least one transcript is a failure without a result"
+    print(f"openai-python {openai.__version__}: {len(PROJECT)} project and {len(SHARED)} real transcripts")
+
+
+@pytest.mark.parametrize("include_usage", [True, False], ids=["usage", "no-usage"])
+@pytest.mark.parametrize("transcript", SUCCEEDED, ids=ids)
+def test_raw_stream(transcript, include_usage):
+    want = capture(transcript)
     client = client_for(transcript)
-    if expected is None:
-        with pytest.raises(openai.APIError):
-            for _ in client.chat.completions.create(model="auto", messages=MESSAGES, stream=True):
-                pass
-        return
-    text, finishes, usage = "", [], []
-    for chunk in client.chat.completions.create(
-        model="auto", messages=MESSAGES, stream=True, stream_options={"include_usage": True}
-    ):
+    options = {"stream_options": {"include_usage": True}} if include_usage else {}
+    text, reasoning, finishes, usages, roles, frame_ids = "", "", [], [], [], set()
+    choice_chunks = 0
+    for chunk in client.chat.completions.create(model="auto", messages=MESSAGES, stream=True, **options):
         assert chunk.object == "chat.completion.chunk"
+        assert chunk.model == "auto"
+        frame_ids.add(chunk.id)
         if chunk.usage is not None:
-            usage.append(chunk.usage)
+            assert chunk.choices == [], "usage rides on its own choices: [] chunk"
+            usages.append(chunk.usage)
         for choice in chunk.choices:
+            assert choice.index == 0
+            assert not finishes, "nothing follows the finish chunk but usage"
+            choice_chunks += 1
+            if choice.delta.role is not None:
+                roles.append((choice_chunks, choice.delta.role))
             text += choice.delta.content or ""
+            reasoning += getattr(choice.delta, "reasoning_content", None) or ""
+            assert not choice.delta.tool_calls, "agent mode never emits tool_calls"
             if choice.finish_reason is not None:
                 finishes.append(choice.finish_reason)
-    assert text == expected
+    assert len(frame_ids) == 1 and next(iter(frame_ids)).startswith("chatcmpl-")
+    assert roles == [(1, "assistant")], "role once, on the first chunk"
+    assert text == want.expected
     assert finishes == ["stop"]
-    assert len(usage) == (1 if has_usage(transcript) else 0)
+    if want.thinking:
+        assert reasoning, "the capture thinks, so reasoning_content reaches the client"
+    if include_usage and want.usage:
+        assert len(usages) == 1
+        assert_usage(usages[0], want.usage)
+    else:
+        assert usages == []
 
 
-@pytest.mark.parametrize("transcript", [p for p in TRANSCRIPTS if result_of(p) is not None], ids=lambda p: p.name)
-def test_stream_helper_final_completion(transcript):
-    expected = result_of(transcript)
+@pytest.mark.parametrize("include_usage", [True, False], ids=["usage", "no-usage"])
+@pytest.mark.parametrize("transcript", SUCCEEDED, ids=ids)
+def test_stream_helper_final_completion(transcript, include_usage):
+    want = capture(transcript)
     client = client_for(transcript)
-    with client.chat.completions.stream(
-        model="auto", messages=MESSAGES, stream_options={"include_usage": True}
-    ) as stream:
+    options = {"stream_options": {"include_usage": True}} if include_usage else {}
+    with client.chat.completions.stream(model="auto", messages=MESSAGES, **options) as stream:
         final = stream.get_final_completion()
+    assert len(final.choices) == 1
     choice = final.choices[0]
+    # The accumulator concatenates every `role` it sees: a repeated role shows up here.
     assert choice.message.role == "assistant"
-    assert (choice.message.content or "") == expected
+    assert (choice.message.content or "") == want.expected
     assert choice.finish_reason == "stop"
-    if has_usage(transcript):
-        assert final.usage is not None
-        assert final.usage.total_tokens == final.usage.prompt_tokens + final.usage.completion_tokens
+    assert not choice.message.tool_calls
+    if want.thinking:
+        assert getattr(choice.message, "reasoning_content", None)
+    if include_usage and want.usage:
+        assert_usage(final.usage, want.usage)
     else:
         assert final.usage is None
 
 
-@pytest.mark.parametrize("transcript", TRANSCRIPTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("transcript", SUCCEEDED, ids=ids)
 def test_non_streaming(transcript):
-    expected = result_of(transcript)
+    want = capture(transcript)
     client = client_for(transcript)
-    if expected is None:
-        with pytest.raises(openai.APIStatusError) as failure:
-            client.chat.completions.create(model="auto", messages=MESSAGES)
-        assert failure.value.status_code >= 500
-        assert failure.value.body["message"]
-        return
     completion = client.chat.completions.create(model="auto", messages=MESSAGES)
-    assert completion.choices[0].message.content == expected
-    assert (completion.usage is not None) == has_usage(transcript)
+    assert completion.object == "chat.completion"
+    assert completion.id.startswith("chatcmpl-")
+    choice = completion.choices[0]
+    assert choice.message.role == "assistant"
+    assert choice.message.content == want.expected
+    assert choice.finish_reason == "stop"
+    assert not choice.message.tool_calls
+    if want.thinking:
+        assert getattr(choice.message, "reasoning_content", None)
+    if want.usage:
+        assert_usage(completion.usage, want.usage)
+    else:
+        assert completion.usage is None
+
+
+@pytest.mark.parametrize("transcript", SUCCEEDED, ids=ids)
+def test_stream_and_body_agree(transcript):
+    """The SSE stream and the JSON body are built from the same events: same text, same reasoning."""
+    client = client_for(transcript)
+    reasoning = ""
+    for chunk in client.chat.completions.create(model="auto", messages=MESSAGES, stream=True):
+        for choice in chunk.choices:
+            reasoning += getattr(choice.delta, "reasoning_content", None) or ""
+    body = client.chat.completions.create(model="auto", messages=MESSAGES)
+    assert (getattr(body.choices[0].message, "reasoning_content", None) or "") == reasoning
+
+
+@pytest.mark.parametrize("transcript", FAILED, ids=ids)
+def test_failure_streaming(transcript):
+    replies = []
+    client = client_for(transcript, exit_code=1, replies=replies)
+    with pytest.raises(openai.APIStatusError) as failure:
+        for _ in client.chat.completions.create(model="auto", messages=MESSAGES, stream=True):
+            pass
+    assert_mapped_failure(failure.value, replies)
+
+
+@pytest.mark.parametrize("transcript", FAILED, ids=ids)
+def test_failure_non_streaming(transcript):
+    replies = []
+    client = client_for(transcript, exit_code=1, replies=replies)
+    with pytest.raises(openai.APIStatusError) as failure:
+        client.chat.completions.create(model="auto", messages=MESSAGES)
+    assert_mapped_failure(failure.value, replies)
+
+
+@pytest.mark.parametrize("transcript", SUCCEEDED, ids=ids)
+def test_crash_mid_stream(transcript):
+    """The agent dies before its result: whatever was streamed is a prefix of the answer, then
+    the SDK raises (an in-stream error frame, or the mapped status when nothing was sent yet)."""
+    want = capture(transcript)
+    replies = []
+    client = client_for(truncated(transcript), exit_code=1, replies=replies)
+    text = ""
+    with pytest.raises(openai.APIError) as failure:
+        for chunk in client.chat.completions.create(model="auto", messages=MESSAGES, stream=True):
+            for choice in chunk.choices:
+                assert choice.finish_reason is None, "a crashed run never claims to have finished"
+                text += choice.delta.content or ""
+    assert want.expected.startswith(text)
+    status, _ = replies[-1]
+    if status == 200:
+        assert type(failure.value) is openai.APIError
+        assert failure.value.body["code"]
+    else:
+        assert_mapped_failure(failure.value, replies)
+    with pytest.raises(openai.InternalServerError):
+        client.chat.completions.create(model="auto", messages=MESSAGES)
 
 
 def test_client_tool_calls_stream_and_body():
