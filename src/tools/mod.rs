@@ -16,7 +16,7 @@ pub mod ids;
 pub mod loop_guard;
 pub mod schema;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::openai::request::ToolSpec;
 use envelope::EnvelopeError;
@@ -31,9 +31,12 @@ pub enum ToolStrategy {
     #[default]
     ReadOnly,
     /// The agent uses its own tools (its edits bypass the client and are reported as
-    /// activity); client tools it has no form of are text envelopes.
+    /// activity); client tools it has no form of are text envelopes. Its non-mutating calls
+    /// are still intercepted like under [`ReadOnly`](Self::ReadOnly), so the agent must run
+    /// without `--force` in client mode: with it, cursor would run a shell command itself
+    /// *and* hand it to the client.
     Native,
-    /// Every client tool is a text envelope; the agent runs read-only.
+    /// Every client tool is a text envelope; no interception.
     EnvelopeOnly,
 }
 
@@ -64,6 +67,7 @@ pub struct CatalogueEntry<'a> {
 
 /// A call for the client: its tool name and arguments (JSON object text).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
 pub struct MappedCall {
     /// The client's tool name.
     pub name: String,
@@ -81,19 +85,32 @@ pub struct ToolPlan {
 
 impl ToolPlan {
     /// Classifies `tools` under `strategy`.
+    ///
+    /// A client tool is delivered natively when its name is in the alias table
+    /// ([`aliases`]), it is the kind's preferred tool among those offered, the strategy
+    /// allows it (not [`ToolStrategy::EnvelopeOnly`]; under [`ToolStrategy::ReadOnly`] only
+    /// non-mutating kinds), and — for kinds that are intercepted — every key its schema
+    /// requires can be filled from cursor's arguments ([`aliases::producible`]).
+    /// Everything else is an envelope.
+    #[must_use]
     pub fn new(tools: &[ToolSpec], strategy: ToolStrategy) -> ToolPlan {
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         let deliveries = tools
             .iter()
             .map(|tool| {
-                let kind = aliases::kind_of_client_tool(&tool.name).filter(|kind| {
-                    aliases::client_tool_for_kind(kind, &names) == Some(tool.name.as_str())
-                });
-                match (strategy, kind) {
-                    (ToolStrategy::ReadOnly, Some(kind)) if !aliases::is_mutating(kind) => {
-                        Delivery::Native { cursor_tool: kind }
-                    }
-                    (ToolStrategy::Native, Some(kind)) => Delivery::Native { cursor_tool: kind },
+                let Some(spec) = aliases::kind(&tool.name).filter(|spec| {
+                    aliases::client_tool_for_kind(spec.kind, &names) == Some(tool.name.as_str())
+                }) else {
+                    return Delivery::Envelope;
+                };
+                let native = Delivery::Native {
+                    cursor_tool: spec.kind,
+                };
+                let interceptable =
+                    !spec.mutating && aliases::producible(spec, &tool.parameters);
+                match strategy {
+                    ToolStrategy::ReadOnly if interceptable => native,
+                    ToolStrategy::Native if interceptable || spec.mutating => native,
                     _ => Delivery::Envelope,
                 }
             })
@@ -106,11 +123,13 @@ impl ToolPlan {
     }
 
     /// Whether there are no client tools (agent mode).
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()
     }
 
     /// The strategy.
+    #[must_use]
     pub fn strategy(&self) -> ToolStrategy {
         self.strategy
     }
@@ -128,43 +147,25 @@ impl ToolPlan {
             })
     }
 
-    /// The client call an agent tool call maps to, or `None` (it stays agent activity):
-    /// only non-mutating kinds delivered natively, with arguments renamed to the client's
-    /// keys (see [`aliases`]) and valid against its schema.
+    /// The client call an agent tool call maps to, or `None` (it stays agent activity).
+    ///
+    /// `cursor_tool` is resolved to a kind by the alias table; only non-mutating kinds
+    /// whose client tool is delivered natively are intercepted. `arguments` (cursor's JSON
+    /// object) are renamed and fitted by the kind's argument rows and must then be valid
+    /// against the client's schema. Absent or non-object arguments, mutating kinds (an
+    /// edit, whatever its arguments) and unknown kinds map to `None`.
+    #[must_use]
     pub fn map_native(&self, cursor_tool: &str, arguments: Option<&str>) -> Option<MappedCall> {
-        if aliases::is_mutating(cursor_tool) {
-            return None;
-        }
-        let at = self
-            .deliveries
-            .iter()
-            .position(|d| matches!(d, Delivery::Native { cursor_tool: k } if *k == cursor_tool))?;
+        let spec = aliases::kind(cursor_tool).filter(|spec| !spec.mutating)?;
+        let at = self.deliveries.iter().position(
+            |d| matches!(d, Delivery::Native { cursor_tool: k } if *k == spec.kind),
+        )?;
         let tool = &self.tools[at];
         let Ok(Value::Object(args)) = serde_json::from_str::<Value>(arguments?) else {
             return None;
         };
-        let declared: Vec<&str> = tool
-            .parameters
-            .get("properties")
-            .and_then(Value::as_object)
-            .map(|p| p.keys().map(String::as_str).collect())
-            .unwrap_or_default();
-        let mut mapped = Map::new();
-        for (key, value) in args {
-            if value.is_null() || value.as_str().is_some_and(|s| s.trim().is_empty()) {
-                continue;
-            }
-            let target = if declared.is_empty() {
-                None
-            } else {
-                aliases::target_key(&key, &declared)
-            };
-            if let Some(target) = target {
-                mapped.entry(target).or_insert(value);
-            }
-        }
-        let mapped = Value::Object(mapped);
-        if !schema::validate(&tool.parameters, &mapped).is_empty() {
+        let mapped = Value::Object(aliases::map_arguments(spec, &args, &tool.parameters));
+        if !schema::is_valid(&tool.parameters, &mapped) {
             return None;
         }
         Some(MappedCall {
@@ -173,21 +174,28 @@ impl ToolPlan {
         })
     }
 
-    /// Validates a call written as an envelope against the client's tool.
+    /// Validates a call written as an envelope against the client's tool: the name is
+    /// resolved like any other ([`aliases::resolve_name`]), undeclared keys are renamed to
+    /// the declared keys they stand for ([`aliases::rename_keys`]), and the result must be
+    /// valid against the tool's schema. Any offered tool may be called this way, even one
+    /// delivered natively.
     pub fn check_envelope(
         &self,
         name: &str,
         arguments: &Value,
     ) -> Result<MappedCall, EnvelopeError> {
         let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
-        let resolved = aliases::resolve_name(name, &names)
+        let tool = aliases::resolve_name(name, &names)
+            .and_then(|resolved| self.tools.iter().find(|t| t.name == resolved))
             .ok_or_else(|| EnvelopeError::UnknownTool(name.to_owned()))?;
-        let tool = self
-            .tools
-            .iter()
-            .find(|t| t.name == resolved)
-            .expect("resolved among the offered names");
-        let problems = schema::validate(&tool.parameters, arguments);
+        let Value::Object(arguments) = arguments else {
+            return Err(EnvelopeError::InvalidArguments {
+                tool: tool.name.clone(),
+                problems: vec!["arguments must be a JSON object".to_owned()],
+            });
+        };
+        let arguments = Value::Object(aliases::rename_keys(arguments, &tool.parameters));
+        let problems = schema::validate(&tool.parameters, &arguments);
         if !problems.is_empty() {
             return Err(EnvelopeError::InvalidArguments {
                 tool: tool.name.clone(),
