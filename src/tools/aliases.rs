@@ -184,7 +184,10 @@ const READ_ARGS: &[ArgRule] = &[
 ];
 
 const GREP_ARGS: &[ArgRule] = &[
-    rule(&["pattern", "query", "regex"], &["pattern", "regex", "query"]),
+    rule(
+        &["pattern", "query", "regex"],
+        &["pattern", "regex", "query"],
+    ),
     rule(
         &["path", "targetDirectory"],
         &["path", "directory", "dir", "cwd", "search_path"],
@@ -671,10 +674,16 @@ mod tests {
         assert_eq!(client_tool_for_kind("mcp", &["mcp"]), None);
         assert_eq!(client_tool_for_kind("delete", &["rm"]), Some("rm"));
         // Claude Code's capitalised names.
-        assert_eq!(client_tool_for_kind("shell", &["Bash", "Read"]), Some("Bash"));
+        assert_eq!(
+            client_tool_for_kind("shell", &["Bash", "Read"]),
+            Some("Bash")
+        );
         assert_eq!(client_tool_for_kind("ls", &["LS"]), Some("LS"));
         // Table order decides between two candidates.
-        assert_eq!(client_tool_for_kind("read", &["view", "read"]), Some("read"));
+        assert_eq!(
+            client_tool_for_kind("read", &["view", "read"]),
+            Some("read")
+        );
     }
 
     #[test]
@@ -683,7 +692,11 @@ mod tests {
             assert_eq!(kind(spec.kind).map(|s| s.kind), Some(spec.kind));
             assert_eq!(is_mutating(spec.kind), spec.mutating, "{}", spec.kind);
             if spec.mutating {
-                assert!(spec.arguments.is_empty(), "{} is never intercepted", spec.kind);
+                assert!(
+                    spec.arguments.is_empty(),
+                    "{} is never intercepted",
+                    spec.kind
+                );
             }
             for name in spec.client_names {
                 assert_eq!(kind_of_client_tool(name), Some(spec.kind), "{name}");
@@ -735,7 +748,10 @@ mod tests {
             "toolCallId":"x\ny","simpleCommands":["ls"],"hasInputRedirect":false,
             "parsingResult":{"parsingFailed":false},"fileOutputThresholdBytes":"40000"});
         let mapped = map_arguments(shell(), args.as_object().unwrap(), &opencode_schema("bash"));
-        assert_eq!(Value::Object(mapped), json!({"command":"ls -la","timeout":30000}));
+        assert_eq!(
+            Value::Object(mapped),
+            json!({"command":"ls -la","timeout":30000})
+        );
         let args = json!({"command":"make","workingDirectory":"/src","timeout":0});
         let mapped = map_arguments(shell(), args.as_object().unwrap(), &opencode_schema("bash"));
         assert_eq!(
@@ -770,7 +786,11 @@ mod tests {
         let read = kind("read").unwrap();
         let args = json!({"path":"/a/b.rs","offset":"10","limit":20});
         assert_eq!(
-            Value::Object(map_arguments(read, args.as_object().unwrap(), &opencode_schema("read"))),
+            Value::Object(map_arguments(
+                read,
+                args.as_object().unwrap(),
+                &opencode_schema("read")
+            )),
             json!({"filePath":"/a/b.rs","offset":10,"limit":20})
         );
         let glob = kind("glob").unwrap();

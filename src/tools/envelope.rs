@@ -377,10 +377,7 @@ fn strip_fence(body: &str) -> &str {
     };
     // The rest of the fence line is a language tag.
     let rest = rest.split_once('\n').map_or("", |(_, rest)| rest);
-    rest.trim_end()
-        .strip_suffix("```")
-        .unwrap_or(rest)
-        .trim()
+    rest.trim_end().strip_suffix("```").unwrap_or(rest).trim()
 }
 
 /// `text` with raw line breaks, carriage returns and tabs inside JSON strings escaped: the
@@ -520,7 +517,10 @@ mod tests {
         let text = "<tool_call>\n{\"name\": \"bash\", \"arguments\": {\"command\": \"echo \"hi}}\n  </tool_call>\nafter";
         let items = every_split(text);
         assert!(
-            matches!(&items[0], ScanItem::Envelope(Err(EnvelopeError::Malformed(_)))),
+            matches!(
+                &items[0],
+                ScanItem::Envelope(Err(EnvelopeError::Malformed(_)))
+            ),
             "{items:?}"
         );
         assert_eq!(items[1], ScanItem::Text("\nafter".into()));
@@ -597,7 +597,10 @@ mod tests {
                 r#"{"function":{"name":"a","arguments":"{\"x\":1}"}}"#,
                 json!({"x":1}),
             ),
-            ("```json\n{\"name\":\"a\",\"arguments\":{\"x\":1}}\n```", json!({"x":1})),
+            (
+                "```json\n{\"name\":\"a\",\"arguments\":{\"x\":1}}\n```",
+                json!({"x":1}),
+            ),
             (
                 "{\"name\":\"a\",\"arguments\":{\"x\":\"line\none\ttab\"}}",
                 json!({"x":"line\none\ttab"}),
@@ -607,7 +610,11 @@ mod tests {
             let items = every_split(&format!("{OPEN}\n{body}\n{CLOSE}"));
             assert_eq!(items.len(), 1, "{body}");
             let call = envelope(&items[0]);
-            assert_eq!((call.name.as_str(), &call.arguments), ("a", &arguments), "{body}");
+            assert_eq!(
+                (call.name.as_str(), &call.arguments),
+                ("a", &arguments),
+                "{body}"
+            );
         }
         for body in [
             r#"{"name":"","arguments":{}}"#,
@@ -620,7 +627,10 @@ mod tests {
         ] {
             let items = every_split(&format!("{OPEN}{body}{CLOSE}"));
             assert!(
-                matches!(&items[..], [ScanItem::Envelope(Err(EnvelopeError::Malformed(_)))]),
+                matches!(
+                    &items[..],
+                    [ScanItem::Envelope(Err(EnvelopeError::Malformed(_)))]
+                ),
                 "{body}: {items:?}"
             );
         }
@@ -632,9 +642,28 @@ mod tests {
         use proptest::prelude::*;
 
         const PIECES: &[&str] = &[
-            OPEN, CLOSE, "<tool", "_call>", "</tool", "<", ">", "/", "\"", "\\", "{", "}",
-            "\n", " ", "x", "é", "🐢", r#"{"name":"a","arguments":{"k":"v"}}"#, r#"{"name":"#,
-            r#""a"}"#, "```", "tool_call",
+            OPEN,
+            CLOSE,
+            "<tool",
+            "_call>",
+            "</tool",
+            "<",
+            ">",
+            "/",
+            "\"",
+            "\\",
+            "{",
+            "}",
+            "\n",
+            " ",
+            "x",
+            "é",
+            "🐢",
+            r#"{"name":"a","arguments":{"k":"v"}}"#,
+            r#"{"name":"#,
+            r#""a"}"#,
+            "```",
+            "tool_call",
         ];
 
         fn text() -> impl Strategy<Value = String> {
@@ -731,8 +760,15 @@ mod tests {
     #[test]
     fn byte_at_a_time_is_linear() {
         // Quadratic rescanning would take minutes here.
-        let body = format!("{{\"name\":\"a\",\"arguments\":{{\"x\":\"{}\"}}}}", "<".repeat(200_000));
-        let text = format!("{}{OPEN}{body}{CLOSE}{}", "<".repeat(200_000), "<tool_cal".repeat(20_000));
+        let body = format!(
+            "{{\"name\":\"a\",\"arguments\":{{\"x\":\"{}\"}}}}",
+            "<".repeat(200_000)
+        );
+        let text = format!(
+            "{}{OPEN}{body}{CLOSE}{}",
+            "<".repeat(200_000),
+            "<tool_cal".repeat(20_000)
+        );
         let mut scanner = EnvelopeScanner::new(1 << 20);
         let mut items = Vec::new();
         for i in 0..text.len() {

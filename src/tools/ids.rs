@@ -62,7 +62,11 @@ mod tests {
         assert_ne!(envelope_call_id(1, 0, "{}"), envelope_call_id(1, 1, "{}"));
         assert_ne!(envelope_call_id(1, 0, "{}"), envelope_call_id(2, 0, "{}"));
         assert_ne!(envelope_call_id(1, 0, "{}"), envelope_call_id(1, 0, "{ }"));
-        assert_ne!(envelope_call_id(0, 0, ""), call_id(""), "separate id spaces");
+        assert_ne!(
+            envelope_call_id(0, 0, ""),
+            call_id(""),
+            "separate id spaces"
+        );
     }
 
     #[test]
@@ -71,7 +75,11 @@ mod tests {
         for i in 0..50_000 {
             let agent = format!("call-80b7ca88-cf79-4a86-bbdc-0705e1f22c57-{i}\nfc_{i}");
             let id = call_id(&agent);
-            assert!(id[5..].bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')));
+            assert!(
+                id[5..]
+                    .bytes()
+                    .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            );
             assert!(seen.insert(id), "{agent}");
             assert!(seen.insert(envelope_call_id(7, i, "{}")));
         }

@@ -169,8 +169,8 @@ fn non_zero_exit(text: &str) -> bool {
                 .chars()
                 .next_back()
                 .is_none_or(|c| !c.is_ascii_alphanumeric());
-            let rest = text[at + phrase.len()..]
-                .trim_start_matches(|c: char| matches!(c, ' ' | ':' | '=' | '"' | '\'' | '\t'));
+            let rest =
+                text[at + phrase.len()..].trim_start_matches([' ', ':', '=', '"', '\'', '\t']);
             let rest = rest.strip_prefix('-').unwrap_or(rest);
             let digits: &str = &rest[..rest
                 .find(|c: char| !c.is_ascii_digit())
@@ -353,13 +353,25 @@ mod tests {
             max_failed_repeats: 4,
             max_repeats: 10,
         };
-        assert!(LoopGuard::from_history(&history, &lenient).check("read", "{}").is_ok());
+        assert!(
+            LoopGuard::from_history(&history, &lenient)
+                .check("read", "{}")
+                .is_ok()
+        );
         let strict = LoopGuardConfig {
             max_failed_repeats: 3,
             max_repeats: 10,
         };
-        assert!(LoopGuard::from_history(&history, &strict).check("read", "{}").is_err());
-        assert!(LoopGuard::from_history(&[], &strict).check("read", "{}").is_ok());
+        assert!(
+            LoopGuard::from_history(&history, &strict)
+                .check("read", "{}")
+                .is_err()
+        );
+        assert!(
+            LoopGuard::from_history(&[], &strict)
+                .check("read", "{}")
+                .is_ok()
+        );
     }
 
     #[test]

@@ -269,13 +269,8 @@ impl<'s> Context<'s> {
             match properties.and_then(|p| p.get(key)) {
                 Some(sub) => self.check(sub, item, &here, depth + 1, problems),
                 None => match additional {
-                    Some(Value::Bool(false)) => {
-                        if problems.len() < MAX_PROBLEMS {
-                            problems.push(format!(
-                                "{} has unexpected property '{key}'",
-                                at.render()
-                            ));
-                        }
+                    Some(Value::Bool(false)) if problems.len() < MAX_PROBLEMS => {
+                        problems.push(format!("{} has unexpected property '{key}'", at.render()));
                     }
                     Some(extra @ Value::Object(_)) => {
                         self.check(extra, item, &here, depth + 1, problems);
@@ -334,7 +329,12 @@ impl<'s> Context<'s> {
     }
 }
 
-fn check_string(schema: &Map<String, Value>, text: &str, at: &Path<'_>, problems: &mut Vec<String>) {
+fn check_string(
+    schema: &Map<String, Value>,
+    text: &str,
+    at: &Path<'_>,
+    problems: &mut Vec<String>,
+) {
     let limit = |key: &str| schema.get(key).and_then(Value::as_u64);
     let (min, max) = (limit("minLength"), limit("maxLength"));
     if min.is_none() && max.is_none() {
@@ -349,7 +349,12 @@ fn check_string(schema: &Map<String, Value>, text: &str, at: &Path<'_>, problems
     }
 }
 
-fn check_number(schema: &Map<String, Value>, value: &Value, at: &Path<'_>, problems: &mut Vec<String>) {
+fn check_number(
+    schema: &Map<String, Value>,
+    value: &Value,
+    at: &Path<'_>,
+    problems: &mut Vec<String>,
+) {
     let Some(number) = value.as_f64() else {
         return;
     };
@@ -493,7 +498,10 @@ mod tests {
         assert!(!is_valid(&integer, &json!("3")));
         assert!(is_valid(&json!({"type":"number"}), &json!(-0.5)));
         assert!(is_valid(&json!({"type":"whatever"}), &json!({})));
-        assert!(is_valid(&json!({"type":"string","nullable":true}), &json!(null)));
+        assert!(is_valid(
+            &json!({"type":"string","nullable":true}),
+            &json!(null)
+        ));
         assert!(!is_valid(&json!({"type":"string"}), &json!(null)));
     }
 
@@ -510,7 +518,8 @@ mod tests {
         let limit = json!({"minimum": 0, "type": "integer", "maximum": 9_007_199_254_740_991_i64});
         assert!(is_valid(&limit, &json!(0)));
         assert!(!is_valid(&limit, &json!(-1)));
-        let draft4 = json!({"minimum": 1, "exclusiveMinimum": true, "maximum": 5, "exclusiveMaximum": true});
+        let draft4 =
+            json!({"minimum": 1, "exclusiveMinimum": true, "maximum": 5, "exclusiveMaximum": true});
         assert!(!is_valid(&draft4, &json!(1)));
         assert!(is_valid(&draft4, &json!(2)));
         assert!(!is_valid(&draft4, &json!(5)));
@@ -563,7 +572,8 @@ mod tests {
         // Every level doubles the work without the step budget.
         let schema = json!({"anyOf":[{"$ref":"#"},{"$ref":"#"}]});
         let _ = validate(&schema, &json!(1));
-        let tree = json!({"type":"object","properties":{"child":{"$ref":"#"}},"required":["child"]});
+        let tree =
+            json!({"type":"object","properties":{"child":{"$ref":"#"}},"required":["child"]});
         assert!(!is_valid(&tree, &json!({"child":{"child":{}}})));
     }
 
