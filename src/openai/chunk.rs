@@ -92,7 +92,9 @@ impl ChunkEncoder {
             Event::TextDelta(text) => self.content(text, out),
             Event::ReasoningDelta(text) => self.reasoning(text, out),
             Event::ToolCall(call) => self.tool_call(call, out),
-            Event::AgentActivity(activity) => self.note_with(|note| activity_note(activity, note), out),
+            Event::AgentActivity(activity) => {
+                self.note_with(|note| activity_note(activity, note), out)
+            }
             Event::Progress(progress) => self.note_with(|note| progress_note(progress, note), out),
             Event::Usage(usage) => self.usage = Some(*usage),
             Event::Finish(reason) => self.finish(*reason, out),

@@ -168,8 +168,55 @@ const IGNORED: &[&str] = &[
     "web_search_options",
 ];
 
+/// What OpenCode's retry policy looks for in an error message (case-insensitive): a status
+/// number, or words of transient trouble. A 400 is permanent, and OpenCode retries a matching
+/// one five times, so no request error may say any of them, even by quoting the request
+/// (`line 1 column 1500`, a role named `timeout`).
+const RETRY_TRIGGERS: &[&str] = &[
+    "429",
+    "500",
+    "502",
+    "503",
+    "504",
+    "524",
+    "rate limit",
+    "too many requests",
+    "overloaded",
+    "service unavailable",
+    "internal error",
+    "server error",
+    "server_error",
+    "terminated",
+    "fetch failed",
+    "connection",
+    "econnreset",
+    "etimedout",
+    "timeout",
+    "timed out",
+    "try again",
+    "resource exhausted",
+    "currently at capacity",
+];
+
+/// Whether `message` would make OpenCode retry.
+fn invites_retry(message: &str) -> bool {
+    let lower = message.to_ascii_lowercase();
+    RETRY_TRIGGERS.iter().any(|t| lower.contains(t))
+}
+
+/// Every request error is built here, so that none invites a retry: a message that would is
+/// replaced by a neutral one (`param` and `code` still say what is wrong).
+fn request_error(message: String, param: Option<String>, code: &'static str) -> ApiError {
+    let message = if invites_retry(&message) {
+        "The request is invalid; 'param' and 'code' name the problem.".to_owned()
+    } else {
+        message
+    };
+    ApiError::invalid_request(message, param, code)
+}
+
 fn invalid(message: impl Into<String>, param: impl Into<String>, code: &'static str) -> ApiError {
-    ApiError::invalid_request(message, Some(param.into()), code)
+    request_error(message.into(), Some(param.into()), code)
 }
 
 fn type_error(param: &str, expected: &str) -> ApiError {
@@ -184,7 +231,7 @@ impl ChatRequest {
     /// Parses and validates a request body.
     pub fn parse(body: &[u8], limits: &RequestLimits) -> Result<ChatRequest, ApiError> {
         if body.len() > limits.max_body_bytes {
-            let mut error = ApiError::invalid_request(
+            let mut error = request_error(
                 format!(
                     "The request body is {} bytes; the limit is {}.",
                     body.len(),
@@ -197,7 +244,7 @@ impl ChatRequest {
             return Err(error);
         }
         let value: Value = serde_json::from_slice(body).map_err(|e| {
-            ApiError::invalid_request(
+            request_error(
                 format!(
                     "We could not parse the JSON body of your request ({}).",
                     json_problem(&e)
@@ -207,8 +254,8 @@ impl ChatRequest {
             )
         })?;
         let Value::Object(object) = value else {
-            return Err(ApiError::invalid_request(
-                "The request body must be a JSON object.",
+            return Err(request_error(
+                "The request body must be a JSON object.".to_owned(),
                 None,
                 "invalid_type",
             ));
@@ -308,8 +355,9 @@ fn json_problem(error: &serde_json::Error) -> String {
     }
 }
 
-/// Model names become an argument of `--model`: letters, digits, `.`, `_`, `-`, `:`, `/`
-/// and Cursor's bracket parameters (`name[key=value,key=value]`), not starting with `-`.
+/// Model names become an argument of `--model`: letters, digits, `.`, `_`, `-`, `:` and
+/// Cursor's bracket parameters (`name[key=value,key=value]`), starting with a letter or digit
+/// so that no model can be read as a flag. (A provider prefix is stripped before this.)
 fn check_model(model: &str) -> Result<(), ApiError> {
     let (name, params) = match model.split_once('[') {
         Some((name, rest)) => match rest.strip_suffix(']') {
@@ -860,6 +908,240 @@ mod tests {
     }
 
     #[test]
+    fn quoted_request_text_cannot_invite_retries() {
+        // A syntax error at column 500 and a role named after a transient failure: the
+        // detailed message would quote "500" / "timeout", so the neutral one is sent.
+        let late = format!(r#"{{"messages":"{}" x}}"#, "a".repeat(484));
+        let detail = serde_json::from_str::<Value>(&late)
+            .unwrap_err()
+            .to_string();
+        assert!(detail.contains("column 500"), "{detail}");
+        let error = parse(&late).unwrap_err();
+        assert_eq!(error.code, Some("invalid_json"));
+        assert!(!invites_retry(&error.message), "{}", error.message);
+        let error = parse(r#"{"messages":[{"role":"Timeout","content":"x"}]}"#).unwrap_err();
+        assert_eq!(error.param.as_deref(), Some("messages[0].role"));
+        assert!(!invites_retry(&error.message), "{}", error.message);
+        // Messages that quote nothing hazardous keep their detail.
+        let error = parse(r#"{"messages":[{"role":"robot","content":"x"}]}"#).unwrap_err();
+        assert!(error.message.contains("robot"));
+        let error = parse("{\n\n  \"messages\": ]").unwrap_err();
+        assert!(error.message.contains("line 3"), "{}", error.message);
+    }
+
+    #[test]
+    fn wrong_types_name_their_param() {
+        let user = r#"{"role":"user","content":"x"}"#;
+        let cases = [
+            (r#"{"model":1,"messages":[USER]}"#, "model", "invalid_type"),
+            (
+                r#"{"cursorModel":[],"messages":[USER]}"#,
+                "cursorModel",
+                "invalid_type",
+            ),
+            (r#"{"messages":{}}"#, "messages", "invalid_type"),
+            (r#"{"messages":[1]}"#, "messages[0]", "invalid_type"),
+            (
+                r#"{"messages":[{"content":"x"}]}"#,
+                "messages[0].role",
+                "missing_required_parameter",
+            ),
+            (
+                r#"{"messages":[{"role":"user","content":[{"type":"text","text":1}]}]}"#,
+                "messages[0].content[0].text",
+                "invalid_type",
+            ),
+            (
+                r#"{"messages":[{"role":"user","content":["x"]}]}"#,
+                "messages[0].content[0]",
+                "invalid_type",
+            ),
+            (
+                r#"{"messages":[{"role":"user","content":[{"type":"video"}]}]}"#,
+                "messages[0].content[0].type",
+                "invalid_value",
+            ),
+            (
+                r#"{"messages":[{"role":"user","content":[{"type":"file","file":{}}]}]}"#,
+                "messages[0].content[0]",
+                "unsupported_content",
+            ),
+            (
+                r#"{"messages":[{"role":"assistant","tool_calls":{}}]}"#,
+                "messages[0].tool_calls",
+                "invalid_type",
+            ),
+            (
+                r#"{"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"a"}}]}]}"#,
+                "messages[0].tool_calls[0].id",
+                "missing_required_parameter",
+            ),
+            (
+                r#"{"messages":[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"a","arguments":5}}]}]}"#,
+                "messages[0].tool_calls[0].function.arguments",
+                "invalid_type",
+            ),
+            (
+                r#"{"messages":[{"role":"tool","content":"x"}]}"#,
+                "messages[0].tool_call_id",
+                "missing_required_parameter",
+            ),
+            (
+                r#"{"messages":[USER],"stream":"yes"}"#,
+                "stream",
+                "invalid_type",
+            ),
+            (
+                r#"{"messages":[USER],"stream":true,"stream_options":true}"#,
+                "stream_options",
+                "invalid_type",
+            ),
+            (
+                r#"{"messages":[USER],"stream":true,"stream_options":{"include_usage":1}}"#,
+                "stream_options.include_usage",
+                "invalid_type",
+            ),
+            (
+                r#"{"messages":[USER],"parallel_tool_calls":0}"#,
+                "parallel_tool_calls",
+                "invalid_type",
+            ),
+            (r#"{"messages":[USER],"tools":{}}"#, "tools", "invalid_type"),
+            (
+                r#"{"messages":[USER],"tools":[{"type":"custom","custom":{}}]}"#,
+                "tools[0].type",
+                "invalid_value",
+            ),
+            (
+                r#"{"messages":[USER],"tools":[{"type":"function"}]}"#,
+                "tools[0].function",
+                "invalid_type",
+            ),
+            (
+                r#"{"messages":[USER],"tools":[{"function":{}}]}"#,
+                "tools[0].function.name",
+                "missing_required_parameter",
+            ),
+            (
+                r#"{"messages":[USER],"tools":[{"function":{"name":"a","parameters":"{}"}}]}"#,
+                "tools[0].function.parameters",
+                "invalid_type",
+            ),
+            (
+                r#"{"messages":[USER],"tools":[{"function":{"name":"a","description":1}}]}"#,
+                "tools[0].function.description",
+                "invalid_type",
+            ),
+            (
+                r#"{"messages":[USER],"tool_choice":"always","tools":[{"function":{"name":"a"}}]}"#,
+                "tool_choice",
+                "invalid_value",
+            ),
+            (
+                r#"{"messages":[USER],"tool_choice":"required"}"#,
+                "tool_choice",
+                "invalid_value",
+            ),
+            (
+                r#"{"messages":[USER],"tool_choice":1}"#,
+                "tool_choice",
+                "invalid_type",
+            ),
+            (r#"{"messages":[USER],"n":2}"#, "n", "invalid_value"),
+        ];
+        for (body, expected_param, expected_code) in cases {
+            let body = body.replace("USER", user);
+            let error = parse(&body).unwrap_err();
+            assert_eq!(
+                (error.status, error.param.as_deref(), error.code),
+                (400, Some(expected_param), Some(expected_code)),
+                "{body}"
+            );
+            assert!(!invites_retry(&error.message), "{}", error.message);
+        }
+    }
+
+    #[test]
+    fn hostile_strings_and_bytes() {
+        // NULs and huge strings are content like any other.
+        let huge = "z".repeat(4 << 20);
+        let body =
+            serde_json::json!({"messages":[{"role":"user","content": format!("a\u{0}b{huge}")}]});
+        let r = parse(&body.to_string()).unwrap();
+        assert!(r.messages[0].content.starts_with("a\u{0}b"));
+        assert_eq!(r.messages[0].content.len(), 3 + huge.len());
+        // Raw invalid UTF-8 inside a string, a lone surrogate escape, a BOM, trailing data.
+        for bytes in [
+            &b"{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\xfe\"}]}"[..],
+            br#"{"messages":[{"role":"user","content":"\ud800"}]}"#,
+            b"\xef\xbb\xbf{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+            br#"{"messages":[{"role":"user","content":"x"}]} {}"#,
+            b"",
+            b"\0",
+        ] {
+            let error = ChatRequest::parse(bytes, &RequestLimits::default()).unwrap_err();
+            assert_eq!((error.status, error.code), (400, Some("invalid_json")));
+        }
+        // Deep nesting of objects in an ignored field is still a clean 400.
+        let deep = format!(
+            r#"{{"metadata":{}1{},"messages":[]}}"#,
+            r#"{"a":"#.repeat(50_000),
+            "}".repeat(50_000)
+        );
+        assert_eq!(param(&deep).2, Some("invalid_json"));
+    }
+
+    #[test]
+    fn counted_limits() {
+        let limits = RequestLimits {
+            max_messages: 2,
+            max_tools: 1,
+            ..RequestLimits::default()
+        };
+        let three = r#"{"messages":[{"role":"user","content":"a"},{"role":"user","content":"b"},{"role":"user","content":"c"}]}"#;
+        let error = ChatRequest::parse(three.as_bytes(), &limits).unwrap_err();
+        assert_eq!(error.param.as_deref(), Some("messages"));
+        let two_tools = r#"{"messages":[{"role":"user","content":"a"}],"tools":[{"function":{"name":"a"}},{"function":{"name":"b"}}]}"#;
+        let error = ChatRequest::parse(two_tools.as_bytes(), &limits).unwrap_err();
+        assert_eq!(error.param.as_deref(), Some("tools"));
+    }
+
+    #[test]
+    fn tool_results_must_answer_an_earlier_call() {
+        // The answer precedes the call: rejected even though the id exists later.
+        let body = r#"{"messages":[{"role":"user","content":"x"},{"role":"tool","tool_call_id":"c1","content":"r"},
+            {"role":"assistant","tool_calls":[{"id":"c1","function":{"name":"a","arguments":"{}"}}]}]}"#;
+        assert_eq!(param(body).1.as_deref(), Some("messages[1].tool_call_id"));
+        // Arguments sent as an object are kept as JSON text; absent ones become `{}`.
+        let body = r#"{"messages":[{"role":"assistant","content":null,"tool_calls":[
+            {"id":"c1","function":{"name":"a","arguments":{"x":1}}},{"id":"c2","function":{"name":"b"}}]},
+            {"role":"tool","tool_call_id":"c2","content":null},{"role":"tool","tool_call_id":"c1","content":"r"}]}"#;
+        let r = parse(body).unwrap();
+        assert_eq!(r.messages[0].tool_calls[0].arguments, r#"{"x":1}"#);
+        assert_eq!(r.messages[0].tool_calls[1].arguments, "{}");
+        assert_eq!(r.messages[1].content, "");
+    }
+
+    #[test]
+    fn project_request_bodies() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/requests");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let body = std::fs::read(&path).unwrap();
+            let request = ChatRequest::parse(&body, &RequestLimits::default())
+                .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+            assert!(!request.messages.is_empty());
+            assert_eq!(request.model, "auto", "{}", path.display());
+            seen += 1;
+        }
+        assert!(seen >= 3);
+    }
+
+    #[test]
     fn real_opencode_bodies() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../shared/fixtures/opencode/opencode-1.18.33-requests-toolround.jsonl");
@@ -867,12 +1149,40 @@ mod tests {
             println!("skipped: ../shared fixtures absent");
             return;
         };
+        let mut requests = Vec::new();
         for line in text.lines() {
             let record: Value = serde_json::from_str(line).unwrap();
             let body = serde_json::to_vec(&record["body"]).unwrap();
             let request = ChatRequest::parse(&body, &RequestLimits::default()).unwrap();
             assert!(request.stream && request.include_usage);
             assert_eq!(request.tools.len(), 10);
+            assert_eq!(request.tool_choice, ToolChoice::Auto);
+            assert!(request.ignored.contains(&"max_tokens"));
+            requests.push(request);
         }
+        // The tool round: an assistant turn with `content: ""` and calls, then one result
+        // per call, in order.
+        let round = requests.last().unwrap();
+        let roles: Vec<Role> = round.messages.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [
+                Role::System,
+                Role::User,
+                Role::Assistant,
+                Role::Tool,
+                Role::Tool
+            ]
+        );
+        let calls: Vec<&str> = round.messages[2]
+            .tool_calls
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
+        let answered: Vec<&str> = round.messages[3..]
+            .iter()
+            .filter_map(|m| m.tool_call_id.as_deref())
+            .collect();
+        assert_eq!(calls, answered);
     }
 }
