@@ -22,8 +22,8 @@
 //! |---|---|---|
 //! | `shell` | bash, shell, terminal, run_command, execute_command, run_terminal_command, run_shell_command | no¹ |
 //! | `read` | read, read_file, view, view_file, cat | no |
-//! | `grep` | grep, search, rg, ripgrep, grep_search, search_files | no |
-//! | `glob` | glob, find_files, file_search, find | no |
+//! | `grep` | grep, rg, ripgrep, grep_search, search_files | no |
+//! | `glob` | glob, find_files, file_search | no |
 //! | `ls` | list, ls, list_directory, list_dir, list_files | no |
 //! | `webFetch` | webfetch, web_fetch, fetch, fetch_url | no |
 //! | `webSearch` | websearch, web_search, search_web | no |
@@ -34,6 +34,9 @@
 //! | `updateTodos` | todowrite, todo_write, update_todos, todos | yes |
 //! | `task` | task, delegate, subagent, agent | yes |
 //! | `mcp`, any other kind | — | yes² |
+//!
+//! Generic names (`search`, `find`, `run`) are deliberately absent: they name too many
+//! different tools to be bound to one of cursor's.
 //!
 //! ¹ A shell command can change anything, but in client mode cursor never runs it: without
 //! `--force` the CLI rejects shell calls in headless runs, so the call only *names* the
@@ -259,20 +262,13 @@ pub const KINDS: &[KindSpec] = &[
     },
     KindSpec {
         kind: "grep",
-        client_names: &[
-            "grep",
-            "search",
-            "rg",
-            "ripgrep",
-            "grep_search",
-            "search_files",
-        ],
+        client_names: &["grep", "rg", "ripgrep", "grep_search", "search_files"],
         mutating: false,
         arguments: GREP_ARGS,
     },
     KindSpec {
         kind: "glob",
-        client_names: &["glob", "find_files", "file_search", "find"],
+        client_names: &["glob", "find_files", "file_search"],
         mutating: false,
         arguments: GLOB_ARGS,
     },
