@@ -637,3 +637,41 @@ fn tool_choice_none_is_agent_mode() {
     assert!(tool_calls(&run.body()).is_empty());
     assert_eq!(check_stream(&run.body()).finish_reasons, ["stop"]);
 }
+
+#[test]
+fn client_mode_never_forces_even_when_allowed() {
+    for strategy in [
+        agentwire::tools::ToolStrategy::ReadOnly,
+        agentwire::tools::ToolStrategy::Native,
+    ] {
+        let config = Config {
+            allow_force: true,
+            tool_strategy: strategy,
+            ..Config::default()
+        };
+        let run = Run::new(&client_request(true), &config);
+        assert!(
+            !run.bridge
+                .invocation()
+                .unwrap()
+                .args
+                .iter()
+                .any(|a| a == "--force"),
+            "{strategy:?}"
+        );
+    }
+    let config = Config {
+        allow_force: true,
+        ..Config::default()
+    };
+    let run = Run::new(STREAM, &config);
+    assert!(
+        run.bridge
+            .invocation()
+            .unwrap()
+            .args
+            .iter()
+            .any(|a| a == "--force"),
+        "agent mode may"
+    );
+}

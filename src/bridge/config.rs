@@ -19,7 +19,8 @@ pub struct Config {
     /// none). Every `--model` run rewrites the CLI's `cli-config.json`; isolating it keeps
     /// concurrent runs from racing on the user's file.
     pub cli_config_dir: Option<String>,
-    /// Whether agent mode (a request without tools) may pass `--force`, letting the agent
+    /// Whether agent mode (a request without tools) may pass `--force` (client mode
+    /// never does), letting the agent
     /// run shell and web tools without approval (default `false`: they are rejected, as
     /// headless runs cannot ask).
     pub allow_force: bool,

@@ -215,10 +215,13 @@ impl Bridge {
         } else {
             ToolPlan::new(&[], config.tool_strategy)
         };
+        // Client mode never passes --force: the agent's shell calls are handed to the
+        // client, and with --force the agent would run them itself as well.
         let mode = match (client_mode, config.tool_strategy) {
-            (true, ToolStrategy::Native) | (false, _) => AgentMode::Native {
+            (false, _) => AgentMode::Native {
                 force: config.allow_force,
             },
+            (true, ToolStrategy::Native) => AgentMode::Native { force: false },
             (true, _) => AgentMode::ReadOnly,
         };
         let prompt = crate::openai::prompt::render_prompt(&request, &plan);
