@@ -6,7 +6,7 @@
 //! "500" (`openai-wire.md` §1.3). Permanent failures (4xx) therefore never quote agent
 //! text that contains such words; retryable ones say so plainly.
 
-use crate::event::{Failure, FailureKind};
+use crate::event::{Failure, FailureKind, invites_retry};
 
 /// How the agent process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +91,7 @@ pub fn classify(evidence: &Evidence<'_>) -> Failure {
         "unknown model",
     ]) {
         let mut message = String::from("The requested model is not available to cursor-agent.");
-        if let Some(models) = available_models(&clean) {
+        if let Some(models) = available_models(&clean).filter(|m| !invites_retry(m)) {
             message.push_str(" Available models: ");
             message.push_str(&models);
         }
@@ -328,25 +328,15 @@ mod tests {
     #[test]
     fn permanent_messages_avoid_retry_words() {
         // OpenCode retries on these words even for a 4xx.
-        let retry_words = [
-            "timeout",
-            "timed out",
-            "rate limit",
-            "connection",
-            "500",
-            "overloaded",
-            "try again",
-        ];
         for failure in [
             stderr("Error: not logged in (connection reset, timeout 500)", 1),
             stderr("Cannot use this model: x (timeout)", 1),
+            stderr(
+                "Cannot use this model: x. Available models: auto, turbo-500",
+                1,
+            ),
         ] {
-            let lower = failure.message.to_lowercase();
-            assert!(
-                retry_words.iter().all(|w| !lower.contains(w)),
-                "{}",
-                failure.message
-            );
+            assert!(!invites_retry(&failure.message), "{}", failure.message);
         }
     }
 

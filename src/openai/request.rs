@@ -28,6 +28,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use super::error::ApiError;
+use crate::event::invites_retry;
 
 /// Limits applied while parsing a request body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,42 +168,6 @@ const IGNORED: &[&str] = &[
     "audio",
     "web_search_options",
 ];
-
-/// What OpenCode's retry policy looks for in an error message (case-insensitive): a status
-/// number, or words of transient trouble. A 400 is permanent, and OpenCode retries a matching
-/// one five times, so no request error may say any of them, even by quoting the request
-/// (`line 1 column 1500`, a role named `timeout`).
-const RETRY_TRIGGERS: &[&str] = &[
-    "429",
-    "500",
-    "502",
-    "503",
-    "504",
-    "524",
-    "rate limit",
-    "too many requests",
-    "overloaded",
-    "service unavailable",
-    "internal error",
-    "server error",
-    "server_error",
-    "terminated",
-    "fetch failed",
-    "connection",
-    "econnreset",
-    "etimedout",
-    "timeout",
-    "timed out",
-    "try again",
-    "resource exhausted",
-    "currently at capacity",
-];
-
-/// Whether `message` would make OpenCode retry.
-fn invites_retry(message: &str) -> bool {
-    let lower = message.to_ascii_lowercase();
-    RETRY_TRIGGERS.iter().any(|t| lower.contains(t))
-}
 
 /// Every request error is built here, so that none invites a retry: a message that would is
 /// replaced by a neutral one (`param` and `code` still say what is wrong).
