@@ -62,6 +62,10 @@ pub(crate) struct Script {
 /// Lines in one script at most: enough for several turns, few enough for fast runs.
 const MAX_LINES: usize = 64;
 
+/// Longest segment re-sent as a recap: longer ones would soon break the line limit (a
+/// segment of repeats doubles with every released recap).
+const MAX_RECAP: usize = 1024;
+
 const SESSION: &str = "5b0c6a52-1f4e-4c1b-9a7e-2f1f0c3d9e01";
 const MODEL_CALL: &str = "7d1f0e2a-4b7c-4d55-8f0e-3b2a1c9d8e77-0-ab12";
 
@@ -188,8 +192,9 @@ const TEMPLATES: &[(Template, u32)] = &[
 
 impl Script {
     /// Builds a script from fuzz bytes. Running out of bytes ends it early; it never
-    /// fails.
-    pub(crate) fn generate(u: &mut Unstructured<'_>) -> Script {
+    /// fails. A line longer than `max_line` (the decoder's limit) is dropped by the
+    /// decoder, so it ends the exact prediction like a mutation.
+    pub(crate) fn generate(u: &mut Unstructured<'_>, max_line: usize) -> Script {
         let mut model = Model::default();
         let mut bytes = Vec::new();
         let mut exact = true;
@@ -204,14 +209,17 @@ impl Script {
                 break;
             };
             let mutated = mutating && mutate(u, &mut line).unwrap_or(false);
-            exact &= !mutated;
+            // Line endings: `\n`, `\r\n` (the `\r` counts towards the limit, then is
+            // dropped), or none at the very end.
+            let ending: &[u8] = match u.int_in_range(0u8..=15).unwrap_or(0) {
+                0 => b"\r\n",
+                1 if u.is_empty() => b"",
+                _ => b"\n",
+            };
+            let cr = usize::from(ending.starts_with(b"\r"));
+            exact &= !mutated && line.len() + cr <= max_line;
             bytes.extend_from_slice(&line);
-            // Line endings: `\n`, `\r\n` (the `\r` is dropped), or none at the very end.
-            match u.int_in_range(0u8..=15).unwrap_or(0) {
-                0 => bytes.extend_from_slice(b"\r\n"),
-                1 if u.is_empty() => {}
-                _ => bytes.push(b'\n'),
-            }
+            bytes.extend_from_slice(ending);
         }
         model.eof();
         Script {
@@ -247,16 +255,19 @@ fn next_line(u: &mut Unstructured<'_>, model: &mut Model) -> Result<Vec<u8>> {
             style.string(&text(u, "")?)
         ),
         Template::Fragment | Template::Recap => {
-            let text = if matches!(template, Template::Recap) {
-                model.text.streamed.clone()
-            } else {
-                text(u, &model.text.streamed)?
-            };
+            let text =
+                if matches!(template, Template::Recap) && model.text.streamed.len() <= MAX_RECAP {
+                    model.text.streamed.clone()
+                } else {
+                    text(u, &model.text.streamed)?
+                };
             model.assistant(&text);
             assistant_line(u, &style, &text)?
         }
         Template::ThinkingDelta | Template::ThinkingRecap => {
-            let text = if matches!(template, Template::ThinkingRecap) {
+            let text = if matches!(template, Template::ThinkingRecap)
+                && model.thinking.streamed.len() <= MAX_RECAP
+            {
                 model.thinking.streamed.clone()
             } else {
                 text(u, &model.thinking.streamed)?
@@ -507,7 +518,8 @@ fn result_line(u: &mut Unstructured<'_>, style: &Style, model: &mut Model) -> Re
 fn text(u: &mut Unstructured<'_>, segment: &str) -> Result<String> {
     Ok(match u.int_in_range(0u8..=9)? {
         0..=5 => (*u.choose(WORDS)?).to_owned(),
-        6 if !segment.is_empty() => segment.to_owned(),
+        // Bounded, or repeats would double a segment on every line.
+        6 if !segment.is_empty() && segment.len() <= MAX_RECAP => segment.to_owned(),
         7 if !segment.is_empty() => {
             let mut cut = u.int_in_range(1..=segment.len())?;
             while !segment.is_char_boundary(cut) {
