@@ -62,6 +62,10 @@ pub(crate) struct Script {
 /// Lines in one script at most: enough for several turns, few enough for fast runs.
 const MAX_LINES: usize = 64;
 
+/// Bytes after which a script ends: repeated segments and `result` texts that copy the
+/// whole turn grow fast, and a fuzz execution should take milliseconds.
+const MAX_BYTES: usize = 256 * 1024;
+
 /// Longest segment re-sent as a recap: longer ones would soon break the line limit (a
 /// segment of repeats doubles with every released recap).
 const MAX_RECAP: usize = 1024;
@@ -214,7 +218,7 @@ impl Script {
         // in the others about one line in eight is damaged.
         let mutating = u.arbitrary::<bool>().unwrap_or(false);
         for _ in 0..MAX_LINES {
-            if u.is_empty() {
+            if u.is_empty() || bytes.len() > MAX_BYTES {
                 break;
             }
             let Ok(mut line) = next_line(u, &mut model) else {
@@ -537,7 +541,7 @@ fn text(u: &mut Unstructured<'_>, segment: &str) -> Result<String> {
         // Bounded, or repeats would double a segment on every line.
         6 if !segment.is_empty() && segment.len() <= MAX_RECAP => segment.to_owned(),
         7 if !segment.is_empty() => {
-            let mut cut = u.int_in_range(1..=segment.len())?;
+            let mut cut = u.int_in_range(1..=segment.len().min(MAX_RECAP))?;
             while !segment.is_char_boundary(cut) {
                 cut -= 1;
             }
