@@ -29,7 +29,8 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 
 toolchain=()
-if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+# (grep without -q reads all of rustup's output: no SIGPIPE under pipefail.)
+if rustup toolchain list 2>/dev/null | grep '^nightly' >/dev/null; then
     toolchain=(+nightly)
 else
     export RUSTC_BOOTSTRAP=1
@@ -45,9 +46,11 @@ echo "built in $((SECONDS - build_start)) s"
 # libFuzzer options:
 # - max_len 64 KiB: several real lines, room for the over-limit paths (the decoder
 #   bodies use a 4 KiB line limit, the framing body 16 bytes and 1 KiB);
-# - timeout 10 s per input: the bodies are linear, so anything slower is a finding;
-# - rss_limit 2 GiB, libFuzzer's default, stated so it is not lowered by accident.
-options=(-max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1)
+# - timeout 10 s per input: executions take milliseconds, so anything slower is a
+#   finding (a quadratic path, or a generator that got out of hand);
+# - rss_limit 1 GiB (half libFuzzer's default) and malloc_limit 256 MiB: the targets
+#   peak below 100 MiB, so runaway memory is reported rather than tolerated.
+options=(-max_len=65536 -timeout=10 -rss_limit_mb=1024 -malloc_limit_mb=256 -print_final_stats=1)
 declare -A dict=(
     [framing]=dict/cursor.dict
     [decoder]=dict/cursor.dict

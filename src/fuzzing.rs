@@ -849,7 +849,8 @@ impl Knobs {
 pub enum Op {
     /// The next bytes (1 to 4096) of the chosen transcript on stdout.
     Transcript(u16),
-    /// One real-shaped line, built (and maybe mutated) from these bytes.
+    /// Real-shaped lines, generated (and maybe mutated) from these bytes as
+    /// [`decoder_mutated`] does.
     Line(Vec<u8>),
     /// Any bytes on stdout.
     Stdout(Vec<u8>),
