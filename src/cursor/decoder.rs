@@ -3,12 +3,14 @@
 use std::collections::VecDeque;
 use std::hash::{DefaultHasher, Hasher};
 
+use serde_json::value::RawValue;
+
 use thiserror::Error;
 
 use super::diagnose::{self, Evidence};
-use super::json::{append_str, raw_str, raw_u64};
-use super::line::{Kind, RawLine, for_each_entry};
-use super::tool_call::{InFlightCalls, ToolCallPayload, append_summary};
+use super::json::{append_str, for_each_entry, raw_str, raw_u64};
+use super::line::{Kind, RawLine};
+use super::tool_call::{InFlightCalls, append_summary};
 use crate::event::{
     ActivityPhase, AgentActivity, Event, Failure, FinishReason, Progress, ToolOutcome, Usage,
 };
@@ -531,42 +533,44 @@ impl Inner {
     }
 
     fn tool_call(&mut self, raw: &RawLine<'_>, started: bool) {
-        let Some(payload) = raw.tool_call.and_then(ToolCallPayload::parse) else {
+        let Some(payload) = raw.tool_call.as_ref().filter(|p| p.has_variant()) else {
             self.stats.unknown += 1;
             return;
         };
         let call_id = raw.call_id.and_then(raw_str).unwrap_or_default();
-        let tool = payload.tool.as_ref();
-        let (phase, cached_args) = if started {
-            self.calls.start(&call_id, payload.args);
-            (ActivityPhase::Started, None)
-        } else {
-            let cached = self.calls.complete(&call_id);
-            let started_seen = cached.is_some();
-            let outcome = payload.outcome.unwrap_or(ToolOutcome::Unknown);
-            (
-                ActivityPhase::Completed {
-                    outcome,
-                    started_seen,
-                },
-                cached.and_then(|c| c.args),
-            )
+        let arena = &mut self.arena;
+        let call_id_span = store(arena, &call_id);
+        let tool_start = arena.len();
+        payload.append_tool_name(arena);
+        let tool = Span {
+            start: tool_start,
+            end: arena.len(),
         };
-        let call_id = self.store(&call_id);
-        let tool_span = self.store(tool);
-        let summary_start = self.arena.len();
-        let args_text = payload.args.map(|a| a.get()).or(cached_args.as_deref());
-        let args_raw = args_text.and_then(|t| serde_json::from_str(t).ok());
-        append_summary(tool, args_raw, &mut self.arena);
+        let is_mcp = tool.of(arena) == "mcp";
+        let own_args = payload.args.map(RawValue::get);
+        let (phase, args) = if started {
+            self.calls.start(&call_id, own_args);
+            (ActivityPhase::Started, own_args)
+        } else {
+            // Completions of rejected calls omit the arguments: take them from `started`.
+            let cached = self.calls.complete(&call_id);
+            let phase = ActivityPhase::Completed {
+                outcome: payload.outcome.unwrap_or(ToolOutcome::Unknown),
+                started_seen: cached.is_some(),
+            };
+            (phase, own_args.or(cached.and_then(|c| c.args)))
+        };
+        let summary_start = arena.len();
+        append_summary(is_mcp, args, arena);
         let summary = Span {
             start: summary_start,
-            end: self.arena.len(),
+            end: arena.len(),
         };
-        let arguments = args_text.map(|t| self.store(t));
-        let model_call_id = raw.model_call_id.and_then(raw_str).map(|m| self.store(&m));
+        let arguments = args.map(|a| store(arena, a));
+        let model_call_id = raw.model_call_id.and_then(raw_str).map(|m| store(arena, &m));
         self.queue.push_back(Queued::Activity {
-            call_id,
-            tool: tool_span,
+            call_id: call_id_span,
+            tool,
             phase,
             summary,
             arguments,
@@ -629,23 +633,24 @@ impl Inner {
         self.thinking.held = false;
         self.calls.clear();
     }
+}
 
-    fn store(&mut self, text: &str) -> Span {
-        let start = self.arena.len();
-        self.arena.push_str(text);
-        Span {
-            start,
-            end: self.arena.len(),
-        }
+/// Appends `text` to the arena, returning where it is.
+fn store(arena: &mut String, text: &str) -> Span {
+    let start = arena.len();
+    arena.push_str(text);
+    Span {
+        start,
+        end: arena.len(),
     }
 }
 
 /// Reads `usage`: camelCase as cursor-agent writes it (snake_case accepted). `None` when
 /// no token count is present; counts that are absent from a present object read as 0.
-fn parse_usage(raw: &serde_json::value::RawValue) -> Option<Usage> {
+fn parse_usage(raw: &RawValue) -> Option<Usage> {
     let mut usage = Usage::default();
     let mut found = false;
-    for_each_entry(raw, |key, value| {
+    for_each_entry(raw.get(), |key, value| {
         let Some(count) = raw_u64(value) else { return };
         let slot = match key {
             "inputTokens" | "input_tokens" => &mut usage.input_tokens,
@@ -666,12 +671,12 @@ fn parse_usage(raw: &serde_json::value::RawValue) -> Option<Usage> {
 }
 
 /// The message of an `error` field: a string, or an object's `message`.
-fn error_message(raw: &serde_json::value::RawValue) -> String {
+fn error_message(raw: &RawValue) -> String {
     if let Some(text) = raw_str(raw) {
         return text.into_owned();
     }
     let mut message = None;
-    for_each_entry(raw, |key, value| {
+    for_each_entry(raw.get(), |key, value| {
         if key == "message" {
             message = raw_str(value).map(|m| m.into_owned());
         }
