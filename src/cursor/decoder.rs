@@ -137,10 +137,38 @@ struct Inner {
 /// Recap state of one channel (answer text or reasoning).
 #[derive(Debug, Default)]
 struct Segment {
-    /// Everything this segment has emitted.
-    streamed: String,
-    /// The last event's text equalled `streamed` and is held back as a possible recap.
+    /// Length and hash of everything this segment has emitted. A recap equals the whole
+    /// segment, so these identify it; keeping them instead of the text keeps memory
+    /// bounded by the longest line however long an answer runs between tool calls.
+    len: usize,
+    hash: DefaultHasher,
+    /// The last event's text equalled the segment and is held back as a possible recap.
     held: bool,
+    /// That text (a copy of one line's text), for release if it was no recap.
+    held_text: String,
+}
+
+impl Segment {
+    /// Whether `text` equals everything this (non-empty) segment has emitted.
+    fn is_recap_candidate(&self, text: &str) -> bool {
+        if self.len == 0 || self.len != text.len() {
+            return false;
+        }
+        let mut hasher = DefaultHasher::new();
+        hasher.write(text.as_bytes());
+        hasher.finish() == self.hash.finish()
+    }
+
+    fn extend(&mut self, text: &str) {
+        self.len += text.len();
+        self.hash.write(text.as_bytes());
+    }
+
+    /// Starts a new segment (a held candidate is decided separately).
+    fn restart(&mut self) {
+        self.len = 0;
+        self.hash = DefaultHasher::new();
+    }
 }
 
 /// A queued event; text lives in `Decoder::arena`.
@@ -408,7 +436,7 @@ impl Inner {
                 }
                 self.offer(Channel::Reasoning, start);
             }
-            Kind::ThinkingCompleted => self.thinking.streamed.clear(),
+            Kind::ThinkingCompleted => self.thinking.restart(),
             Kind::ToolStarted | Kind::ToolCompleted => {
                 self.boundary();
                 self.tool_call(raw, kind == Kind::ToolStarted);
@@ -461,7 +489,7 @@ impl Inner {
                 self.release(Channel::Text);
             } else {
                 self.stats.recaps += 1;
-                self.text.streamed.clear();
+                self.text.restart();
             }
         }
         if self.thinking.held {
@@ -470,7 +498,7 @@ impl Inner {
                 self.release(Channel::Reasoning);
             } else {
                 self.stats.recaps += 1;
-                self.thinking.streamed.clear();
+                self.thinking.restart();
             }
         }
     }
@@ -486,8 +514,10 @@ impl Inner {
             Channel::Text => &mut self.text,
             Channel::Reasoning => &mut self.thinking,
         };
-        if !segment.streamed.is_empty() && segment.streamed == text {
+        if segment.is_recap_candidate(text) {
             segment.held = true;
+            segment.held_text.clear();
+            segment.held_text.push_str(text);
             self.arena.truncate(start);
             return;
         }
@@ -501,7 +531,7 @@ impl Inner {
             Channel::Text => &self.text,
             Channel::Reasoning => &self.thinking,
         };
-        self.arena.push_str(&segment.streamed);
+        self.arena.push_str(&segment.held_text);
         self.commit(channel, start);
     }
 
@@ -514,13 +544,13 @@ impl Inner {
         let text = span.of(&self.arena);
         match channel {
             Channel::Text => {
-                self.text.streamed.push_str(text);
+                self.text.extend(text);
                 self.emitted_len += text.len();
                 self.emitted_hash.write(text.as_bytes());
                 self.queue.push_back(Queued::Text(span));
             }
             Channel::Reasoning => {
-                self.thinking.streamed.push_str(text);
+                self.thinking.extend(text);
                 self.queue.push_back(Queued::Reasoning(span));
             }
         }
@@ -528,8 +558,8 @@ impl Inner {
 
     /// A tool call or interaction query ends the current segments.
     fn boundary(&mut self) {
-        self.text.streamed.clear();
-        self.thinking.streamed.clear();
+        self.text.restart();
+        self.thinking.restart();
     }
 
     fn tool_call(&mut self, raw: &RawLine<'_>, started: bool) {
@@ -627,9 +657,9 @@ impl Inner {
         self.turn_done = false;
         self.emitted_len = 0;
         self.emitted_hash = DefaultHasher::new();
-        self.text.streamed.clear();
+        self.text.restart();
         self.text.held = false;
-        self.thinking.streamed.clear();
+        self.thinking.restart();
         self.thinking.held = false;
         self.calls.clear();
     }
