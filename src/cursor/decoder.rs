@@ -567,39 +567,35 @@ impl Inner {
             self.stats.unknown += 1;
             return;
         };
-        let call_id = raw.call_id.and_then(raw_str).unwrap_or_default();
+        // Ids are unescaped straight into the arena: real ids contain `\n`, and a
+        // `String` per call would be an allocation per event.
         let arena = &mut self.arena;
-        let call_id_span = store(arena, &call_id);
-        let tool_start = arena.len();
-        payload.append_tool_name(arena);
-        let tool = Span {
-            start: tool_start,
-            end: arena.len(),
-        };
-        let is_mcp = tool.of(arena) == "mcp";
+        let call_id = append_span(arena, |a| {
+            raw.call_id.map(|id| append_str(id, a));
+        });
         let own_args = payload.args.map(RawValue::get);
         let (phase, args) = if started {
-            self.calls.start(&call_id, own_args);
+            self.calls.start(call_id.of(arena), own_args);
             (ActivityPhase::Started, own_args)
         } else {
             // Completions of rejected calls omit the arguments: take them from `started`.
-            let cached = self.calls.complete(&call_id);
+            let cached = self.calls.complete(call_id.of(arena));
             let phase = ActivityPhase::Completed {
                 outcome: payload.outcome.unwrap_or(ToolOutcome::Unknown),
                 started_seen: cached.is_some(),
             };
             (phase, own_args.or(cached.and_then(|c| c.args)))
         };
-        let summary_start = arena.len();
-        append_summary(is_mcp, args, arena);
-        let summary = Span {
-            start: summary_start,
-            end: arena.len(),
-        };
-        let arguments = args.map(|a| store(arena, a));
-        let model_call_id = raw.model_call_id.and_then(raw_str).map(|m| store(arena, &m));
+        let tool = append_span(arena, |a| payload.append_tool_name(a));
+        let is_mcp = tool.of(arena) == "mcp";
+        let summary = append_span(arena, |a| append_summary(is_mcp, args, a));
+        let arguments = args.map(|text| append_span(arena, |a| a.push_str(text)));
+        let model_call_id = raw
+            .model_call_id
+            .filter(|m| m.get().starts_with('"'))
+            .map(|m| append_span(arena, |a| _ = append_str(m, a)));
         self.queue.push_back(Queued::Activity {
-            call_id: call_id_span,
+            call_id,
             tool,
             phase,
             summary,
@@ -665,10 +661,10 @@ impl Inner {
     }
 }
 
-/// Appends `text` to the arena, returning where it is.
-fn store(arena: &mut String, text: &str) -> Span {
+/// Runs `append` on the arena, returning the span of what it appended.
+fn append_span(arena: &mut String, append: impl FnOnce(&mut String)) -> Span {
     let start = arena.len();
-    arena.push_str(text);
+    append(arena);
     Span {
         start,
         end: arena.len(),
