@@ -40,7 +40,7 @@ for group, benches in [
             continue
         x_validate = f"{r / validate:12.2f}" if validate else " " * 12
         x_scan = f"{r / scan:10.3f}" if scan else ""
-        print(f"{group + "/" + bench:44} {r:9.1f} {x_validate}   {x_scan}")
+        print(f"{group + '/' + bench:44} {r:9.1f} {x_validate}   {x_scan}")
 fast = rate("chunking", "bridge_4096")
 for chunk in ["1", "64", "4096"]:
     r = rate("chunking", "bridge_" + chunk)
