@@ -54,6 +54,12 @@ pub(crate) struct RawLine<'a> {
 impl<'a> RawLine<'a> {
     /// Parses a line; `None` when it is not a JSON object.
     pub(crate) fn parse(line: &'a str) -> Option<Self> {
+        // A derived `Deserialize` also accepts a struct's sequence form: without this
+        // check, an array with one element per field would read as an event.
+        let body = line.trim_start_matches([' ', '\t', '\r', '\n']);
+        if !body.starts_with('{') {
+            return None;
+        }
         serde_json::from_str(line).ok()
     }
 

@@ -1,0 +1,58 @@
+//! Regression tests for what fuzzing found, one per finding, each reduced to the
+//! smallest input that shows it.
+
+use agentwire::cursor::{Decoder, DecoderConfig};
+
+/// Decodes `pieces` and returns every event, as text.
+fn decode(config: &DecoderConfig, pieces: &[&[u8]]) -> Vec<String> {
+    let mut decoder = Decoder::new(config.clone());
+    let mut events = Vec::new();
+    for piece in pieces {
+        decoder.push_stdout(piece).unwrap();
+        while let Some(event) = decoder.poll_event() {
+            events.push(format!("{event:?}"));
+        }
+    }
+    decoder.push_eof().unwrap();
+    while let Some(event) = decoder.poll_event() {
+        events.push(format!("{event:?}"));
+    }
+    events
+}
+
+/// Found by the `decoder` target. A line over the limit is reported by the framer when
+/// the limit is crossed, with the bytes seen so far ("at least N bytes"); that count goes
+/// into the decoder's notes and from there into the failure message, so the same stdout
+/// gives a different error message (and SSE error frame, and JSON error body) depending
+/// on how it was split into reads. `push_stdout` promises any chunking.
+#[test]
+fn overlong_line_failure_does_not_depend_on_chunking() {
+    let config = DecoderConfig {
+        max_line_len: 16,
+        ..DecoderConfig::default()
+    };
+    let input = b"0123456789abcdefghijklmnop\n";
+    let whole = decode(&config, &[input]);
+    let split = decode(&config, &[&input[..20], &input[20..]]);
+    assert_eq!(split, whole);
+}
+
+/// Found while writing the `decoder_mutated` line table. A JSON array with one element per
+/// field of the decoder's line envelope is read as that envelope (serde's derived
+/// `Deserialize` accepts a struct's sequence form), so `["result","success",…]` ends the
+/// turn like a `result` event. `DecoderStats::non_json` documents such lines as "not JSON
+/// objects (kept as notes)".
+#[test]
+fn json_arrays_are_not_events() {
+    let line = br#"["result","success",null,{},null,null,null,"done",null,false,null,null,"s",null]
+"#;
+    let mut decoder = Decoder::default();
+    decoder.push_stdout(line).unwrap();
+    decoder.push_eof().unwrap();
+    let mut events = Vec::new();
+    while let Some(event) = decoder.poll_event() {
+        events.push(format!("{event:?}"));
+    }
+    assert_eq!(decoder.stats().non_json, 1, "events: {events:?}");
+    assert!(!decoder.saw_result(), "events: {events:?}");
+}
