@@ -32,5 +32,8 @@ pub mod bridge;
 pub mod cursor;
 pub mod event;
 pub mod framing;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod openai;
 pub mod tools;

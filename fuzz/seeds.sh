@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Builds the seed corpora fuzz/corpus/<target>/ from files already in the checkout: the
+# project's fixtures and, when present beside the repository, the shared real captures.
+# Nothing is downloaded. Existing corpus files (what earlier runs found) are kept.
+#
+#   fuzz/seeds.sh
+set -euo pipefail
+cd "$(dirname "$0")"
+
+fixtures=../tests/fixtures
+shared=../../shared/fixtures
+targets=(framing decoder decoder_mutated request bridge)
+for target in "${targets[@]}"; do
+    mkdir -p "corpus/$target"
+done
+
+# Transcripts: the project's, then the shared captures (absent on machines without them).
+transcripts=("$fixtures"/*.jsonl)
+if [ -d "$shared/cursor-agent" ]; then
+    transcripts+=("$shared"/cursor-agent/*.jsonl)
+fi
+
+count=0
+for path in "${transcripts[@]}"; do
+    name=$(basename "$path" .jsonl)
+    # Whole transcripts seed every stdout target. The bridge and the mutator read their
+    # input as structure, not text; a transcript still gives them varied bytes to start
+    # from.
+    for target in framing decoder decoder_mutated bridge; do
+        cp "$path" "corpus/$target/transcript-$name"
+    done
+    count=$((count + 1))
+done
+
+# Per-line seeds: the first line of each (type, subtype) seen across all transcripts, so
+# that short inputs of every kind are in the corpus from the start.
+lines=0
+while IFS= read -r -d '' file; do
+    lines=$((lines + 1))
+    cp "$file" corpus/decoder/
+    cp "$file" corpus/framing/
+done < <(
+    tmp=$(mktemp -d)
+    awk -v dir="$tmp" '
+        match($0, /"type":"[a-z_]+"(,"subtype":"[a-z_]+")?/) {
+            key = substr($0, RSTART, RLENGTH)
+            if (!(key in seen)) {
+                seen[key] = 1
+                n++
+                print > (dir "/line-" n)
+                close(dir "/line-" n)
+            }
+        }' "${transcripts[@]}"
+    find "$tmp" -type f -print0
+)
+
+# Request bodies: the project's, and the OpenCode bodies of the shared fixtures (one
+# request per JSONL record's "body"; python3 extracts them when it is installed).
+requests=0
+for path in "$fixtures"/requests/*; do
+    cp "$path" "corpus/request/request-$(basename "$path")"
+    requests=$((requests + 1))
+done
+if [ -d "$shared/opencode" ] && command -v python3 >/dev/null; then
+    for path in "$shared"/opencode/*.jsonl; do
+        requests=$((requests + $(python3 - "$path" corpus/request <<'PY'
+import json, os, sys
+source, out = sys.argv[1], sys.argv[2]
+n = 0
+for i, line in enumerate(open(source, encoding="utf-8")):
+    try:
+        body = json.loads(line).get("body")
+    except (ValueError, AttributeError):
+        continue
+    if body is None:
+        continue
+    name = "opencode-%s-%d.json" % (os.path.basename(source).rsplit(".", 1)[0], i)
+    with open(os.path.join(out, name), "w", encoding="utf-8") as f:
+        json.dump(body, f)
+    n += 1
+print(n)
+PY
+        )))
+    done
+fi
+
+echo "seeds: $count transcripts, $lines per-line seeds, $requests request bodies"
