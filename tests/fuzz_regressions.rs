@@ -1,10 +1,5 @@
 //! Regression tests for what fuzzing found, one per finding, each reduced to the
 //! smallest input that shows it.
-//!
-//! A finding whose fix is still pending is marked `#[ignore]` with the reason, so that the
-//! suite stays green while it is open; `cargo test --test fuzz_regressions -- --ignored`
-//! runs them. Remove the `ignore` with the fix (and, for the first one, set
-//! `TOLERATE_OVERLONG_WORDING` in `src/fuzzing.rs` to `false`).
 
 use agentwire::cursor::{Decoder, DecoderConfig};
 
@@ -31,7 +26,6 @@ fn decode(config: &DecoderConfig, pieces: &[&[u8]]) -> Vec<String> {
 /// gives a different error message (and SSE error frame, and JSON error body) depending
 /// on how it was split into reads. `push_stdout` promises any chunking.
 #[test]
-#[ignore = "open: the failure message of an over-limit line depends on the chunking"]
 fn overlong_line_failure_does_not_depend_on_chunking() {
     let config = DecoderConfig {
         max_line_len: 16,
@@ -49,7 +43,6 @@ fn overlong_line_failure_does_not_depend_on_chunking() {
 /// turn like a `result` event. `DecoderStats::non_json` documents such lines as "not JSON
 /// objects (kept as notes)".
 #[test]
-#[ignore = "open: a JSON array of the envelope's length is decoded as an event"]
 fn json_arrays_are_not_events() {
     let line = br#"["result","success",null,{},null,null,null,"done",null,false,null,null,"s",null]
 "#;

@@ -3,12 +3,14 @@
 use std::collections::VecDeque;
 use std::hash::{DefaultHasher, Hasher};
 
+use serde_json::value::RawValue;
+
 use thiserror::Error;
 
 use super::diagnose::{self, Evidence};
-use super::json::{append_str, raw_str, raw_u64};
-use super::line::{Kind, RawLine, for_each_entry};
-use super::tool_call::{InFlightCalls, ToolCallPayload, append_summary};
+use super::json::{append_str, for_each_entry, raw_str, raw_u64};
+use super::line::{Kind, RawLine};
+use super::tool_call::{InFlightCalls, append_summary};
 use crate::event::{
     ActivityPhase, AgentActivity, Event, Failure, FinishReason, Progress, ToolOutcome, Usage,
 };
@@ -135,10 +137,38 @@ struct Inner {
 /// Recap state of one channel (answer text or reasoning).
 #[derive(Debug, Default)]
 struct Segment {
-    /// Everything this segment has emitted.
-    streamed: String,
-    /// The last event's text equalled `streamed` and is held back as a possible recap.
+    /// Length and hash of everything this segment has emitted. A recap equals the whole
+    /// segment, so these identify it; keeping them instead of the text keeps memory
+    /// bounded by the longest line however long an answer runs between tool calls.
+    len: usize,
+    hash: DefaultHasher,
+    /// The last event's text equalled the segment and is held back as a possible recap.
     held: bool,
+    /// That text (a copy of one line's text), for release if it was no recap.
+    held_text: String,
+}
+
+impl Segment {
+    /// Whether `text` equals everything this (non-empty) segment has emitted.
+    fn is_recap_candidate(&self, text: &str) -> bool {
+        if self.len == 0 || self.len != text.len() {
+            return false;
+        }
+        let mut hasher = DefaultHasher::new();
+        hasher.write(text.as_bytes());
+        hasher.finish() == self.hash.finish()
+    }
+
+    fn extend(&mut self, text: &str) {
+        self.len += text.len();
+        self.hash.write(text.as_bytes());
+    }
+
+    /// Starts a new segment (a held candidate is decided separately).
+    fn restart(&mut self) {
+        self.len = 0;
+        self.hash = DefaultHasher::new();
+    }
 }
 
 /// A queued event; text lives in `Decoder::arena`.
@@ -406,7 +436,7 @@ impl Inner {
                 }
                 self.offer(Channel::Reasoning, start);
             }
-            Kind::ThinkingCompleted => self.thinking.streamed.clear(),
+            Kind::ThinkingCompleted => self.thinking.restart(),
             Kind::ToolStarted | Kind::ToolCompleted => {
                 self.boundary();
                 self.tool_call(raw, kind == Kind::ToolStarted);
@@ -459,7 +489,7 @@ impl Inner {
                 self.release(Channel::Text);
             } else {
                 self.stats.recaps += 1;
-                self.text.streamed.clear();
+                self.text.restart();
             }
         }
         if self.thinking.held {
@@ -468,7 +498,7 @@ impl Inner {
                 self.release(Channel::Reasoning);
             } else {
                 self.stats.recaps += 1;
-                self.thinking.streamed.clear();
+                self.thinking.restart();
             }
         }
     }
@@ -484,8 +514,10 @@ impl Inner {
             Channel::Text => &mut self.text,
             Channel::Reasoning => &mut self.thinking,
         };
-        if !segment.streamed.is_empty() && segment.streamed == text {
+        if segment.is_recap_candidate(text) {
             segment.held = true;
+            segment.held_text.clear();
+            segment.held_text.push_str(text);
             self.arena.truncate(start);
             return;
         }
@@ -499,7 +531,7 @@ impl Inner {
             Channel::Text => &self.text,
             Channel::Reasoning => &self.thinking,
         };
-        self.arena.push_str(&segment.streamed);
+        self.arena.push_str(&segment.held_text);
         self.commit(channel, start);
     }
 
@@ -512,13 +544,13 @@ impl Inner {
         let text = span.of(&self.arena);
         match channel {
             Channel::Text => {
-                self.text.streamed.push_str(text);
+                self.text.extend(text);
                 self.emitted_len += text.len();
                 self.emitted_hash.write(text.as_bytes());
                 self.queue.push_back(Queued::Text(span));
             }
             Channel::Reasoning => {
-                self.thinking.streamed.push_str(text);
+                self.thinking.extend(text);
                 self.queue.push_back(Queued::Reasoning(span));
             }
         }
@@ -526,47 +558,45 @@ impl Inner {
 
     /// A tool call or interaction query ends the current segments.
     fn boundary(&mut self) {
-        self.text.streamed.clear();
-        self.thinking.streamed.clear();
+        self.text.restart();
+        self.thinking.restart();
     }
 
     fn tool_call(&mut self, raw: &RawLine<'_>, started: bool) {
-        let Some(payload) = raw.tool_call.and_then(ToolCallPayload::parse) else {
+        let Some(payload) = raw.tool_call.as_ref().filter(|p| p.has_variant()) else {
             self.stats.unknown += 1;
             return;
         };
-        let call_id = raw.call_id.and_then(raw_str).unwrap_or_default();
-        let tool = payload.tool.as_ref();
-        let (phase, cached_args) = if started {
-            self.calls.start(&call_id, payload.args);
-            (ActivityPhase::Started, None)
+        // Ids are unescaped straight into the arena: real ids contain `\n`, and a
+        // `String` per call would be an allocation per event.
+        let arena = &mut self.arena;
+        let call_id = append_span(arena, |a| {
+            raw.call_id.map(|id| append_str(id, a));
+        });
+        let own_args = payload.args.map(RawValue::get);
+        let (phase, args) = if started {
+            self.calls.start(call_id.of(arena), own_args);
+            (ActivityPhase::Started, own_args)
         } else {
-            let cached = self.calls.complete(&call_id);
-            let started_seen = cached.is_some();
-            let outcome = payload.outcome.unwrap_or(ToolOutcome::Unknown);
-            (
-                ActivityPhase::Completed {
-                    outcome,
-                    started_seen,
-                },
-                cached.and_then(|c| c.args),
-            )
+            // Completions of rejected calls omit the arguments: take them from `started`.
+            let cached = self.calls.complete(call_id.of(arena));
+            let phase = ActivityPhase::Completed {
+                outcome: payload.outcome.unwrap_or(ToolOutcome::Unknown),
+                started_seen: cached.is_some(),
+            };
+            (phase, own_args.or(cached.and_then(|c| c.args)))
         };
-        let call_id = self.store(&call_id);
-        let tool_span = self.store(tool);
-        let summary_start = self.arena.len();
-        let args_text = payload.args.map(|a| a.get()).or(cached_args.as_deref());
-        let args_raw = args_text.and_then(|t| serde_json::from_str(t).ok());
-        append_summary(tool, args_raw, &mut self.arena);
-        let summary = Span {
-            start: summary_start,
-            end: self.arena.len(),
-        };
-        let arguments = args_text.map(|t| self.store(t));
-        let model_call_id = raw.model_call_id.and_then(raw_str).map(|m| self.store(&m));
+        let tool = append_span(arena, |a| payload.append_tool_name(a));
+        let is_mcp = tool.of(arena) == "mcp";
+        let summary = append_span(arena, |a| append_summary(is_mcp, args, a));
+        let arguments = args.map(|text| append_span(arena, |a| a.push_str(text)));
+        let model_call_id = raw
+            .model_call_id
+            .filter(|m| m.get().starts_with('"'))
+            .map(|m| append_span(arena, |a| _ = append_str(m, a)));
         self.queue.push_back(Queued::Activity {
             call_id,
-            tool: tool_span,
+            tool,
             phase,
             summary,
             arguments,
@@ -623,29 +653,30 @@ impl Inner {
         self.turn_done = false;
         self.emitted_len = 0;
         self.emitted_hash = DefaultHasher::new();
-        self.text.streamed.clear();
+        self.text.restart();
         self.text.held = false;
-        self.thinking.streamed.clear();
+        self.thinking.restart();
         self.thinking.held = false;
         self.calls.clear();
     }
+}
 
-    fn store(&mut self, text: &str) -> Span {
-        let start = self.arena.len();
-        self.arena.push_str(text);
-        Span {
-            start,
-            end: self.arena.len(),
-        }
+/// Runs `append` on the arena, returning the span of what it appended.
+fn append_span(arena: &mut String, append: impl FnOnce(&mut String)) -> Span {
+    let start = arena.len();
+    append(arena);
+    Span {
+        start,
+        end: arena.len(),
     }
 }
 
 /// Reads `usage`: camelCase as cursor-agent writes it (snake_case accepted). `None` when
 /// no token count is present; counts that are absent from a present object read as 0.
-fn parse_usage(raw: &serde_json::value::RawValue) -> Option<Usage> {
+fn parse_usage(raw: &RawValue) -> Option<Usage> {
     let mut usage = Usage::default();
     let mut found = false;
-    for_each_entry(raw, |key, value| {
+    for_each_entry(raw.get(), |key, value| {
         let Some(count) = raw_u64(value) else { return };
         let slot = match key {
             "inputTokens" | "input_tokens" => &mut usage.input_tokens,
@@ -666,12 +697,12 @@ fn parse_usage(raw: &serde_json::value::RawValue) -> Option<Usage> {
 }
 
 /// The message of an `error` field: a string, or an object's `message`.
-fn error_message(raw: &serde_json::value::RawValue) -> String {
+fn error_message(raw: &RawValue) -> String {
     if let Some(text) = raw_str(raw) {
         return text.into_owned();
     }
     let mut message = None;
-    for_each_entry(raw, |key, value| {
+    for_each_entry(raw.get(), |key, value| {
         if key == "message" {
             message = raw_str(value).map(|m| m.into_owned());
         }

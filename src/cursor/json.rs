@@ -1,4 +1,5 @@
-//! Small, allocation-free readers over `serde_json` raw values.
+//! Small, allocation-free readers over `serde_json` raw values, and the visitor pieces the
+//! line readers share.
 //!
 //! The decoder captures fields as [`RawValue`]s (borrowed, already validated by
 //! `serde_json`) and interprets them here. This keeps a line with an unexpected field type
@@ -6,8 +7,98 @@
 //! unescaped straight into a reused buffer instead of a fresh `String` per event.
 
 use std::borrow::Cow;
+use std::fmt;
 
+use serde::Deserialize;
+use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
+
+/// Visitor methods that accept any non-map, non-sequence value as "nothing here": the
+/// readers are tolerant, so a field of an unexpected type loses that field, not the line.
+macro_rules! ignore_other_shapes {
+    ($empty:expr) => {
+        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok($empty)
+        }
+    };
+}
+pub(crate) use ignore_other_shapes;
+
+/// A map key, borrowed when it has no escapes.
+pub(crate) struct Key<'a>(pub(crate) Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a key")
+            }
+
+            fn visit_borrowed_str<E: serde::de::Error>(
+                self,
+                key: &'de str,
+            ) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(key)))
+            }
+
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(key.to_owned())))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+/// Reads the JSON object in `json` and hands each key with its raw value to `each`.
+/// Values are not decoded. Returns `false` when `json` is not an object.
+pub(crate) fn for_each_entry<'a>(json: &'a str, mut each: impl FnMut(&str, &'a RawValue)) -> bool {
+    struct EntryVisitor<'f, F>(&'f mut F);
+    impl<'de, F: FnMut(&str, &'de RawValue)> Visitor<'de> for EntryVisitor<'_, F> {
+        type Value = ();
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("an object")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<Key<'de>>()? {
+                let value = map.next_value::<&'de RawValue>()?;
+                (self.0)(&key.0, value);
+            }
+            Ok(())
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(json);
+    de.deserialize_map(EntryVisitor(&mut each)).is_ok()
+}
 
 /// The string in `raw`, borrowed when it has no escapes; `None` when `raw` is not a string.
 pub(crate) fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {

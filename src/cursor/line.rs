@@ -4,49 +4,15 @@
 //! field's type loses that field, not the line. Unknown keys are skipped by `serde_json`
 //! without being decoded.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use std::borrow::Cow;
-
-use super::json::{append_str, raw_bool, raw_str, raw_u64};
-
-/// Visitor methods that accept any non-map, non-sequence value as "nothing here".
-macro_rules! ignore_other_shapes {
-    () => {
-        ignore_other_shapes!(TextParts::default());
-    };
-    ($empty:expr) => {
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-            Ok($empty)
-        }
-        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-            Ok($empty)
-        }
-        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-            Ok($empty)
-        }
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-            Ok($empty)
-        }
-        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-            Ok($empty)
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok($empty)
-        }
-        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok($empty)
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            while seq.next_element::<IgnoredAny>()?.is_some() {}
-            Ok($empty)
-        }
-    };
-}
+use super::json::{Key, append_str, ignore_other_shapes, raw_bool, raw_str, raw_u64};
+use super::tool_call::ToolCallPayload;
 
 /// The envelope of one line: the fields any event type may carry.
 #[derive(Deserialize, Default)]
@@ -65,8 +31,9 @@ pub(crate) struct RawLine<'a> {
     pub(crate) call_id: Option<&'a RawValue>,
     #[serde(borrow)]
     pub(crate) model_call_id: Option<&'a RawValue>,
+    /// `tool_call/*` payload, read in the same pass as the line.
     #[serde(borrow)]
-    pub(crate) tool_call: Option<&'a RawValue>,
+    pub(crate) tool_call: Option<ToolCallPayload<'a>>,
     /// `result` text.
     #[serde(borrow)]
     pub(crate) result: Option<&'a RawValue>,
@@ -87,6 +54,12 @@ pub(crate) struct RawLine<'a> {
 impl<'a> RawLine<'a> {
     /// Parses a line; `None` when it is not a JSON object.
     pub(crate) fn parse(line: &'a str) -> Option<Self> {
+        // A derived `Deserialize` also accepts a struct's sequence form: without this
+        // check, an array with one element per field would read as an event.
+        let body = line.trim_start_matches([' ', '\t', '\r', '\n']);
+        if !body.starts_with('{') {
+            return None;
+        }
         serde_json::from_str(line).ok()
     }
 
@@ -220,7 +193,7 @@ impl<'de> Visitor<'de> for MessageVisitor {
         Ok(parts)
     }
 
-    ignore_other_shapes!();
+    ignore_other_shapes!(TextParts::default());
 }
 
 /// `content`: a string (one part) or an array of parts.
@@ -323,55 +296,4 @@ impl<'de> Deserialize<'de> for Part<'de> {
         }
         deserializer.deserialize_any(PartVisitor)
     }
-}
-
-/// A map key, borrowed when it has no escapes.
-struct Key<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Key<'de>;
-
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a key")
-            }
-
-            fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Borrowed(key)))
-            }
-
-            fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Owned(key.to_owned())))
-            }
-        }
-        deserializer.deserialize_str(KeyVisitor)
-    }
-}
-
-/// Reads the map in `raw` and hands each key with its raw value to `each`. Values are not
-/// decoded. Returns `false` when `raw` is not an object.
-pub(crate) fn for_each_entry<'a>(
-    raw: &'a RawValue,
-    mut each: impl FnMut(&str, &'a RawValue),
-) -> bool {
-    struct EntryVisitor<'f, F>(&'f mut F);
-    impl<'de, F: FnMut(&str, &'de RawValue)> Visitor<'de> for EntryVisitor<'_, F> {
-        type Value = ();
-
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("an object")
-        }
-
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-            while let Some(key) = map.next_key::<Key<'de>>()? {
-                let value = map.next_value::<&'de RawValue>()?;
-                (self.0)(&key.0, value);
-            }
-            Ok(())
-        }
-    }
-    let mut de = serde_json::Deserializer::from_str(raw.get());
-    de.deserialize_map(EntryVisitor(&mut each)).is_ok()
 }

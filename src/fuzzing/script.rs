@@ -147,13 +147,9 @@ const NUMBER_MUTATIONS: &[&str] = &[
     "true",
 ];
 
-/// Whether a JSON array as long as the decoder's line envelope is still read as an event
-/// (`json_arrays_are_not_events` in `tests/fuzz_regressions.rs`). While it is, such
-/// arrays stay out of the table so that the exact prediction holds; with the fix, set
-/// this to `false` and the model checks that they are ignored like any non-object.
-const ARRAY_LINES_DECODED: bool = true;
-
-/// Arrays with one element per field of the line envelope.
+/// Arrays with one element per field of the line envelope: a derived `Deserialize` would
+/// read them as the envelope's sequence form, and they must be ignored like any
+/// non-object (`json_arrays_are_not_events` in `tests/fuzz_regressions.rs`).
 const ENVELOPE_ARRAYS: [&str; 2] = [
     r#"["result","success",null,{},null,null,null,"done",null,false,null,null,"s",null]"#,
     r#"["assistant",null,null,{"content":"hi"},null,null,null,null,null,null,null,null,null,null]"#,
@@ -360,9 +356,7 @@ fn next_line(u: &mut Unstructured<'_>, model: &mut Model) -> Result<Vec<u8>> {
             .to_string(),
         Template::NotAnObject => {
             let mut lines = vec!["[1,2,3]", "\"assistant\"", "42", "null", "true", "[]"];
-            if !ARRAY_LINES_DECODED {
-                lines.extend(ENVELOPE_ARRAYS);
-            }
+            lines.extend(ENVELOPE_ARRAYS);
             u.choose(&lines)?.to_string()
         }
     };

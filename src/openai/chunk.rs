@@ -145,26 +145,19 @@ impl ChunkEncoder {
         if !self.options.activity_notes || self.reasoning_key.is_none() {
             return;
         }
+        // Rendered into a reused buffer: notes come with every tool call.
         let mut note = std::mem::take(&mut self.scratch);
         note.clear();
+        // A note sits on a line of its own.
+        let prefix = if self.reasoning_at_line_start { 0 } else { 1 };
+        if prefix == 1 {
+            note.push('\n');
+        }
         render(&mut note);
-        self.note(&note, out);
+        if note.len() > prefix {
+            self.reasoning(&note, out);
+        }
         self.scratch = note;
-    }
-
-    /// A note in the reasoning channel, on a line of its own.
-    fn note(&mut self, note: &str, out: &mut Vec<u8>) {
-        if note.is_empty() {
-            return;
-        }
-        if self.reasoning_at_line_start {
-            self.reasoning(note, out);
-        } else {
-            let mut line = String::with_capacity(note.len() + 1);
-            line.push('\n');
-            line.push_str(note);
-            self.reasoning(&line, out);
-        }
     }
 
     fn tool_call(&mut self, call: &ToolCall<'_>, out: &mut Vec<u8>) {

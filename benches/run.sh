@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Runs the criterion benchmarks and prints each stage's throughput next to the baselines
+# measured in the same run. Arguments go to criterion (a filter such as `stdout_to_sse`,
+# or `--measurement-time 10`). Workloads come from ../shared/fixtures when present
+# (AGENTWIRE_WORKLOAD=project forces the project's own transcripts).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo bench --bench throughput -- "$@"
+
+python3 - "${CARGO_TARGET_DIR:-target}/criterion" <<'PY'
+import json, os, sys
+
+root = sys.argv[1]
+
+def rate(group, bench):
+    """Mean throughput in MB/s (or Melem/s), or None when the bench did not run."""
+    path = os.path.join(root, group, bench, "new")
+    try:
+        estimates = json.load(open(os.path.join(path, "estimates.json")))
+        info = json.load(open(os.path.join(path, "benchmark.json")))
+    except OSError:
+        return None
+    seconds = estimates["mean"]["point_estimate"] / 1e9
+    amount = info["throughput"]
+    per = amount.get("Bytes") or amount.get("Elements")
+    return per / seconds / 1e6
+
+print("\nstage                                           MB/s   x serde_json   x memchr")
+for group, benches in [
+    ("framing", ["line_framer"]),
+    ("stdout_to_sse", ["bridge"]),
+    ("stdout_to_sse_huge_line", ["bridge"]),
+]:
+    validate = rate(group, "serde_json_validate")
+    scan = rate(group, "memchr_scan")
+    for bench in ["serde_json_validate", "memchr_scan"] + benches:
+        r = rate(group, bench)
+        if r is None:
+            continue
+        x_validate = f"{r / validate:12.2f}" if validate else " " * 12
+        x_scan = f"{r / scan:10.3f}" if scan else ""
+        print(f"{group + '/' + bench:44} {r:9.1f} {x_validate}   {x_scan}")
+fast = rate("chunking", "bridge_4096")
+for chunk in ["1", "64", "4096"]:
+    r = rate("chunking", "bridge_" + chunk)
+    if r is not None and fast:
+        print(f"{'chunking/bridge_' + chunk:44} {r:9.1f}   ({fast / r:.2f}x the time of 4 KiB reads)")
+for bench, unit in [("text_delta_frames", "M frames/s"), ("text_delta_bytes", "MB/s")]:
+    r = rate("sse", bench)
+    if r is not None:
+        print(f"{'sse/' + bench:44} {r:9.1f} {unit}")
+value = rate("request", "serde_json_validate")
+for bench in ["serde_json_validate", "serde_json_value", "parse", "parse_and_render_prompt"]:
+    r = rate("request", bench)
+    if r is not None:
+        print(f"{'request/' + bench:44} {r:9.1f} {r / value:12.2f}")
+PY

@@ -1,0 +1,247 @@
+//! Throughput of every stage of the pipeline, each next to baselines measured in the same
+//! run on the same bytes:
+//!
+//! - `memchr_scan`: finding the newlines and nothing else, the floor of any line reader;
+//! - `serde_json_validate`: `serde_json` checking each line with `IgnoredAny`, fed in
+//!   4 KiB reads like the pipeline, the cost of merely parsing the input.
+//!
+//! Groups: `framing` (LineFramer), `stdout_to_sse` (the whole Bridge on the event mix of
+//! the real captures), `stdout_to_sse_huge_line` (4 MB tool results), `chunking` (the
+//! Bridge fed 1, 64 and 4096 bytes at a time: linear time means a constant factor),
+//! `sse` (ChunkEncoder frames/s and bytes/s) and `request` (request parsing + prompt
+//! rendering on real OpenCode bodies). `benches/run.sh` runs them and prints the ratios.
+
+#[path = "../tests/support/mix.rs"]
+mod mix;
+
+use std::hint::black_box;
+use std::path::Path;
+
+use agentwire::bridge::{Bridge, BridgeParams, Config, Output};
+use agentwire::event::Event;
+use agentwire::framing::{DEFAULT_MAX_LINE_LEN, LineFramer};
+use agentwire::openai::prompt::render_prompt;
+use agentwire::openai::{
+    ChatRequest, ChunkEncoder, OutputOptions, RequestLimits, ResponseMeta,
+};
+use agentwire::tools::{ToolPlan, ToolStrategy};
+use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+
+/// The size of one read, as the example adapters use.
+const READ: usize = 4096;
+
+const STREAM: &[u8] = br#"{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+
+/// Newlines found in `input`, read `READ` bytes at a time.
+fn memchr_scan(input: &[u8]) -> usize {
+    input
+        .chunks(READ)
+        .map(|chunk| memchr::memchr_iter(b'\n', chunk).count())
+        .sum()
+}
+
+/// Lines `serde_json` accepts, reading `READ` bytes at a time: the partial last line of a
+/// read is carried, and only new bytes are searched for newlines.
+fn serde_json_validate(input: &[u8]) -> usize {
+    let mut carry: Vec<u8> = Vec::new();
+    let mut valid = 0;
+    let mut check = |line: &[u8]| {
+        if !line.is_empty() && serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok() {
+            valid += 1;
+        }
+    };
+    for chunk in input.chunks(READ) {
+        let mut rest = chunk;
+        while let Some(at) = memchr::memchr(b'\n', rest) {
+            if carry.is_empty() {
+                check(&rest[..at]);
+            } else {
+                carry.extend_from_slice(&rest[..at]);
+                check(&carry);
+                carry.clear();
+            }
+            rest = &rest[at + 1..];
+        }
+        carry.extend_from_slice(rest);
+    }
+    check(&carry);
+    valid
+}
+
+fn line_framer(input: &[u8]) -> usize {
+    let mut framer = LineFramer::new(DEFAULT_MAX_LINE_LEN);
+    let mut lines = 0;
+    for chunk in input.chunks(READ) {
+        let mut rest = chunk;
+        while !rest.is_empty() {
+            let framed = framer.next_line(rest);
+            rest = &rest[framed.consumed..];
+            lines += usize::from(framed.line.is_some());
+        }
+    }
+    lines + usize::from(framer.finish().is_some())
+}
+
+/// The whole Bridge in streaming agent mode: `input` fed `chunk` bytes at a time, outputs
+/// drained after each push. Returns the SSE bytes produced.
+fn bridge(input: &[u8], chunk: usize) -> usize {
+    let params = BridgeParams {
+        now_ms: 0,
+        created_unix: 1_700_000_000,
+        id_seed: 1,
+    };
+    let mut bridge = Bridge::new(STREAM, &Config::default(), params);
+    let mut body = 0;
+    let mut drain = |bridge: &mut Bridge| {
+        while let Some(output) = bridge.poll_output() {
+            if let Output::Body(bytes) = output {
+                body += bytes.len();
+            }
+        }
+    };
+    for piece in input.chunks(chunk) {
+        bridge.push_stdout(piece, 0).unwrap();
+        drain(&mut bridge);
+    }
+    bridge
+        .agent_exited(agentwire::cursor::ExitStatus::Code(0), 0)
+        .unwrap();
+    drain(&mut bridge);
+    body
+}
+
+fn with_baselines(group: &mut BenchmarkGroup<'_, WallTime>, input: &[u8]) {
+    group.throughput(Throughput::Bytes(input.len() as u64));
+    group.bench_function("memchr_scan", |b| b.iter(|| memchr_scan(black_box(input))));
+    group.bench_function("serde_json_validate", |b| {
+        b.iter(|| serde_json_validate(black_box(input)))
+    });
+}
+
+fn framing(c: &mut Criterion) {
+    let (files, _) = mix::workload_transcripts();
+    let input = mix::event_mix(&files, 16 << 20);
+    let mut group = c.benchmark_group("framing");
+    with_baselines(&mut group, &input);
+    group.bench_function("line_framer", |b| b.iter(|| line_framer(black_box(&input))));
+    group.finish();
+}
+
+fn stdout_to_sse(c: &mut Criterion) {
+    let (files, _) = mix::workload_transcripts();
+    let input = mix::event_mix(&files, 16 << 20);
+    let mut group = c.benchmark_group("stdout_to_sse");
+    with_baselines(&mut group, &input);
+    group.bench_function("bridge", |b| b.iter(|| bridge(black_box(&input), READ)));
+    group.finish();
+
+    let input = mix::huge_line_transcript(4, 4 << 20);
+    let mut group = c.benchmark_group("stdout_to_sse_huge_line");
+    group.sample_size(20);
+    with_baselines(&mut group, &input);
+    group.bench_function("bridge", |b| b.iter(|| bridge(black_box(&input), READ)));
+    group.finish();
+}
+
+fn chunking(c: &mut Criterion) {
+    let (files, _) = mix::workload_transcripts();
+    let input = mix::event_mix(&files, 1 << 20);
+    let mut group = c.benchmark_group("chunking");
+    group.throughput(Throughput::Bytes(input.len() as u64));
+    for chunk in [1, 64, READ] {
+        group.bench_function(format!("bridge_{chunk}"), |b| {
+            b.iter(|| bridge(black_box(&input), chunk))
+        });
+    }
+    group.finish();
+}
+
+fn sse(c: &mut Criterion) {
+    const DELTAS: [&str; 4] = ["Hello", ", world.", "\n\n- a \"list\" item", " é—😀 "];
+    let meta = ResponseMeta::new(1, 1_700_000_000, "auto");
+    let options = OutputOptions::default();
+    let frames = 10_000;
+    let encode = || {
+        let mut encoder = ChunkEncoder::new(&meta, &options);
+        let mut out = Vec::with_capacity(4 << 20);
+        for i in 0..frames {
+            encoder.encode(&Event::TextDelta(DELTAS[i % DELTAS.len()]), &mut out);
+        }
+        out
+    };
+    let bytes = encode().len();
+    let mut group = c.benchmark_group("sse");
+    group.throughput(Throughput::Elements(frames as u64));
+    group.bench_function("text_delta_frames", |b| b.iter(|| encode().len()));
+    group.throughput(Throughput::Bytes(bytes as u64));
+    group.bench_function("text_delta_bytes", |b| b.iter(|| encode().len()));
+    group.finish();
+}
+
+/// Request bodies: the real OpenCode ones when present, else the project's own.
+fn request_bodies() -> Vec<Vec<u8>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let opencode = root.join("../shared/fixtures/opencode/opencode-1.18.33-requests-toolround.jsonl");
+    if let Ok(text) = std::fs::read_to_string(opencode) {
+        return text
+            .lines()
+            .map(|line| {
+                let record: serde_json::Value = serde_json::from_str(line).unwrap();
+                serde_json::to_vec(&record["body"]).unwrap()
+            })
+            .collect();
+    }
+    ["client_tools.json", "client_tools_nostream.json", "agent_stream.json"]
+        .iter()
+        .map(|name| std::fs::read(root.join("tests/fixtures/requests").join(name)).unwrap())
+        .collect()
+}
+
+fn request(c: &mut Criterion) {
+    let bodies = request_bodies();
+    let total: usize = bodies.iter().map(Vec::len).sum();
+    let limits = RequestLimits::default();
+    let mut group = c.benchmark_group("request");
+    group.throughput(Throughput::Bytes(total as u64));
+    group.bench_function("serde_json_validate", |b| {
+        b.iter(|| {
+            bodies
+                .iter()
+                .filter(|body| serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok())
+                .count()
+        })
+    });
+    group.bench_function("serde_json_value", |b| {
+        b.iter(|| {
+            bodies
+                .iter()
+                .filter(|body| serde_json::from_slice::<serde_json::Value>(body).is_ok())
+                .count()
+        })
+    });
+    group.bench_function("parse", |b| {
+        b.iter(|| {
+            bodies
+                .iter()
+                .filter(|body| ChatRequest::parse(body, &limits).is_ok())
+                .count()
+        })
+    });
+    group.bench_function("parse_and_render_prompt", |b| {
+        b.iter(|| {
+            bodies
+                .iter()
+                .map(|body| {
+                    let request = ChatRequest::parse(body, &limits).unwrap();
+                    let plan = ToolPlan::new(&request.tools, ToolStrategy::default());
+                    render_prompt(&request, &plan).len()
+                })
+                .sum::<usize>()
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, framing, stdout_to_sse, chunking, sse, request);
+criterion_main!(benches);
