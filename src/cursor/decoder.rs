@@ -320,15 +320,9 @@ impl Decoder {
             Some(Err(error)) => inner.bad_line(&error),
         }
         inner.resolve_held(None);
-        if !inner.turn_done {
-            let failure = diagnose::classify(&Evidence {
-                stdout_notes: &inner.notes,
-                retries: inner.retries,
-                bad_lines: inner.stats.bad_lines,
-                saw_events: inner.saw_events,
-                ..Evidence::default()
-            });
-            inner.queue.push_back(Queued::Failed(failure));
+        if !self.inner.turn_done {
+            let failure = diagnose::classify(&self.evidence());
+            self.inner.queue.push_back(Queued::Failed(failure));
         }
         Ok(())
     }
