@@ -21,17 +21,16 @@ use agentwire::bridge::{Bridge, BridgeParams, Config, Output};
 use agentwire::event::Event;
 use agentwire::framing::{DEFAULT_MAX_LINE_LEN, LineFramer};
 use agentwire::openai::prompt::render_prompt;
-use agentwire::openai::{
-    ChatRequest, ChunkEncoder, OutputOptions, RequestLimits, ResponseMeta,
-};
+use agentwire::openai::{ChatRequest, ChunkEncoder, OutputOptions, RequestLimits, ResponseMeta};
 use agentwire::tools::{ToolPlan, ToolStrategy};
-use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 
 /// The size of one read, as the example adapters use.
 const READ: usize = 4096;
 
-const STREAM: &[u8] = br#"{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+const STREAM: &[u8] =
+    br#"{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
 
 /// Newlines found in `input`, read `READ` bytes at a time.
 fn memchr_scan(input: &[u8]) -> usize {
@@ -182,7 +181,8 @@ fn sse(c: &mut Criterion) {
 /// Request bodies: the real OpenCode ones when present, else the project's own.
 fn request_bodies() -> Vec<Vec<u8>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let opencode = root.join("../shared/fixtures/opencode/opencode-1.18.33-requests-toolround.jsonl");
+    let opencode =
+        root.join("../shared/fixtures/opencode/opencode-1.18.33-requests-toolround.jsonl");
     if let Ok(text) = std::fs::read_to_string(opencode) {
         return text
             .lines()
@@ -192,10 +192,14 @@ fn request_bodies() -> Vec<Vec<u8>> {
             })
             .collect();
     }
-    ["client_tools.json", "client_tools_nostream.json", "agent_stream.json"]
-        .iter()
-        .map(|name| std::fs::read(root.join("tests/fixtures/requests").join(name)).unwrap())
-        .collect()
+    [
+        "client_tools.json",
+        "client_tools_nostream.json",
+        "agent_stream.json",
+    ]
+    .iter()
+    .map(|name| std::fs::read(root.join("tests/fixtures/requests").join(name)).unwrap())
+    .collect()
 }
 
 fn request(c: &mut Criterion) {

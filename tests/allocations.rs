@@ -69,7 +69,8 @@ fn allocations_in(f: impl FnOnce()) -> u64 {
     ALLOCATIONS.load(Ordering::Relaxed) - before
 }
 
-const STREAM: &[u8] = br#"{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+const STREAM: &[u8] =
+    br#"{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
 
 fn bridge() -> Bridge {
     let params = BridgeParams {
@@ -157,7 +158,13 @@ fn steady_state_per_event() {
 }
 
 fn deltas_allocate_nothing() {
-    let texts = ["Hello", ", world", "\\n\\n- a \\\"list\\\"", " é—😀", "\\u00e9 done."];
+    let texts = [
+        "Hello",
+        ", world",
+        "\\n\\n- a \\\"list\\\"",
+        " é—😀",
+        "\\u00e9 done.",
+    ];
     let line = |kind: &str, text: &str| match kind {
         "text" => format!(
             r#"{{"type":"assistant","message":{{"role":"assistant","content":[{{"type":"text","text":"{text}"}}]}},"session_id":"s","timestamp_ms":1}}"#
@@ -179,7 +186,10 @@ fn deltas_allocate_nothing() {
                 feed(&mut bridge, delta.as_bytes(), usize::MAX);
             }
         });
-        println!("{kind} deltas: {allocations} allocations over {} deltas", lines.len() - 100);
+        println!(
+            "{kind} deltas: {allocations} allocations over {} deltas",
+            lines.len() - 100
+        );
         assert_eq!(allocations, 0, "{kind} deltas allocated");
     }
 }
@@ -189,4 +199,3 @@ fn hot_path_allocations() {
     steady_state_per_event();
     deltas_allocate_nothing();
 }
-

@@ -6,6 +6,7 @@ mod support;
 use agentwire::event::FinishReason;
 use support::{
     Owned, decode, decode_pieces, expected_result, project_fixtures, reasoning_of, text_of,
+    texts_of,
 };
 
 fn fixture(name: &str) -> Vec<u8> {
@@ -64,16 +65,7 @@ fn recaps_before_tool_query_and_end_are_removed() {
 #[test]
 fn repeated_tokens_are_kept() {
     let events = decode(&fixture("repeated_tokens.jsonl"), usize::MAX);
-    let texts: Vec<&str> = events
-        .iter()
-        .filter_map(|e| {
-            if let Owned::Text(t) = e {
-                Some(t.as_str())
-            } else {
-                None
-            }
-        })
-        .collect();
+    let texts = texts_of(&events);
     assert_eq!(
         texts,
         [

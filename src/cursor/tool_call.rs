@@ -387,8 +387,14 @@ mod tests {
     fn names_and_shapes() {
         assert_eq!(name(r#"{"shellToolCall":{}}"#).as_deref(), Some("shell"));
         assert_eq!(name(r#"{"WriteToolCall":{}}"#).as_deref(), Some("write"));
-        assert_eq!(name(r#"{"webFetchToolCall":1}"#).as_deref(), Some("webFetch"));
-        assert_eq!(name(r#"{"\u0073hellToolCall":{}}"#).as_deref(), Some("shell"));
+        assert_eq!(
+            name(r#"{"webFetchToolCall":1}"#).as_deref(),
+            Some("webFetch")
+        );
+        assert_eq!(
+            name(r#"{"\u0073hellToolCall":{}}"#).as_deref(),
+            Some("shell")
+        );
         assert_eq!(
             name(r#"{"aToolCall":{},"bToolCall":{}}"#).as_deref(),
             Some("a")
@@ -400,7 +406,9 @@ mod tests {
         // `args` that are not an object are not arguments.
         assert!(payload(r#"{"shellToolCall":{"args":"ls"}}"#).args.is_none());
         // Malformed JSON inside the payload fails the whole line, as any JSON error does.
-        assert!(serde_json::from_str::<ToolCallPayload<'_>>(r#"{"shellToolCall":{"args":}}"#).is_err());
+        assert!(
+            serde_json::from_str::<ToolCallPayload<'_>>(r#"{"shellToolCall":{"args":}}"#).is_err()
+        );
     }
 
     #[test]
@@ -418,8 +426,14 @@ mod tests {
             summary(false, r#"{"searchTerm":"rust","toolCallId":"t"}"#),
             "rust"
         );
-        assert_eq!(summary(true, r#"{"name":"srv","toolName":"query"}"#), "query");
-        assert_eq!(summary(false, r#"{"name":"srv","toolName":"query"}"#), "query");
+        assert_eq!(
+            summary(true, r#"{"name":"srv","toolName":"query"}"#),
+            "query"
+        );
+        assert_eq!(
+            summary(false, r#"{"name":"srv","toolName":"query"}"#),
+            "query"
+        );
         assert_eq!(summary(false, r#"{"other":1}"#), "");
         let long = summary(false, &format!(r#"{{"command":"{}"}}"#, "é".repeat(200)));
         assert!(long.len() <= MAX_SUMMARY + 3 && long.ends_with('…'));
@@ -452,7 +466,11 @@ mod tests {
             let id = format!("call-{i}");
             calls.start(&id, Some(&args));
             assert_eq!(calls.complete(&id).unwrap().args, Some(args.as_str()));
-            assert!(calls.text.len() <= 4 * (args.len() + 16), "{}", calls.text.len());
+            assert!(
+                calls.text.len() <= 4 * (args.len() + 16),
+                "{}",
+                calls.text.len()
+            );
         }
         assert_eq!(calls.complete("long-lived").unwrap().args, Some("{}"));
     }
@@ -464,6 +482,10 @@ mod tests {
             calls.start(&i.to_string(), None);
         }
         assert!(calls.complete("0").is_some());
-        assert!(calls.complete(&(MAX_CALLS_IN_FLIGHT + 5).to_string()).is_none());
+        assert!(
+            calls
+                .complete(&(MAX_CALLS_IN_FLIGHT + 5).to_string())
+                .is_none()
+        );
     }
 }

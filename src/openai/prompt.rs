@@ -596,16 +596,11 @@ mod tests {
 
     #[test]
     fn real_opencode_bodies() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/fixtures/opencode/opencode-1.18.33-requests-toolround.jsonl");
-        let Ok(text) = std::fs::read_to_string(path) else {
-            println!("skipped: ../shared fixtures absent");
+        let Some(bodies) = crate::openai::request::tests::opencode_bodies() else {
             return;
         };
         let mut prompts = Vec::new();
-        for line in text.lines() {
-            let record: serde_json::Value = serde_json::from_str(line).unwrap();
-            let body = serde_json::to_vec(&record["body"]).unwrap();
+        for body in bodies {
             let request = ChatRequest::parse(&body, &RequestLimits::default()).unwrap();
             let prompt = render_request(&request);
             assert_eq!(prompt, render_request(&request), "deterministic");

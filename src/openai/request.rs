@@ -720,8 +720,24 @@ fn content_text(value: Option<&Value>, param: &str) -> Result<String, ApiError> 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// The real OpenCode request bodies in `../shared/fixtures/opencode`, or `None` (with a
+    /// line saying the test was skipped) when the shared fixtures are absent.
+    pub(crate) fn opencode_bodies() -> Option<Vec<Vec<u8>>> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/fixtures/opencode/opencode-1.18.33-requests-toolround.jsonl");
+        let Ok(text) = std::fs::read_to_string(path) else {
+            println!("skipped: ../shared fixtures absent");
+            return None;
+        };
+        let bodies = text.lines().map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            serde_json::to_vec(&record["body"]).unwrap()
+        });
+        Some(bodies.collect())
+    }
 
     fn parse(body: &str) -> Result<ChatRequest, ApiError> {
         ChatRequest::parse(body.as_bytes(), &RequestLimits::default())
@@ -1108,16 +1124,11 @@ mod tests {
 
     #[test]
     fn real_opencode_bodies() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/fixtures/opencode/opencode-1.18.33-requests-toolround.jsonl");
-        let Ok(text) = std::fs::read_to_string(path) else {
-            println!("skipped: ../shared fixtures absent");
+        let Some(bodies) = opencode_bodies() else {
             return;
         };
         let mut requests = Vec::new();
-        for line in text.lines() {
-            let record: Value = serde_json::from_str(line).unwrap();
-            let body = serde_json::to_vec(&record["body"]).unwrap();
+        for body in bodies {
             let request = ChatRequest::parse(&body, &RequestLimits::default()).unwrap();
             assert!(request.stream && request.include_usage);
             assert_eq!(request.tools.len(), 10);

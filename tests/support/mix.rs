@@ -18,7 +18,10 @@ pub fn workload_transcripts() -> (Vec<PathBuf>, &'static str) {
     if shared.is_dir() && !project_only {
         (jsonl_files(&shared), "real captures")
     } else {
-        (jsonl_files(&root.join("tests/fixtures")), "project transcripts")
+        (
+            jsonl_files(&root.join("tests/fixtures")),
+            "project transcripts",
+        )
     }
 }
 
@@ -76,7 +79,17 @@ const RESULT: &str = concat!(
 pub fn huge_line_transcript(count: usize, line_len: usize) -> Vec<u8> {
     let mut out = String::from(INIT);
     let mut content = String::with_capacity(line_len);
-    let words = ["fn", "main", "let", "mut", "self", "return", "\"quoted\"", "é—😀", "\t"];
+    let words = [
+        "fn",
+        "main",
+        "let",
+        "mut",
+        "self",
+        "return",
+        "\"quoted\"",
+        "é—😀",
+        "\t",
+    ];
     let mut i = 0usize;
     while content.len() < line_len {
         content.push_str(words[i % words.len()]);
@@ -85,7 +98,9 @@ pub fn huge_line_transcript(count: usize, line_len: usize) -> Vec<u8> {
     }
     let content = serde_json::to_string(&content).unwrap();
     for n in 0..count {
-        out.push_str(r#"{"type":"thinking","subtype":"delta","text":"Reading the file","session_id":"mix"}"#);
+        out.push_str(
+            r#"{"type":"thinking","subtype":"delta","text":"Reading the file","session_id":"mix"}"#,
+        );
         out.push('\n');
         out.push_str(&format!(
             r#"{{"type":"tool_call","subtype":"started","call_id":"t{n}","tool_call":{{"readToolCall":{{"args":{{"path":"/w/big.rs"}}}}}},"session_id":"mix"}}"#

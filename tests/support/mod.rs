@@ -93,18 +93,20 @@ pub fn decode(bytes: &[u8], chunk: usize) -> Vec<Owned> {
     decode_pieces(&pieces)
 }
 
-/// Concatenated answer text of decoded events.
-pub fn text_of(events: &[Owned]) -> String {
+/// The answer text deltas of decoded events, in order.
+pub fn texts_of(events: &[Owned]) -> Vec<&str> {
     events
         .iter()
-        .filter_map(|e| {
-            if let Owned::Text(t) = e {
-                Some(t.as_str())
-            } else {
-                None
-            }
+        .filter_map(|e| match e {
+            Owned::Text(t) => Some(t.as_str()),
+            _ => None,
         })
         .collect()
+}
+
+/// Concatenated answer text of decoded events.
+pub fn text_of(events: &[Owned]) -> String {
+    texts_of(events).concat()
 }
 
 /// Concatenated reasoning of decoded events.
