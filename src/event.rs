@@ -8,7 +8,7 @@ use std::fmt;
 
 /// One thing that happened in the agent's answer.
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Event<'a> {
     /// Answer text, in order. Recaps are already removed: concatenated, the deltas are the
     /// answer exactly once.
@@ -147,8 +147,8 @@ impl fmt::Display for Progress {
     }
 }
 
-/// Token usage in the agent's own terms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Token usage (and cost, when reported) in the agent's own terms.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Usage {
     /// Fresh (uncached) input tokens.
     pub input_tokens: u64,
@@ -160,6 +160,9 @@ pub struct Usage {
     pub cache_write_tokens: u64,
     /// Reasoning tokens, only when the agent reports them (cursor-agent does not).
     pub reasoning_tokens: Option<u64>,
+    /// The run's cost as the agent reported it (`cost`, `totalCost` or `total_cost`, in
+    /// its currency, usually US dollars). Never estimated: `None` when not reported.
+    pub cost: Option<f64>,
 }
 
 impl Usage {

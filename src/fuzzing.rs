@@ -222,7 +222,7 @@ pub fn framing(data: &[u8]) {
 // decoder
 
 /// One decoder event, owned.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 enum Owned {
     Text(String),
     Reasoning(String),

@@ -20,7 +20,7 @@ use crate::event::{ActivityPhase, Progress, ToolOutcome, Usage};
 
 /// One event as the model predicts it. Failures are compared by presence only: their
 /// class and wording come from failure classification, which is tested on its own.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Expected {
     /// `Event::TextDelta`.
     Text(String),
@@ -496,6 +496,7 @@ fn result_line(u: &mut Unstructured<'_>, style: &Style, model: &mut Model) -> Re
             cache_read_tokens: u.int_in_range(0..=100_000)?,
             cache_write_tokens: u.int_in_range(0..=100_000)?,
             reasoning_tokens: None,
+            cost: None,
         })
     } else {
         None

@@ -201,7 +201,7 @@ mod tests {
             serde_json::json!({"id":"chatcmpl-1","object":"chat.completion","created":7,"model":"auto",
                 "choices":[{"index":0,"message":{"role":"assistant","content":"Hello","reasoning_content":"r"},
                             "logprobs":null,"finish_reason":"stop"}],
-                "usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2,"prompt_tokens_details":{"cached_tokens":0}}})
+                "usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2,"prompt_tokens_details":{"cached_tokens":0,"cache_write_tokens":0}}})
         );
     }
 
