@@ -123,6 +123,80 @@ pub(crate) fn append_str(raw: &RawValue, out: &mut String) -> bool {
     true
 }
 
+/// Appends the string in `raw` to `out`, unescaped, for text that arrives in pieces: a
+/// surrogate pair may be split across two pieces (a JavaScript producer cuts its UTF-16
+/// strings at token boundaries, which can fall inside an emoji).
+///
+/// `pending` carries a high surrogate from the end of the previous piece: if this piece
+/// starts with a low surrogate escape the two are joined into one character; otherwise the
+/// caller has already settled it (see [`starts_with_low_surrogate`]) and it is dropped. A
+/// high surrogate escape at the very end of this piece is not written: it is left in
+/// `pending` for the next piece. Returns `false` (appending nothing) when `raw` is not a
+/// string.
+pub(crate) fn append_str_joined(
+    raw: &RawValue,
+    out: &mut String,
+    pending: &mut Option<u16>,
+) -> bool {
+    let Some(mut inner) = string_body(raw) else {
+        return false;
+    };
+    if let Some(high) = pending.take() {
+        if let Some(low) = leading_low_surrogate(inner) {
+            out.push(surrogate_pair(high, low));
+            inner = &inner[6..];
+        }
+    }
+    if let Some(high) = trailing_high_surrogate(inner) {
+        unescape_body(&inner[..inner.len() - 6], out);
+        *pending = Some(high);
+    } else {
+        unescape_body(inner, out);
+    }
+    true
+}
+
+/// Whether the string in `raw` starts with a low surrogate escape (`\uDC00`–`\uDFFF`),
+/// the second half of a pair whose first half ended the previous piece.
+pub(crate) fn starts_with_low_surrogate(raw: &RawValue) -> bool {
+    string_body(raw).and_then(leading_low_surrogate).is_some()
+}
+
+/// Whether `raw` is a non-empty JSON string.
+pub(crate) fn is_nonempty_str(raw: &RawValue) -> bool {
+    string_body(raw).is_some_and(|body| !body.is_empty())
+}
+
+fn string_body(raw: &RawValue) -> Option<&str> {
+    raw.get().strip_prefix('"')?.strip_suffix('"')
+}
+
+fn leading_low_surrogate(body: &str) -> Option<u16> {
+    let unit = hex4(body.strip_prefix("\\u").and_then(|rest| rest.get(..4)))?;
+    (0xDC00..0xE000).contains(&unit).then_some(unit as u16)
+}
+
+/// A high surrogate escape that ends `body` and is not itself escaped text (`\\ud83d` is a
+/// backslash followed by the letters `ud83d`).
+fn trailing_high_surrogate(body: &str) -> Option<u16> {
+    let at = body.len().checked_sub(6)?;
+    let unit = hex4(body.get(at..)?.strip_prefix("\\u"))?;
+    if !(0xD800..0xDC00).contains(&unit) {
+        return None;
+    }
+    let backslashes_before = body.as_bytes()[..at]
+        .iter()
+        .rev()
+        .take_while(|b| **b == b'\\')
+        .count();
+    (backslashes_before % 2 == 0).then_some(unit as u16)
+}
+
+fn surrogate_pair(high: u16, low: u16) -> char {
+    let code = 0x10000 + ((u32::from(high) - 0xD800) << 10) + (u32::from(low) - 0xDC00);
+    char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER)
+}
+
 /// The unsigned integer in `raw` (also accepted as a decimal string, as cursor-agent writes
 /// some numbers), or `None`.
 pub(crate) fn raw_u64(raw: &RawValue) -> Option<u64> {
@@ -132,6 +206,16 @@ pub(crate) fn raw_u64(raw: &RawValue) -> Option<u64> {
         .and_then(|t| t.strip_suffix('"'))
         .unwrap_or(text);
     digits.parse().ok()
+}
+
+/// The finite number in `raw` (also accepted as a decimal string), or `None`.
+pub(crate) fn raw_f64(raw: &RawValue) -> Option<f64> {
+    let text = raw.get();
+    let digits = text
+        .strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .unwrap_or(text);
+    digits.parse().ok().filter(|n: &f64| n.is_finite())
 }
 
 /// `true`/`false` in `raw`, or `None`.
@@ -184,8 +268,7 @@ fn unescape_unicode(escape: &str, out: &mut String) -> usize {
             .and_then(|_| hex4(escape.get(7..11)))
         {
             if (0xDC00..0xE000).contains(&low) {
-                let code = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
-                out.push(char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER));
+                out.push(surrogate_pair(high as u16, low as u16));
                 return 11;
             }
         }
