@@ -22,7 +22,7 @@ pub use config::Config;
 use crate::cursor::diagnose::{self, Evidence, ExitStatus};
 use crate::cursor::{AgentMode, Decoder, Invocation, InvocationSpec};
 use crate::event::{Event, Failure, FailureKind};
-use crate::framing::SseWriter;
+use crate::framing::{self, SseWriter};
 use crate::openai::request::ChatRequest;
 use crate::openai::{ApiError, ChunkEncoder, CompletionBuilder, OutputOptions, ResponseMeta};
 use crate::tools::loop_guard::LoopGuard;
@@ -639,10 +639,11 @@ impl Emitter {
         }
     }
 
-    /// Clears the body buffer if `poll_output` lent it out: the caller has written it.
+    /// Clears the body buffer if `poll_output` lent it out: the caller has written it. A
+    /// buffer that grew with a long line gives its memory back.
     fn recycle(&mut self) {
         if self.lent {
-            self.out.clear();
+            framing::reclaim(&mut self.out);
             self.lent = false;
         }
     }

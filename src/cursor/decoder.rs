@@ -17,7 +17,7 @@ use super::tool_call::{InFlightCalls, append_summary};
 use crate::event::{
     ActivityPhase, AgentActivity, Event, Failure, FinishReason, Progress, ToolOutcome, Usage,
 };
-use crate::framing::{DEFAULT_MAX_LINE_LEN, LineError, LineFramer};
+use crate::framing::{DEFAULT_MAX_LINE_LEN, LineError, LineFramer, RETAINED_CAPACITY};
 
 /// Limits of a [`Decoder`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -393,6 +393,9 @@ impl Decoder {
         let (replay, input) = self.bom.skip(bytes);
         self.frame(replay);
         self.frame(input);
+        // The last line's text is in the arena now: a long line's buffer is not kept
+        // while the caller encodes it (memory stays about twice the longest line).
+        self.framer.reclaim();
         Ok(())
     }
 
@@ -425,6 +428,8 @@ impl Decoder {
             Some(Ok(line)) => inner.handle_line(line),
             Some(Err(error)) => inner.bad_line(&error),
         }
+        self.framer.reclaim();
+        let inner = &mut self.inner;
         inner.settle(Next::End);
         if !self.inner.turn_done {
             let failure = diagnose::classify(&self.evidence());
@@ -473,10 +478,11 @@ impl Default for Decoder {
 }
 
 impl Inner {
-    /// Text of drained events is no longer referenced: reuse its memory.
+    /// Text of drained events is no longer referenced: reuse its memory (or give it back,
+    /// after a long line).
     fn recycle_arena(&mut self) {
         if self.queue.is_empty() {
-            self.arena.clear();
+            reclaim_string(&mut self.arena);
         }
     }
 
@@ -586,7 +592,12 @@ impl Inner {
         if let Some(held) = self.text.held.take() {
             if matches!(next, Next::Text { .. }) {
                 let start = self.arena.len();
-                self.arena.push_str(&self.text.held_text);
+                if start == 0 {
+                    std::mem::swap(&mut self.arena, &mut self.text.held_text);
+                } else {
+                    self.arena.push_str(&self.text.held_text);
+                }
+                reclaim_string(&mut self.text.held_text);
                 self.commit(Channel::Text, start);
                 self.text_high = held.high;
             } else {
@@ -601,6 +612,7 @@ impl Inner {
                 if self.arena.len() > start {
                     self.commit(Channel::Text, start);
                 }
+                reclaim_string(&mut self.text.held_text);
                 self.text.restart();
             }
         }
@@ -653,9 +665,17 @@ impl Inner {
         let text = &self.arena[start..];
         if let Some(tail_at) = self.text.recap_tail(text, high.is_some()) {
             self.text.held = Some(Held { tail_at, high });
-            self.text.held_text.clear();
-            self.text.held_text.push_str(text);
-            self.arena.truncate(start);
+            let held = &mut self.text.held_text;
+            if start == 0 {
+                // The text is the whole arena: move it instead of copying (recaps are as
+                // long as their segment).
+                std::mem::swap(held, &mut self.arena);
+                reclaim_string(&mut self.arena);
+            } else {
+                held.clear();
+                held.push_str(text);
+                self.arena.truncate(start);
+            }
             return;
         }
         self.text_high = high;
@@ -803,6 +823,14 @@ impl Inner {
         self.text_high = None;
         self.reasoning_high = None;
         self.calls.clear();
+    }
+}
+
+/// Empties `buffer`, giving its memory back when it outgrew [`RETAINED_CAPACITY`].
+fn reclaim_string(buffer: &mut String) {
+    buffer.clear();
+    if buffer.capacity() > RETAINED_CAPACITY {
+        *buffer = String::new();
     }
 }
 
