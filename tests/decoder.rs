@@ -448,3 +448,37 @@ fn cost_is_passed_through_as_reported() {
         assert_eq!(seen, Some(cost), "{result}");
     }
 }
+
+#[test]
+fn a_line_at_a_time_gives_the_same_events() {
+    for path in project_fixtures() {
+        let bytes = std::fs::read(&path).unwrap();
+        let whole = decode(&bytes, usize::MAX);
+        for chunk in [1, 7, 4096, usize::MAX] {
+            let mut decoder = agentwire::cursor::Decoder::default();
+            let mut events = Vec::new();
+            for piece in bytes.chunks(chunk.min(bytes.len()).max(1)) {
+                let mut input = piece;
+                loop {
+                    let used = decoder.push_stdout_line(input).unwrap();
+                    assert!(used > 0 || input.is_empty());
+                    input = &input[used..];
+                    let before = events.len();
+                    while let Some(event) = decoder.poll_event() {
+                        events.push(support::own(&event));
+                    }
+                    // At most one line was decoded: a line yields at most a handful of events.
+                    assert!(events.len() - before <= 4, "{}", path.display());
+                    if input.is_empty() {
+                        break;
+                    }
+                }
+            }
+            decoder.push_eof().unwrap();
+            while let Some(event) = decoder.poll_event() {
+                events.push(support::own(&event));
+            }
+            assert_eq!(events, whole, "{} in {chunk}-byte pieces", path.display());
+        }
+    }
+}

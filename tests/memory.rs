@@ -1,7 +1,10 @@
 //! Memory for one long line: while the Bridge turns a line of N bytes into SSE, at most two
 //! buffers of about N bytes are alive at once (the line and its decoded text, then the
 //! decoded text and its encoded frame), so peak memory is about twice the line plus a
-//! constant. A tool result, which is skipped rather than decoded, needs only the line.
+//! constant. A tool result, which is skipped rather than decoded, needs only the line. A
+//! non-streaming response also holds the answer it is building: one more buffer, but only
+//! while a line repeats the whole answer (a recap); a result repeating it is compared
+//! piece by piece, never copied.
 //!
 //! Counted by a global allocator that tracks how many large blocks are alive on this
 //! thread: a structural measure, independent of allocator growth policy and of timing.
@@ -75,10 +78,13 @@ unsafe impl GlobalAlloc for LargeBlockCounter {
 #[global_allocator]
 static GLOBAL: LargeBlockCounter = LargeBlockCounter;
 
-/// The most line-sized blocks alive at once while the Bridge streams `transcript` in 4 KiB
+/// The most line-sized blocks alive at once while the Bridge answers `transcript` in 4 KiB
 /// reads, the caller writing each body chunk away as it comes; and the body bytes written.
-fn peak_large_blocks(transcript: &[u8]) -> (usize, usize) {
-    let body = br#"{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+fn peak_large_blocks(transcript: &[u8], stream: bool) -> (usize, usize) {
+    let body = format!(
+        r#"{{"model":"auto","stream":{stream},"messages":[{{"role":"user","content":"hi"}}]}}"#
+    );
+    let body = body.as_bytes();
     let params = BridgeParams {
         now_ms: 0,
         created_unix: 1_700_000_000,
@@ -131,21 +137,35 @@ fn result(text: &str) -> String {
 fn one_long_line_of_every_kind_needs_at_most_two_buffers_of_its_size() {
     let text = long_text(LINE);
 
-    // A long answer text in one line.
+    // A long answer text in one line; then the same answer streamed in fragments, followed
+    // by its recap and a result repeating it.
     let single = [assistant(&text, false), result(&text)].concat();
-    let (peak, written) = peak_large_blocks(single.as_bytes());
-    assert!(written > text.len(), "the text was streamed");
-    assert_eq!(peak, 2, "text line");
-
-    // The same answer streamed in fragments, then its recap and a result repeating it.
     let mut streamed = String::new();
     for piece in text.as_bytes().chunks(4000) {
         streamed.push_str(&assistant(std::str::from_utf8(piece).unwrap(), false));
     }
     let recapped = [streamed, assistant(&text, true), result(&text)].concat();
-    let (peak, written) = peak_large_blocks(recapped.as_bytes());
-    assert!(written > text.len() && written < 3 * text.len(), "streamed once");
-    assert_eq!(peak, 2, "recap and result");
+    // The result in the same read as the end of the long line.
+    let same_read = [
+        assistant(&text, false),
+        "{\"type\":\"result\",\"subtype\":\"success\"}\n".to_owned(),
+    ]
+    .concat();
+    for stream in [true, false] {
+        for (name, transcript) in [
+            ("text line", &single),
+            ("recap and result", &recapped),
+            ("result in the same read", &same_read),
+        ] {
+            let (peak, written) = peak_large_blocks(transcript.as_bytes(), stream);
+            assert!(
+                written > text.len() && written < 3 * text.len(),
+                "{name}: the answer is sent once ({written} bytes)"
+            );
+            let answer = usize::from(!stream && name == "recap and result");
+            assert_eq!(peak, 2 + answer, "{name}, stream: {stream}");
+        }
+    }
 
     // A long tool result: skipped, so only the line itself is held.
     let tool = format!(
@@ -153,7 +173,7 @@ fn one_long_line_of_every_kind_needs_at_most_two_buffers_of_its_size() {
         serde_json::to_string(&text).unwrap(),
         result("done"),
     );
-    let (peak, written) = peak_large_blocks(tool.as_bytes());
+    let (peak, written) = peak_large_blocks(tool.as_bytes(), true);
     assert!(written < 4096, "a tool result is not streamed");
     assert_eq!(peak, 1, "tool result line");
 }

@@ -9,8 +9,8 @@ use thiserror::Error;
 
 use super::diagnose::{self, Evidence};
 use super::json::{
-    append_str, append_str_joined, for_each_entry, raw_f64, raw_str, raw_u64,
-    starts_with_low_surrogate,
+    append_str, append_str_joined, for_each_entry, for_each_unescaped, raw_f64, raw_str,
+    raw_u64, starts_with_low_surrogate,
 };
 use super::line::{Kind, RawLine};
 use super::tool_call::{InFlightCalls, append_summary};
@@ -79,7 +79,8 @@ pub struct DecoderStats {
 /// - **getters** (`&self`): [`stats`](Self::stats), [`session_id`](Self::session_id),
 ///   [`model`](Self::model), [`notes`](Self::notes), [`retries`](Self::retries),
 ///   [`is_finished`](Self::is_finished);
-/// - **inputs**: [`push_stdout`](Self::push_stdout) (bytes in any chunking) and
+/// - **inputs**: [`push_stdout`](Self::push_stdout) (bytes in any chunking; or
+///   [`push_stdout_line`](Self::push_stdout_line), a line at a time) and
 ///   [`push_eof`](Self::push_eof) (stdout closed);
 /// - **outputs**: [`poll_event`](Self::poll_event).
 ///
@@ -386,29 +387,49 @@ impl Decoder {
     /// Feeds stdout bytes, in any chunking. Every line completed by these bytes is decoded
     /// now.
     pub fn push_stdout(&mut self, bytes: &[u8]) -> Result<(), DecoderError> {
+        self.push(bytes, false).map(|_| ())
+    }
+
+    /// Like [`push_stdout`](Self::push_stdout), but stops after the first line these bytes
+    /// complete, and returns how many bytes it used: feed the rest after draining
+    /// [`poll_event`](Self::poll_event). A caller that keeps what it polls (a response
+    /// body being built) then holds one long line's text at a time, never two.
+    pub fn push_stdout_line(&mut self, bytes: &[u8]) -> Result<usize, DecoderError> {
+        self.push(bytes, true)
+    }
+
+    fn push(&mut self, bytes: &[u8], one_line: bool) -> Result<usize, DecoderError> {
         if self.eof {
             return Err(DecoderError::AfterEof);
         }
         self.inner.recycle_arena();
         let (replay, input) = self.bom.skip(bytes);
-        self.frame(replay);
-        self.frame(input);
+        self.frame(replay, false);
+        let used = self.frame(input, one_line);
         // The last line's text is in the arena now: a long line's buffer is not kept
         // while the caller encodes it (memory stays about twice the longest line).
         self.framer.reclaim();
-        Ok(())
+        Ok(bytes.len() - input.len() + used)
     }
 
-    fn frame(&mut self, mut input: &[u8]) {
-        while !input.is_empty() {
-            let framed = self.framer.next_line(input);
-            input = &input[framed.consumed..];
+    /// Frames and decodes `input`; with `one_line`, stops after the first line that
+    /// completes. Returns the bytes used.
+    fn frame(&mut self, input: &[u8], one_line: bool) -> usize {
+        let mut rest = input;
+        while !rest.is_empty() {
+            let framed = self.framer.next_line(rest);
+            rest = &rest[framed.consumed..];
+            let line_ended = framed.consumed > 0 && input[input.len() - rest.len() - 1] == b'\n';
             match framed.line {
                 None => {}
                 Some(Ok(line)) => self.inner.handle_line(line),
                 Some(Err(error)) => self.inner.bad_line(&error),
             }
+            if one_line && line_ended {
+                break;
+            }
         }
+        input.len() - rest.len()
     }
 
     /// Ends stdout. Decodes a last line that had no newline, resolves a held recap
@@ -421,7 +442,7 @@ impl Decoder {
         self.eof = true;
         self.inner.recycle_arena();
         let replay = self.bom.finish();
-        self.frame(replay);
+        self.frame(replay, false);
         let inner = &mut self.inner;
         match self.framer.finish() {
             None => {}
@@ -769,8 +790,8 @@ impl Inner {
         // An error result's text describes the failure: it is never answer content.
         let failed = raw.is_error();
         if !failed {
-            if let Some(result) = raw.result.and_then(raw_str) {
-                self.reconcile(&result);
+            if let Some(result) = raw.result {
+                self.reconcile(result);
             }
         }
         if let Some(mut usage) = raw.usage.and_then(parse_usage) {
@@ -793,23 +814,54 @@ impl Inner {
     }
 
     /// Compares the text emitted this turn with the final `result` text: a strict prefix
-    /// gets the missing suffix emitted; anything else is counted as a divergence.
-    fn reconcile(&mut self, result: &str) {
-        let len = self.emitted_len;
-        if len > result.len() || !result.is_char_boundary(len) {
-            self.stats.divergences += 1;
-            return;
-        }
+    /// gets the missing suffix emitted; anything else is counted as a divergence. The
+    /// result text (as long as the whole answer) is hashed piece by piece as it is
+    /// unescaped, never copied: only the suffix is.
+    fn reconcile(&mut self, result: &RawValue) {
+        let emitted = self.emitted_len;
+        let expected = self.emitted_hash.finish();
+        let start = self.arena.len();
+        let arena = &mut self.arena;
         let mut hasher = DefaultHasher::new();
-        hasher.write(&result.as_bytes()[..len]);
-        if hasher.finish() != self.emitted_hash.finish() {
+        let mut seen = 0usize;
+        // `None` until the first `emitted` bytes are seen, then whether they match.
+        let mut prefix_matches = (emitted == 0).then_some(true);
+        let is_string = for_each_unescaped(result, |piece| {
+            if prefix_matches == Some(false) {
+                return;
+            }
+            let end = seen + piece.len();
+            if seen >= emitted {
+                arena.push_str(piece);
+            } else if end <= emitted {
+                hasher.write(piece.as_bytes());
+            } else {
+                let cut = emitted - seen;
+                let Some((head, tail)) = piece.split_at_checked(cut) else {
+                    prefix_matches = Some(false);
+                    return;
+                };
+                hasher.write(head.as_bytes());
+                prefix_matches = Some(hasher.finish() == expected);
+                if prefix_matches == Some(true) {
+                    arena.push_str(tail);
+                }
+            }
+            if end == emitted {
+                prefix_matches = Some(hasher.finish() == expected);
+            }
+            seen = end;
+        });
+        if !is_string {
+            return;
+        }
+        if prefix_matches != Some(true) {
+            self.arena.truncate(start);
             self.stats.divergences += 1;
             return;
         }
-        if len < result.len() {
+        if self.arena.len() > start {
             self.stats.reconciled += 1;
-            let start = self.arena.len();
-            self.arena.push_str(&result[len..]);
             self.commit(Channel::Text, start);
         }
     }

@@ -227,9 +227,49 @@ pub(crate) fn raw_bool(raw: &RawValue) -> Option<bool> {
     }
 }
 
+/// Calls `each` with the unescaped text of the string in `raw`, in order and in pieces
+/// (runs of plain text borrowed from the line, and decoded escapes), so that a long string
+/// can be hashed or compared without a copy. Returns `false` when `raw` is not a string.
+pub(crate) fn for_each_unescaped(raw: &RawValue, each: impl FnMut(&str)) -> bool {
+    let Some(body) = string_body(raw) else {
+        return false;
+    };
+    unescape_body(body, &mut Pieces(each));
+    true
+}
+
+/// Where unescaped text goes: a `String`, or a function called with each piece.
+trait Sink {
+    fn push_str(&mut self, text: &str);
+
+    fn push(&mut self, c: char) {
+        self.push_str(c.encode_utf8(&mut [0; 4]));
+    }
+}
+
+impl Sink for String {
+    fn push_str(&mut self, text: &str) {
+        String::push_str(self, text);
+    }
+
+    fn push(&mut self, c: char) {
+        String::push(self, c);
+    }
+}
+
+struct Pieces<F>(F);
+
+impl<F: FnMut(&str)> Sink for Pieces<F> {
+    fn push_str(&mut self, text: &str) {
+        if !text.is_empty() {
+            (self.0)(text);
+        }
+    }
+}
+
 /// Unescapes the body of a JSON string that `serde_json` has already validated. Lone
 /// surrogates (which `serde_json` lets through raw values) become U+FFFD.
-fn unescape_body(body: &str, out: &mut String) {
+fn unescape_body(body: &str, out: &mut impl Sink) {
     let mut rest = body;
     while let Some(at) = memchr::memchr(b'\\', rest.as_bytes()) {
         out.push_str(&rest[..at]);
@@ -250,13 +290,13 @@ fn unescape_body(body: &str, out: &mut String) {
     out.push_str(rest);
 }
 
-fn push(out: &mut String, c: char, consumed: usize) -> usize {
+fn push(out: &mut impl Sink, c: char, consumed: usize) -> usize {
     out.push(c);
     consumed
 }
 
 /// `escape` starts at the `u` of `\uXXXX`; returns how many bytes it used.
-fn unescape_unicode(escape: &str, out: &mut String) -> usize {
+fn unescape_unicode(escape: &str, out: &mut impl Sink) -> usize {
     let Some(high) = hex4(escape.get(1..5)) else {
         out.push(char::REPLACEMENT_CHARACTER);
         return escape.len().min(1);
@@ -309,6 +349,16 @@ mod tests {
             assert!(append_str(&raw(case), &mut out));
             assert_eq!(out, format!(">{expected}"));
         }
+    }
+
+    #[test]
+    fn pieces_are_the_unescaped_string() {
+        let case = r#""plain \n\u00e9\ud83d\ude00 and \\ end""#;
+        let mut pieces = Vec::new();
+        assert!(for_each_unescaped(&raw(case), |p| pieces.push(p.to_owned())));
+        assert_eq!(pieces.concat(), serde_json::from_str::<String>(case).unwrap());
+        assert!(pieces.len() > 3, "escapes split the text: {pieces:?}");
+        assert!(!for_each_unescaped(&raw("1"), |_| {}));
     }
 
     #[test]

@@ -120,6 +120,9 @@ impl CompletionBuilder {
             Some(Ok(reason)) => reason,
             _ => FinishReason::Stop,
         };
+        // The text dominates the body: room for it up front, so the buffer is not regrown
+        // (and copied) while the text is written.
+        out.reserve(self.content.len() + self.reasoning.len() + 1024);
         out.extend_from_slice(b"{\"id\":");
         write_str(out, &self.meta.id);
         out.extend_from_slice(b",\"object\":\"chat.completion\",\"created\":");
