@@ -209,6 +209,15 @@ impl Proxy {
         conn.reply()
     }
 
+    /// A streaming request whose 200 head has arrived.
+    fn open_stream(&self) -> Conn {
+        let mut conn = self.connect();
+        conn.post_chat(&stream_body("hi"));
+        let (status, _) = conn.head();
+        assert_eq!(status, 200);
+        conn
+    }
+
     fn chat(&self, body: &str) -> Reply {
         self.request(
             "POST",
@@ -410,6 +419,15 @@ impl Conn {
 
     fn send(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).unwrap();
+    }
+
+    fn post_chat(&mut self, body: &str) {
+        self.send(&raw(
+            "POST",
+            "/v1/chat/completions",
+            &[("content-type", "application/json")],
+            body.as_bytes(),
+        ));
     }
 
     /// Reads more; false at end of stream (or a reset).
@@ -694,15 +712,7 @@ fn client_gone_mid_stream_stops_the_group(kind: Kind) {
         "--hang",
     ]);
     let proxy = Proxy::start(kind, &agent, &scratch, &[]);
-    let mut conn = proxy.connect();
-    conn.send(&raw(
-        "POST",
-        "/v1/chat/completions",
-        &[("content-type", "application/json")],
-        stream_body("hi").as_bytes(),
-    ));
-    let (status, _) = conn.head();
-    assert_eq!(status, 200);
+    let mut conn = proxy.open_stream();
     let mut seen = Vec::new();
     while !String::from_utf8_lossy(&seen).contains("\"content\"") {
         seen.extend(conn.chunk().expect("frames before the end"));
@@ -729,12 +739,7 @@ fn client_gone_before_the_answer_stops_the_group(kind: Kind) {
     let proxy = Proxy::start(kind, &agent, &scratch, &[]);
     for (i, body) in [plain_body("hi"), stream_body("hi")].iter().enumerate() {
         let mut conn = proxy.connect();
-        conn.send(&raw(
-            "POST",
-            "/v1/chat/completions",
-            &[("content-type", "application/json")],
-            body.as_bytes(),
-        ));
+        conn.post_chat(body);
         assert!(
             wait_until(Duration::from_secs(10), || scratch.runs().len() > i),
             "the agent started"
@@ -1057,12 +1062,7 @@ fn excess_requests_get_429(kind: Kind) {
     let agent = scratch.agent(&["--hang"]);
     let proxy = Proxy::start(kind, &agent, &scratch, &["--max-concurrent", "1"]);
     let mut first = proxy.connect();
-    first.send(&raw(
-        "POST",
-        "/v1/chat/completions",
-        &[("content-type", "application/json")],
-        stream_body("hi").as_bytes(),
-    ));
+    first.post_chat(&stream_body("hi"));
     assert!(wait_until(Duration::from_secs(10), || scratch.runs().len() == 1));
     assert_eq!(proxy.in_flight(), 1);
     let reply = proxy.chat(&stream_body("hi"));
@@ -1140,15 +1140,7 @@ fn shutdown_ends_streams_in_band(kind: Kind) {
         "--hang",
     ]);
     let mut proxy = Proxy::start(kind, &agent, &scratch, &[]);
-    let mut conn = proxy.connect();
-    conn.send(&raw(
-        "POST",
-        "/v1/chat/completions",
-        &[("content-type", "application/json")],
-        stream_body("hi").as_bytes(),
-    ));
-    let (status, _) = conn.head();
-    assert_eq!(status, 200);
+    let mut conn = proxy.open_stream();
     let mut body = conn.chunk().expect("a first frame");
     let status = proxy.stop();
     assert!(status.success(), "{status:?}");
