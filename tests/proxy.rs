@@ -687,6 +687,9 @@ fn routes_errors_and_cors(kind: Kind) {
     assert_eq!(reply.status, 400);
     assert!(scratch.runs().is_empty());
 
+    let models = proxy.request("GET", "/v1/models", &[], b"").json();
+    assert_eq!(models["data"][0]["id"], "auto", "{models}");
+
     let health = proxy.health();
     assert_eq!(health["status"], "ok");
     assert_eq!(health["agentwire"], env!("CARGO_PKG_VERSION"));
@@ -1283,6 +1286,15 @@ fn replay_agent_plays_the_turn_the_prompt_is_at() {
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("turn-1.jsonl"));
+    for args in [&["models"][..], &["--print", "--list-models"]] {
+        let listing = Command::new(example("replay_agent"))
+            .args(args)
+            .output()
+            .unwrap();
+        let models = agentwire::cursor::parse_models(&listing.stdout);
+        assert_eq!(models.len(), 4, "{args:?}");
+        assert!(models[0].is_default && models[1].is_current);
+    }
     let version = Command::new(example("replay_agent"))
         .arg("--version")
         .output()
