@@ -1295,6 +1295,25 @@ fn replay_agent_plays_the_turn_the_prompt_is_at() {
         assert_eq!(models.len(), 4, "{args:?}");
         assert!(models[0].is_default && models[1].is_current);
     }
+    // The transcript from the environment, with cursor-agent's flags ignored.
+    let mut child = Command::new(example("replay_agent"))
+        .args([
+            "--print",
+            "--output-format",
+            "stream-json",
+            "--model",
+            "gpt-5",
+            "--delay-ms",
+            "0",
+        ])
+        .env("AGENTWIRE_REPLAY_TRANSCRIPT", dir.join("turn-2.jsonl"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdin.take());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), "{\"turn\":2}\n");
     let version = Command::new(example("replay_agent"))
         .arg("--version")
         .output()
