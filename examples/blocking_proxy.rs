@@ -703,11 +703,9 @@ impl Run<'_> {
             Event::ClientGone => self.gone(),
             Event::Shutdown => {
                 self.record.end = ResponseEnd::Shutdown;
-                // The agent ends; the bridge reports that in-band (or with its status,
-                // before the head) and ends the response.
-                if let Some(signal) = agent.stopper.stop(Instant::now()) {
-                    signal_group(agent.group, signal);
-                }
+                // The bridge ends the response (in-band after the head, 503 before it)
+                // and asks for the agent to be stopped.
+                self.bridge.shutdown(now);
             }
         }
     }

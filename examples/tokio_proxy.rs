@@ -504,11 +504,9 @@ impl Run {
                 if let Some(record) = &mut self.record {
                     record.end = ResponseEnd::Shutdown;
                 }
-                // The agent ends; the bridge reports that in-band (or with its status,
-                // before the head) and ends the response.
-                if let Some(signal) = stopper.stop(Instant::now()) {
-                    signal_group(group, signal);
-                }
+                // The bridge ends the response (in-band after the head, 503 before it)
+                // and asks for the agent to be stopped, which `drain` does.
+                self.bridge.shutdown(clock.now_ms());
             },
         }
         if let Some(exit) = status {

@@ -699,3 +699,40 @@ fn error_results_get_their_true_status_streaming_or_not() {
         }
     }
 }
+
+#[test]
+fn shutdown_ends_the_response_as_a_retryable_failure() {
+    // Before the head: a 503 the client may retry.
+    for request in [STREAM, PLAIN] {
+        let mut run = Run::new(request, &Config::default());
+        run.bridge.shutdown(5);
+        run.drain();
+        assert_eq!(run.heads(), [(503, "application/json")]);
+        assert!(
+            run.json_body()["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("shutting down")
+        );
+        assert_eq!((run.stops(), run.ends()), (1, 1));
+        assert!(run.bridge.poll_timeout().is_none());
+    }
+    // After the head: an in-band error and [DONE], then the agent is stopped.
+    let mut run = Run::new(STREAM, &Config::default());
+    run.stdout(
+        b"{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"Hi\"}]}}\n",
+        1,
+    );
+    run.bridge.shutdown(2);
+    run.drain();
+    assert_eq!(run.heads(), [(200, "text/event-stream")]);
+    let summary = check_stream(&run.body());
+    assert_eq!(summary.content, "Hi");
+    assert_eq!(summary.errors.len(), 1);
+    assert_eq!(summary.errors[0]["code"], "agent_unavailable");
+    assert_eq!(run.seen[run.seen.len() - 2..], [Seen::Stop, Seen::End]);
+    // Once ended, nothing more happens.
+    run.bridge.shutdown(3);
+    run.exit(ExitStatus::Signal(15), 4);
+    assert_eq!(run.ends(), 1);
+}

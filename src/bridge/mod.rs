@@ -89,7 +89,8 @@ pub enum BridgeError {
 ///   [`is_ended`](Self::is_ended), [`session_id`](Self::session_id);
 /// - **inputs**, all taking `now_ms`: [`push_stdout`](Self::push_stdout),
 ///   [`push_stderr`](Self::push_stderr), [`agent_exited`](Self::agent_exited),
-///   [`handle_timeout`](Self::handle_timeout), [`client_gone`](Self::client_gone);
+///   [`handle_timeout`](Self::handle_timeout), [`client_gone`](Self::client_gone),
+///   [`shutdown`](Self::shutdown);
 /// - **outputs**: [`poll_output`](Self::poll_output), then [`poll_timeout`](Self::poll_timeout).
 ///
 /// **After every input, drain [`poll_output`](Self::poll_output) until it returns `None`,
@@ -390,6 +391,23 @@ impl Bridge {
         self.core.emitter.discard();
         self.core.request_stop();
         self.core.end = Once::Due;
+    }
+
+    /// The adapter is shutting down: the response ends now as a failure the client may
+    /// retry (503 before the head; an in-band error frame and `[DONE]` after it), and the
+    /// agent is stopped. Nothing happens if the response is already ending.
+    pub fn shutdown(&mut self, now_ms: u64) {
+        if self.core.ending() {
+            return;
+        }
+        self.core.request_stop();
+        let failure = Failure::new(
+            FailureKind::Unavailable,
+            "The server is shutting down; this request was stopped and may be retried.",
+        );
+        self.core.emitter.emit(&Event::Failed(failure));
+        self.core.end = Once::Due;
+        self.core.after_input(now_ms);
     }
 
     // C. Outputs.
