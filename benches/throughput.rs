@@ -240,8 +240,9 @@ fn request(c: &mut Criterion) {
                 .iter()
                 .map(|body| {
                     let request = ChatRequest::parse(body, &limits).unwrap();
-                    let plan = ToolPlan::new(&request.tools, ToolStrategy::default());
-                    render_prompt(&request, &plan).len()
+                    let conversation = &request.conversation;
+                    let plan = ToolPlan::new(&conversation.tools, ToolStrategy::default());
+                    render_prompt(conversation, &plan).len()
                 })
                 .sum::<usize>()
         })

@@ -23,10 +23,10 @@ use arbitrary::{Arbitrary, Unstructured};
 use serde_json::Value;
 
 use crate::bridge::{Bridge, BridgeError, BridgeParams, Config, Output};
+use crate::conversation::ToolChoice;
 use crate::cursor::{Decoder, DecoderConfig, DecoderError, DecoderStats, ExitStatus};
 use crate::event::{ActivityPhase, Event, FailureKind, FinishReason, Progress, Usage};
 use crate::framing::{LineError, LineFramer};
-use crate::openai::request::ToolChoice;
 use crate::openai::{
     ApiError, ChatRequest, ChunkEncoder, OutputOptions, ReasoningField, RequestLimits, ResponseMeta,
 };
@@ -551,9 +551,12 @@ pub fn request(data: &[u8]) {
     for limits in [RequestLimits::default(), tight_limits()] {
         match ChatRequest::parse(data, &limits) {
             Ok(request) => {
-                assert!(!request.messages.is_empty(), "a request without messages");
-                assert!(request.messages.len() <= limits.max_messages);
-                assert!(request.tools.len() <= limits.max_tools);
+                assert!(
+                    !request.conversation.messages.is_empty(),
+                    "a request without messages"
+                );
+                assert!(request.conversation.messages.len() <= limits.max_messages);
+                assert!(request.conversation.tools.len() <= limits.max_tools);
                 assert!(data.len() <= limits.max_body_bytes);
                 assert!(
                     !request.model.is_empty() && !request.model.starts_with('-'),
@@ -561,9 +564,9 @@ pub fn request(data: &[u8]) {
                     request.model
                 );
                 assert!(!request.include_usage || request.stream);
-                if let ToolChoice::Named(name) = &request.tool_choice {
+                if let ToolChoice::Named(name) = &request.conversation.tool_choice {
                     assert!(
-                        request.tools.iter().any(|t| &t.name == name),
+                        request.conversation.tools.iter().any(|t| &t.name == name),
                         "tool_choice names an unknown tool {name:?}"
                     );
                 }

@@ -1,5 +1,7 @@
 //! Chat Completions request bodies: parsed, validated, and reduced to what the bridge
-//! uses.
+//! uses — the model, the response options, and the [`Conversation`] (messages, tools,
+//! `tool_choice`, `parallel_tool_calls`) that everything downstream reads in no dialect's
+//! terms.
 //!
 //! Honoured: `model` (and the non-standard `cursorModel`, which wins when non-empty),
 //! `messages` (roles `system`, `developer`, `user`, `assistant` with `tool_calls`, `tool`
@@ -28,6 +30,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use super::error::ApiError;
+use crate::conversation::{Conversation, HistoryToolCall, Message, Role, ToolChoice, ToolSpec};
 use crate::event::invites_retry;
 
 /// Limits applied while parsing a request body.
@@ -59,85 +62,15 @@ pub struct ChatRequest {
     pub model: String,
     /// The model name echoed in responses: the request's `model` as sent.
     pub response_model: String,
-    /// The conversation.
-    pub messages: Vec<Message>,
-    /// The client's tools.
-    pub tools: Vec<ToolSpec>,
-    /// `tool_choice` (default `none` without tools, `auto` with).
-    pub tool_choice: ToolChoice,
-    /// `parallel_tool_calls` (default `true`).
-    pub parallel_tool_calls: bool,
+    /// The conversation and the client's tools (`messages`, `tools`, `tool_choice` — default
+    /// `none` without tools, `auto` with — and `parallel_tool_calls`, default `true`).
+    pub conversation: Conversation,
     /// `stream`.
     pub stream: bool,
     /// `stream_options.include_usage`.
     pub include_usage: bool,
     /// Known fields present in the request that the CLI cannot honour.
     pub ignored: Vec<&'static str>,
-}
-
-/// A message author.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// `system`.
-    System,
-    /// `developer` (newer name for system instructions).
-    Developer,
-    /// `user`.
-    User,
-    /// `assistant`.
-    Assistant,
-    /// `tool`: a tool result.
-    Tool,
-}
-
-/// One message of the conversation.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Message {
-    /// Author.
-    pub role: Role,
-    /// Text; parts joined with a newline; empty when `null` or absent.
-    pub content: String,
-    /// Tool calls of an assistant message.
-    pub tool_calls: Vec<HistoryToolCall>,
-    /// For a tool result: the call it answers.
-    pub tool_call_id: Option<String>,
-    /// Optional author name.
-    pub name: Option<String>,
-}
-
-/// A tool call in the history.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HistoryToolCall {
-    /// Call id.
-    pub id: String,
-    /// Tool name.
-    pub name: String,
-    /// Arguments as the JSON text sent.
-    pub arguments: String,
-}
-
-/// A client tool.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolSpec {
-    /// Function name.
-    pub name: String,
-    /// Description (may be empty).
-    pub description: String,
-    /// JSON Schema of the arguments (`{}` when absent).
-    pub parameters: Value,
-}
-
-/// `tool_choice`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ToolChoice {
-    /// No tools: the agent answers itself.
-    None,
-    /// The model decides.
-    Auto,
-    /// The model must call some tool.
-    Required,
-    /// The model must call this tool.
-    Named(String),
 }
 
 /// Fields accepted and ignored (see the module docs).
@@ -297,10 +230,12 @@ impl ChatRequest {
         Ok(ChatRequest {
             model,
             response_model,
-            messages,
-            tools,
-            tool_choice,
-            parallel_tool_calls,
+            conversation: Conversation {
+                messages,
+                tools,
+                tool_choice,
+                parallel_tool_calls,
+            },
             stream,
             include_usage,
             ignored,
@@ -754,8 +689,8 @@ pub(crate) mod tests {
             .unwrap();
         assert_eq!(r.model, "gpt-5");
         assert_eq!(r.response_model, "cursor/gpt-5");
-        assert!(!r.stream && !r.include_usage && r.parallel_tool_calls);
-        assert_eq!(r.tool_choice, ToolChoice::None);
+        assert!(!r.stream && !r.include_usage && r.conversation.parallel_tool_calls);
+        assert_eq!(r.conversation.tool_choice, ToolChoice::None);
         let r = parse(r#"{"messages":[{"role":"user","content":"hi"}],"cursorModel":"sonnet-4[effort=high,fast=false]","model":"x"}"#).unwrap();
         assert_eq!(r.model, "sonnet-4[effort=high,fast=false]");
         let r = parse(r#"{"messages":[{"role":"user","content":"hi"}]}"#).unwrap();
@@ -777,11 +712,14 @@ pub(crate) mod tests {
             "tools":[{"type":"function","function":{"name":"read","parameters":{"type":"object"}}}],"tool_choice":"auto"}"#;
         let r = parse(body).unwrap();
         assert!(r.stream && r.include_usage);
-        assert_eq!(r.messages[0].content, "a\nb");
-        assert_eq!(r.messages[2].tool_calls[0].name, "read");
-        assert_eq!(r.messages[3].tool_call_id.as_deref(), Some("c1"));
+        assert_eq!(r.conversation.messages[0].content, "a\nb");
+        assert_eq!(r.conversation.messages[2].tool_calls[0].name, "read");
+        assert_eq!(
+            r.conversation.messages[3].tool_call_id.as_deref(),
+            Some("c1")
+        );
         assert_eq!(r.ignored, ["temperature", "max_tokens", "reasoning_effort"]);
-        assert_eq!(r.tool_choice, ToolChoice::Auto);
+        assert_eq!(r.conversation.tool_choice, ToolChoice::Auto);
     }
 
     #[test]
@@ -1049,8 +987,8 @@ pub(crate) mod tests {
         let body =
             serde_json::json!({"messages":[{"role":"user","content": format!("a\u{0}b{huge}")}]});
         let r = parse(&body.to_string()).unwrap();
-        assert!(r.messages[0].content.starts_with("a\u{0}b"));
-        assert_eq!(r.messages[0].content.len(), 3 + huge.len());
+        assert!(r.conversation.messages[0].content.starts_with("a\u{0}b"));
+        assert_eq!(r.conversation.messages[0].content.len(), 3 + huge.len());
         // Raw invalid UTF-8 inside a string, a lone surrogate escape, a BOM, trailing data.
         for bytes in [
             &b"{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\xfe\"}]}"[..],
@@ -1098,9 +1036,12 @@ pub(crate) mod tests {
             {"id":"c1","function":{"name":"a","arguments":{"x":1}}},{"id":"c2","function":{"name":"b"}}]},
             {"role":"tool","tool_call_id":"c2","content":null},{"role":"tool","tool_call_id":"c1","content":"r"}]}"#;
         let r = parse(body).unwrap();
-        assert_eq!(r.messages[0].tool_calls[0].arguments, r#"{"x":1}"#);
-        assert_eq!(r.messages[0].tool_calls[1].arguments, "{}");
-        assert_eq!(r.messages[1].content, "");
+        assert_eq!(
+            r.conversation.messages[0].tool_calls[0].arguments,
+            r#"{"x":1}"#
+        );
+        assert_eq!(r.conversation.messages[0].tool_calls[1].arguments, "{}");
+        assert_eq!(r.conversation.messages[1].content, "");
     }
 
     #[test]
@@ -1115,7 +1056,7 @@ pub(crate) mod tests {
             let body = std::fs::read(&path).unwrap();
             let request = ChatRequest::parse(&body, &RequestLimits::default())
                 .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
-            assert!(!request.messages.is_empty());
+            assert!(!request.conversation.messages.is_empty());
             assert_eq!(request.model, "auto", "{}", path.display());
             seen += 1;
         }
@@ -1131,15 +1072,15 @@ pub(crate) mod tests {
         for body in bodies {
             let request = ChatRequest::parse(&body, &RequestLimits::default()).unwrap();
             assert!(request.stream && request.include_usage);
-            assert_eq!(request.tools.len(), 10);
-            assert_eq!(request.tool_choice, ToolChoice::Auto);
+            assert_eq!(request.conversation.tools.len(), 10);
+            assert_eq!(request.conversation.tool_choice, ToolChoice::Auto);
             assert!(request.ignored.contains(&"max_tokens"));
             requests.push(request);
         }
         // The tool round: an assistant turn with `content: ""` and calls, then one result
         // per call, in order.
         let round = requests.last().unwrap();
-        let roles: Vec<Role> = round.messages.iter().map(|m| m.role).collect();
+        let roles: Vec<Role> = round.conversation.messages.iter().map(|m| m.role).collect();
         assert_eq!(
             roles,
             [
@@ -1150,12 +1091,12 @@ pub(crate) mod tests {
                 Role::Tool
             ]
         );
-        let calls: Vec<&str> = round.messages[2]
+        let calls: Vec<&str> = round.conversation.messages[2]
             .tool_calls
             .iter()
             .map(|c| c.id.as_str())
             .collect();
-        let answered: Vec<&str> = round.messages[3..]
+        let answered: Vec<&str> = round.conversation.messages[3..]
             .iter()
             .filter_map(|m| m.tool_call_id.as_deref())
             .collect();

@@ -27,7 +27,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::openai::request::{Message, Role};
+use crate::conversation::{Message, Role};
 
 /// Repeat limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -258,7 +258,7 @@ fn write_canonical(value: &Value, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::openai::request::HistoryToolCall;
+    use crate::conversation::HistoryToolCall;
 
     fn turn(id: &str, args: &str, result: &str) -> [Message; 2] {
         [

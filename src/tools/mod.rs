@@ -35,7 +35,7 @@ pub mod schema;
 
 use serde_json::Value;
 
-use crate::openai::request::ToolSpec;
+use crate::conversation::ToolSpec;
 use envelope::EnvelopeError;
 
 /// How client tools are executed.
