@@ -18,7 +18,9 @@ use crate::tools::{Delivery, MappedCall, ToolPlan, ids};
 /// - A batch closes at the next event that is not part of it, at the end of the answer, or
 ///   after [`Config::batch_window_ms`]. Closing writes the calls with indices `0..n`, then
 ///   `finish_reason: "tool_calls"`: the turn is over and the agent is stopped.
-/// - A call the loop guard refuses ends the turn with an assistant message saying why.
+/// - A call the [`LoopGuard`] refuses ends the turn with an answer saying which call was
+///   refused and why, and `finish_reason: "stop"`; when calls were batched before it, the
+///   batch is handed over without it.
 /// - A malformed or schema-invalid envelope is not passed to the client: a short note in
 ///   the answer text reports it, so the model sees it on the next turn.
 pub(super) struct ClientTools {
@@ -202,21 +204,19 @@ impl ClientTools {
             self.close_batch(emitter);
             return;
         }
-        if let Err(reason) = self.guard.check(&call.name, &call.arguments) {
+        if self.batch.iter().any(|pending| pending.id == id) {
+            // The same call reported again: it is in the batch already.
+            return;
+        }
+        if let Err(refusal) = self.guard.admit(&call.name, &call.arguments) {
             if self.batch.is_empty() {
-                let message = format!(
-                    "I stopped instead of calling `{}` again: {reason}",
-                    call.name
-                );
-                emitter.emit(&Event::TextDelta(&message));
+                let answer = refusal.answer(&call.name, &call.arguments);
+                emitter.emit(&Event::TextDelta(&answer));
                 emitter.emit(&Event::Finish(FinishReason::Stop));
                 self.ended_turn = true;
             } else {
                 self.close_batch(emitter);
             }
-            return;
-        }
-        if self.batch.iter().any(|pending| pending.id == id) {
             return;
         }
         self.batch.push(PendingCall {

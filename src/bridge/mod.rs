@@ -239,7 +239,7 @@ impl Bridge {
             prompt,
         );
         let client = client_mode.then(|| {
-            let guard = LoopGuard::from_history(&conversation.messages, &config.loop_guard);
+            let guard = LoopGuard::new(conversation, &config.loop_guard);
             ClientTools::new(
                 plan,
                 guard,
