@@ -544,7 +544,8 @@ enum OwnedOutput {
 }
 
 /// `ChatRequest::parse` and `Bridge::new` over arbitrary bodies: never a panic; a valid
-/// request has messages within the limits and a model that cannot be read as a flag; an
+/// request has messages within the limits, a model that cannot be read as a flag and an
+/// echoed model of at most 256 printable bytes; an
 /// error is a retry-safe OpenAI error body with a 400 or 413 status, and the bridge of
 /// an invalid body outputs exactly that head, that body and `End`, and spawns nothing.
 pub fn request(data: &[u8]) {
@@ -562,6 +563,12 @@ pub fn request(data: &[u8]) {
                     !request.model.is_empty() && !request.model.starts_with('-'),
                     "model {:?}",
                     request.model
+                );
+                assert!(
+                    request.response_model.len() <= 256
+                        && !request.response_model.chars().any(char::is_control),
+                    "echoed model {:?}",
+                    request.response_model
                 );
                 assert!(!request.include_usage || request.stream);
                 if let ToolChoice::Named(name) = &request.conversation.tool_choice {

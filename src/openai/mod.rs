@@ -14,6 +14,7 @@ mod notes;
 mod options;
 pub mod prompt;
 pub mod request;
+mod surrogates;
 mod wire;
 
 pub use chunk::ChunkEncoder;
