@@ -87,12 +87,18 @@ fn line_framer(input: &[u8]) -> usize {
 /// The whole Bridge in streaming agent mode: `input` fed `chunk` bytes at a time, outputs
 /// drained after each push. Returns the SSE bytes produced.
 fn bridge(input: &[u8], chunk: usize) -> usize {
+    run_bridge(STREAM, input, chunk)
+}
+
+/// The whole Bridge for `request` over `input`, fed `chunk` bytes at a time, outputs
+/// drained after each push, then a clean exit. Returns the body bytes produced.
+fn run_bridge(request: &[u8], input: &[u8], chunk: usize) -> usize {
     let params = BridgeParams {
         now_ms: 0,
         created_unix: 1_700_000_000,
         id_seed: 1,
     };
-    let mut bridge = Bridge::new(STREAM, &Config::default(), params);
+    let mut bridge = Bridge::new(request, &Config::default(), params);
     let mut body = 0;
     let mut drain = |bridge: &mut Bridge| {
         while let Some(output) = bridge.poll_output() {
@@ -269,26 +275,6 @@ fn parallel_starts(starts: usize) -> Vec<u8> {
     out
 }
 
-/// The whole Bridge in client mode over `input`; returns the SSE bytes produced.
-fn client_bridge(request: &[u8], input: &[u8]) -> usize {
-    let params = BridgeParams {
-        now_ms: 0,
-        created_unix: 1_700_000_000,
-        id_seed: 1,
-    };
-    let mut bridge = Bridge::new(request, &Config::default(), params);
-    let mut body = 0;
-    for piece in input.chunks(READ) {
-        bridge.push_stdout(piece, 0).unwrap();
-        while let Some(output) = bridge.poll_output() {
-            if let Output::Body(bytes) = output {
-                body += bytes.len();
-            }
-        }
-    }
-    body
-}
-
 fn client_batch(c: &mut Criterion) {
     let request = std::fs::read(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/requests/client_tools.json"),
@@ -300,7 +286,7 @@ fn client_batch(c: &mut Criterion) {
         let input = parallel_starts(starts);
         group.throughput(Throughput::Elements(starts as u64));
         group.bench_function(format!("starts_{starts}"), |b| {
-            b.iter(|| client_bridge(&request, black_box(&input)))
+            b.iter(|| run_bridge(&request, black_box(&input), READ))
         });
     }
     group.finish();

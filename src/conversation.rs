@@ -119,10 +119,11 @@ pub enum ToolChoice {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn message(role: Role, content: &str) -> Message {
+    /// A message with only a role and text.
+    pub(crate) fn message(role: Role, content: &str) -> Message {
         Message {
             role,
             content: content.into(),

@@ -121,6 +121,19 @@ fn answer(messages: &[Value], stdout: &[u8], config: &Config) -> Answer {
     }
 }
 
+/// The answer when the agent, given `messages`, runs the tests (default limits).
+fn rerun(messages: &[Value]) -> Answer {
+    answer(messages, &agent_runs(&["cargo test"]), &Config::default())
+}
+
+/// The user's request, then the tests failing twice in a row.
+fn two_failures() -> Vec<Value> {
+    let mut messages = vec![user("Make the tests pass.")];
+    messages.extend(test_run("t0", TEST_FAILED));
+    messages.extend(test_run("t1", TEST_FAILED));
+    messages
+}
+
 fn assert_allowed(answer: &Answer, commands: &[&str]) {
     assert_eq!(answer.commands, commands, "{answer:?}");
     assert_eq!(answer.finish_reasons, ["tool_calls"], "{answer:?}");
@@ -142,12 +155,12 @@ fn assert_refused(answer: &Answer, why: &str) {
 fn fail_edit_rerun_is_never_refused() {
     let mut messages = vec![user("Make the tests pass.")];
     for round in 0..5 {
-        let answer = answer(&messages, &agent_runs(&["cargo test"]), &Config::default());
+        let answer = rerun(&messages);
         assert_allowed(&answer, &["cargo test"]);
         messages.extend(test_run(&format!("t{round}"), TEST_FAILED));
         messages.extend(edit(&format!("e{round}")));
     }
-    let answer = answer(&messages, &agent_runs(&["cargo test"]), &Config::default());
+    let answer = rerun(&messages);
     assert_allowed(&answer, &["cargo test"]);
 }
 
@@ -170,24 +183,22 @@ fn status_check(id: &str) -> [Value; 2] {
 fn the_same_failing_call_a_third_time_in_a_row_is_refused() {
     let mut messages = vec![user("Make the tests pass.")];
     messages.extend(test_run("t0", TEST_FAILED));
-    let answer_after_one = answer(&messages, &agent_runs(&["cargo test"]), &Config::default());
+    let answer_after_one = rerun(&messages);
     assert_allowed(&answer_after_one, &["cargo test"]);
     messages.extend(test_run("t1", TEST_FAILED));
-    let refused = answer(&messages, &agent_runs(&["cargo test"]), &Config::default());
+    let refused = rerun(&messages);
     assert_refused(&refused, "failed the last 2 times");
 }
 
 #[test]
 fn the_user_insisting_after_a_refusal_is_allowed() {
-    let mut messages = vec![user("Make the tests pass.")];
-    messages.extend(test_run("t0", TEST_FAILED));
-    messages.extend(test_run("t1", TEST_FAILED));
-    let refused = answer(&messages, &agent_runs(&["cargo test"]), &Config::default());
+    let mut messages = two_failures();
+    let refused = rerun(&messages);
     assert_refused(&refused, "failed the last 2 times");
     // The refusal becomes the assistant's message; the user fixes something and insists.
     messages.push(json!({"role":"assistant","content": refused.content}));
     messages.push(user("I fixed the linker setup. Run the tests again."));
-    let answer = answer(&messages, &agent_runs(&["cargo test"]), &Config::default());
+    let answer = rerun(&messages);
     assert_allowed(&answer, &["cargo test"]);
 }
 
@@ -197,7 +208,7 @@ fn a_success_in_between_resets_the_failures() {
     messages.extend(test_run("t0", TEST_FAILED));
     messages.extend(test_run("t1", TEST_PASSED));
     messages.extend(test_run("t2", TEST_FAILED));
-    let answer = answer(&messages, &agent_runs(&["cargo test"]), &Config::default());
+    let answer = rerun(&messages);
     assert_allowed(&answer, &["cargo test"]);
 }
 
@@ -207,10 +218,10 @@ fn an_eighth_identical_call_in_a_row_is_refused() {
     for i in 0..6 {
         messages.extend(test_run(&format!("p{i}"), TEST_PASSED));
     }
-    let seventh = answer(&messages, &agent_runs(&["cargo test"]), &Config::default());
+    let seventh = rerun(&messages);
     assert_allowed(&seventh, &["cargo test"]);
     messages.extend(test_run("p6", TEST_PASSED));
-    let eighth = answer(&messages, &agent_runs(&["cargo test"]), &Config::default());
+    let eighth = rerun(&messages);
     assert_refused(&eighth, "7 times in a row");
     // The same count within one batch of parallel calls: the seventh is handed over, the
     // eighth closes the batch without it.
@@ -226,20 +237,16 @@ fn an_eighth_identical_call_in_a_row_is_refused() {
 #[test]
 fn only_the_current_turn_counts() {
     // Two failures in an earlier turn: a new user message starts clean.
-    let mut messages = vec![user("Make the tests pass.")];
-    messages.extend(test_run("t0", TEST_FAILED));
-    messages.extend(test_run("t1", TEST_FAILED));
+    let mut messages = two_failures();
     messages.push(json!({"role":"assistant","content":"The tests fail to compile."}));
     messages.push(user("Try once more."));
-    let answer = answer(&messages, &agent_runs(&["cargo test"]), &Config::default());
+    let answer = rerun(&messages);
     assert_allowed(&answer, &["cargo test"]);
 }
 
 #[test]
 fn limits_come_from_the_configuration() {
-    let mut messages = vec![user("Make the tests pass.")];
-    messages.extend(test_run("t0", TEST_FAILED));
-    messages.extend(test_run("t1", TEST_FAILED));
+    let messages = two_failures();
     let lenient = Config {
         loop_guard: agentwire::tools::loop_guard::LoopGuardConfig {
             max_failed_repeats: 3,

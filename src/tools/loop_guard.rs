@@ -367,17 +367,8 @@ fn write_canonical(value: &Value, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::conversation::tests::message;
     use crate::conversation::{HistoryToolCall, Message};
-
-    fn message(role: Role, content: &str) -> Message {
-        Message {
-            role,
-            content: content.into(),
-            tool_calls: vec![],
-            tool_call_id: None,
-            name: None,
-        }
-    }
 
     /// An assistant call of `name` with `args`, and its result.
     fn call(id: &str, name: &str, args: &str, result: &str) -> [Message; 2] {
@@ -429,44 +420,29 @@ mod tests {
 
     #[test]
     fn any_other_call_in_between_resets() {
-        let mut history = vec![message(Role::User, "make the tests pass")];
-        for round in 0..5 {
-            history.extend(call(
-                &format!("t{round}"),
-                "bash",
-                r#"{"command":"cargo test"}"#,
-                "error: could not compile",
-            ));
-            history.extend(call(
-                &format!("e{round}"),
-                "edit",
-                r#"{"filePath":"a"}"#,
-                "ok",
-            ));
+        /// After the user's message, `rounds` times: `repeated` with `result`, then
+        /// another call.
+        fn alternating(rounds: usize, repeated: &str, result: &str) -> Vec<Message> {
+            let mut history = vec![message(Role::User, "go")];
+            for round in 0..rounds {
+                history.extend(call(&format!("r{round}"), "bash", repeated, result));
+                history.extend(call(
+                    &format!("o{round}"),
+                    "edit",
+                    r#"{"filePath":"a"}"#,
+                    "ok",
+                ));
+            }
+            history
         }
-        let guard = default_guard(&history);
-        assert!(guard.check("bash", r#"{"command":"cargo test"}"#).is_ok());
+        // Fail, edit, rerun.
+        let test = r#"{"command":"cargo test"}"#;
+        let history = alternating(5, test, "error: could not compile");
+        assert!(default_guard(&history).check("bash", test).is_ok());
         // A status check between writes, many times over.
-        let mut history = vec![message(Role::User, "tidy up")];
-        for round in 0..20 {
-            history.extend(call(
-                &format!("s{round}"),
-                "bash",
-                r#"{"command":"git status"}"#,
-                "clean",
-            ));
-            history.extend(call(
-                &format!("w{round}"),
-                "write",
-                r#"{"filePath":"b"}"#,
-                "ok",
-            ));
-        }
-        assert!(
-            default_guard(&history)
-                .check("bash", r#"{"command":"git status"}"#)
-                .is_ok()
-        );
+        let status = r#"{"command":"git status"}"#;
+        let history = alternating(20, status, "clean");
+        assert!(default_guard(&history).check("bash", status).is_ok());
     }
 
     #[test]
