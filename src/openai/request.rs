@@ -768,6 +768,41 @@ pub(crate) mod tests {
         }
     }
 
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 500, ..Default::default() })]
+
+        /// Any UTF-16 text, paired or not, written with escapes, reads as a lenient UTF-16
+        /// decoder reads it: each unpaired surrogate becomes U+FFFD, nothing else changes.
+        #[test]
+        fn escaped_utf16_reads_as_lossy_utf16(
+            units in proptest::collection::vec(
+                prop_oneof![
+                    0xd800u16..=0xdfff,
+                    Just(u16::from(b'\\')),
+                    Just(u16::from(b'u')),
+                    Just(u16::from(b'"')),
+                    0x20u16..0x7f,
+                    0u16..=0xffff,
+                ],
+                0..24,
+            ),
+            plain in proptest::collection::vec(any::<bool>(), 24),
+        ) {
+            let mut escaped = String::new();
+            for (unit, plain) in units.iter().zip(plain) {
+                match char::from_u32(u32::from(*unit)) {
+                    Some('\\') => escaped.push_str(r"\\"),
+                    Some('"') => escaped.push_str(r#"\""#),
+                    Some(c) if plain && !c.is_control() => escaped.push(c),
+                    _ => escaped.push_str(&format!("\\u{unit:04x}")),
+                }
+            }
+            prop_assert_eq!(content_of(&escaped), String::from_utf16_lossy(&units));
+        }
+    }
+
     #[test]
     fn lone_surrogates_anywhere_in_a_body() {
         // A tool result a JavaScript client cut in the middle of an emoji.
