@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Peak memory of `translate` on a 1 GiB transcript holding one 60 MiB tool-result line
-# (the default line limit is 64 MiB), next to the same transcript without that line.
-# The transcript is generated in a temporary directory and removed afterwards.
+# Peak memory of `translate`:
+# - on a 1 GiB transcript holding one 60 MiB tool-result line (the default line limit is
+#   64 MiB), next to the same transcript without that line;
+# - on one 50 MiB line of each kind that carries bulk: answer text (decoded and re-encoded
+#   as SSE), and a tool result (skipped), as a multiple of the line's length. The goal is
+#   at most about twice the line plus a constant.
+# Transcripts are generated in a temporary directory and removed afterwards.
 # Needs /usr/bin/time (GNU time) and python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +54,22 @@ for name, with_huge in (("with-huge-line.jsonl", True), ("without.jsonl", False)
                 placed = True
         f.write(result)
 print(f"longest line: {len(huge)} bytes")
+
+# One long line of each kind, between an init and a result.
+size = 50 * 1024 * 1024
+text = json.dumps(("line of text;\n" * (size // 15))[:size])
+tool = json.dumps(("x" * 70 + "\n") * (size // 71))
+singles = {
+    "text-line": '{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":' + text + '}]},"session_id":"m"}\n',
+    "tool-result-line": '{"type":"tool_call","subtype":"completed","call_id":"c","tool_call":{"readToolCall":{"args":{"path":"/w/f"},"result":{"success":{"content":' + tool + '}}}},"session_id":"m"}\n',
+}
+for name, line in singles.items():
+    with open(os.path.join(out, name + ".jsonl"), "wb") as f:
+        f.write(init)
+        f.write(line.encode())
+        f.write(result)
+    with open(os.path.join(out, name + ".len"), "w") as f:
+        f.write(str(len(line)))
 PY
 
 cargo build --release --quiet --example translate
@@ -59,4 +79,12 @@ for name in with-huge-line without; do
     /usr/bin/time -f "%M %e" -o "$dir/time" target/release/examples/translate "$file" >/dev/null 2>&1
     read -r kib seconds <"$dir/time"
     echo "$name: $size bytes in ${seconds}s, peak RSS $((kib / 1024)) MiB"
+done
+for name in text-line tool-result-line; do
+    file="$dir/$name.jsonl"
+    line=$(cat "$dir/$name.len")
+    /usr/bin/time -f "%M %e" -o "$dir/time" target/release/examples/translate "$file" >/dev/null 2>&1
+    read -r kib seconds <"$dir/time"
+    ratio=$(python3 -c "print(f'{$kib * 1024 / $line:.2f}')")
+    echo "$name: one $line-byte line in ${seconds}s, peak RSS $((kib / 1024)) MiB = ${ratio}x the line"
 done

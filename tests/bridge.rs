@@ -675,3 +675,27 @@ fn client_mode_never_forces_even_when_allowed() {
         "agent mode may"
     );
 }
+
+#[test]
+fn error_results_get_their_true_status_streaming_or_not() {
+    let auth = br#"{"type":"system","subtype":"init","session_id":"s","model":"Auto"}
+{"type":"result","subtype":"error","is_error":true,"result":"Authentication required. Please run 'cursor-agent login' first.","session_id":"s"}
+"#;
+    for (stdout, status, needle) in [
+        (fixture("error_result.jsonl"), 429, "usage limit"),
+        (auth.to_vec(), 401, "cursor-agent login"),
+    ] {
+        for request in [STREAM, PLAIN] {
+            let mut run = Run::new(request, &Config::default());
+            // The head is decided by the result line itself, before the agent exits.
+            run.stdout(&stdout, 1);
+            assert_eq!(run.heads(), [(status, "application/json")], "{needle}");
+            let body = run.json_body();
+            let message = body["error"]["message"].as_str().unwrap();
+            assert!(message.contains(needle), "{message}");
+            assert!(body.get("choices").is_none(), "no answer content: {body}");
+            run.exit(ExitStatus::Code(1), 2);
+            assert_eq!(run.ends(), 1);
+        }
+    }
+}

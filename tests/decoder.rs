@@ -277,3 +277,208 @@ fn over_limit_line_is_dropped_and_decoding_resumes() {
     assert_eq!(kinds, [Owned::Finish(FinishReason::Stop)]);
     assert_eq!(decoder.stats().bad_lines, 1);
 }
+
+#[test]
+fn events_without_text_decide_nothing() {
+    let events = decode(&fixture("recap_edges.jsonl"), usize::MAX);
+    let texts = texts_of(&events);
+    // "Hi there" is not released by the empty event or the tool_use-only event that
+    // follow it: it stays a recap, dropped at the tool call.
+    assert_eq!(
+        texts[..2],
+        ["Hi", " there"],
+        "an empty assistant event released the recap: {texts:?}"
+    );
+    assert_eq!(text_of(&events), "Hi thereLet me look.Hello world!");
+}
+
+#[test]
+fn a_recap_that_extends_the_segment_adds_only_its_tail() {
+    let events = decode(&fixture("recap_edges.jsonl"), usize::MAX);
+    let texts = texts_of(&events);
+    assert_eq!(
+        texts,
+        ["Hi", " there", "Let me", " look", ".", "Hello", " world", "!"]
+    );
+    // Before a tool call and before the result alike.
+    let recaps = {
+        let mut decoder = agentwire::cursor::Decoder::default();
+        decoder
+            .push_stdout(&fixture("recap_edges.jsonl"))
+            .unwrap();
+        decoder.push_eof().unwrap();
+        while decoder.poll_event().is_some() {}
+        *decoder.stats()
+    };
+    assert_eq!((recaps.recaps, recaps.reconciled, recaps.divergences), (3, 0, 0));
+}
+
+#[test]
+fn a_fragment_that_extends_the_segment_is_still_a_fragment() {
+    // "a" then "ab": "ab" starts with the segment, but another fragment follows, so it
+    // was text. Then the final recap "aabc".
+    let line = |text: &str| {
+        format!(
+            "{{\"type\":\"assistant\",\"message\":{{\"role\":\"assistant\",\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}]}},\"timestamp_ms\":1}}\n"
+        )
+    };
+    let bytes = [
+        line("a"),
+        line("ab"),
+        line("c"),
+        "{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"aabc\"}]}}\n".to_owned(),
+        "{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"aabc\"}\n".to_owned(),
+    ]
+    .concat();
+    for chunk in [1, 5, usize::MAX] {
+        let events = decode(bytes.as_bytes(), chunk);
+        assert_eq!(texts_of(&events), ["a", "ab", "c"], "chunk {chunk}");
+    }
+}
+
+#[test]
+fn thinking_is_never_deduplicated() {
+    let events = decode(&fixture("thinking_repeats.jsonl"), usize::MAX);
+    let reasoning: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Owned::Reasoning(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasoning, ["ok", "ok", "okok", "\n", "okok\n"]);
+    assert_eq!(reasoning_of(&events), "okokokok\nokok\n");
+    assert_eq!(text_of(&events), "Done");
+}
+
+#[test]
+fn surrogate_pairs_split_across_fragments_are_joined() {
+    let bytes = fixture("split_surrogates.jsonl");
+    for chunk in [1, 3, usize::MAX] {
+        let events = decode(&bytes, chunk);
+        assert_eq!(
+            text_of(&events),
+            "Smile 😀!Half \u{fffd} gone and \u{fffd} 😃 end bye \u{fffd}",
+            "chunk {chunk}"
+        );
+        assert_eq!(reasoning_of(&events), "Thinking 🤔 hard", "chunk {chunk}");
+        // The joined recaps matched: nothing was emitted twice or repaired.
+        assert!(!text_of(&events).contains("Smile 😀!Smile"));
+    }
+    let mut decoder = agentwire::cursor::Decoder::default();
+    decoder.push_stdout(&bytes).unwrap();
+    decoder.push_eof().unwrap();
+    while decoder.poll_event().is_some() {}
+    let stats = decoder.stats();
+    assert_eq!((stats.recaps, stats.divergences, stats.reconciled), (2, 0, 0));
+}
+
+#[test]
+fn a_byte_order_mark_at_the_start_is_skipped() {
+    let bytes = fixture("bom.jsonl");
+    assert!(bytes.starts_with(b"\xEF\xBB\xBF"));
+    for chunk in [1, 2, usize::MAX] {
+        let events = decode(&bytes, chunk);
+        assert_eq!(texts_of(&events), ["Hi", "!"], "chunk {chunk}");
+    }
+    // Only at the very start: anywhere else it is part of a line (and breaks it).
+    let mut decoder = agentwire::cursor::Decoder::default();
+    decoder.push_stdout(&bytes).unwrap();
+    decoder.push_eof().unwrap();
+    while decoder.poll_event().is_some() {}
+    assert_eq!(decoder.stats().non_json, 0);
+    // Bytes that begin like a mark but are not one are decoded, not dropped.
+    let not_a_mark = b"\xEF\xBBx\n{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"\"}\n";
+    for chunk in [1, usize::MAX] {
+        let events = decode(not_a_mark, chunk);
+        assert_eq!(events.last(), Some(&Owned::Finish(FinishReason::Stop)));
+        let mut decoder = agentwire::cursor::Decoder::default();
+        for piece in not_a_mark.chunks(chunk.min(not_a_mark.len())) {
+            decoder.push_stdout(piece).unwrap();
+        }
+        decoder.push_eof().unwrap();
+        while decoder.poll_event().is_some() {}
+        assert_eq!(decoder.stats().bad_lines, 1, "the broken first line is counted");
+    }
+    // A stream that is only the start of a mark.
+    assert!(matches!(decode(b"\xEF", 1).last(), Some(Owned::Failed(_))));
+}
+
+#[test]
+fn an_error_result_is_a_failure_not_an_answer() {
+    let events = decode(&fixture("error_result.jsonl"), usize::MAX);
+    assert!(texts_of(&events).is_empty(), "{events:?}");
+    match events.last() {
+        Some(Owned::Failed(failure)) => assert!(failure.starts_with("RateLimited"), "{failure}"),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    // `is_error` alone, and a subtype other than success alone, each make a failure.
+    for result in [
+        r#"{"type":"result","subtype":"success","is_error":true,"result":"Authentication required. Run cursor-agent login."}"#,
+        r#"{"type":"result","subtype":"error_during_execution","result":"Authentication required. Run cursor-agent login."}"#,
+    ] {
+        let events = decode(format!("{result}\n").as_bytes(), usize::MAX);
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert!(
+            matches!(&events[0], Owned::Failed(f) if f.starts_with("NotAuthenticated")),
+            "{events:?}"
+        );
+    }
+}
+
+#[test]
+fn cost_is_passed_through_as_reported() {
+    for (result, cost) in [
+        (r#""cost":0.0123,"usage":{"inputTokens":1,"outputTokens":2}"#, Some(0.0123)),
+        (r#""usage":{"inputTokens":1,"outputTokens":2,"totalCost":1.5}"#, Some(1.5)),
+        (r#""usage":{"inputTokens":1,"outputTokens":2,"total_cost":"0.25"}"#, Some(0.25)),
+        (r#""total_cost":2,"totalCost":3,"usage":{"inputTokens":1}"#, Some(3.0)),
+        (r#""usage":{"inputTokens":1,"outputTokens":2}"#, None),
+        (r#""usage":{"inputTokens":1,"cost":"n/a"}"#, None),
+    ] {
+        let line = format!("{{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"\",{result}}}\n");
+        let mut decoder = agentwire::cursor::Decoder::default();
+        decoder.push_stdout(line.as_bytes()).unwrap();
+        let mut seen = None;
+        while let Some(event) = decoder.poll_event() {
+            if let agentwire::event::Event::Usage(usage) = event {
+                seen = Some(usage.cost);
+            }
+        }
+        assert_eq!(seen, Some(cost), "{result}");
+    }
+}
+
+#[test]
+fn a_line_at_a_time_gives_the_same_events() {
+    for path in project_fixtures() {
+        let bytes = std::fs::read(&path).unwrap();
+        let whole = decode(&bytes, usize::MAX);
+        for chunk in [1, 7, 4096, usize::MAX] {
+            let mut decoder = agentwire::cursor::Decoder::default();
+            let mut events = Vec::new();
+            for piece in bytes.chunks(chunk.min(bytes.len()).max(1)) {
+                let mut input = piece;
+                loop {
+                    let used = decoder.push_stdout_line(input).unwrap();
+                    assert!(used > 0 || input.is_empty());
+                    input = &input[used..];
+                    let before = events.len();
+                    while let Some(event) = decoder.poll_event() {
+                        events.push(support::own(&event));
+                    }
+                    // At most one line was decoded: a line yields at most a handful of events.
+                    assert!(events.len() - before <= 4, "{}", path.display());
+                    if input.is_empty() {
+                        break;
+                    }
+                }
+            }
+            decoder.push_eof().unwrap();
+            while let Some(event) = decoder.poll_event() {
+                events.push(support::own(&event));
+            }
+            assert_eq!(events, whole, "{} in {chunk}-byte pieces", path.display());
+        }
+    }
+}

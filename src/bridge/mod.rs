@@ -23,7 +23,7 @@ use crate::conversation::ToolChoice;
 use crate::cursor::diagnose::{self, Evidence, ExitStatus};
 use crate::cursor::{AgentMode, Decoder, Invocation, InvocationSpec};
 use crate::event::{Event, Failure, FailureKind};
-use crate::framing::SseWriter;
+use crate::framing::{self, SseWriter};
 use crate::openai::request::ChatRequest;
 use crate::openai::{ApiError, ChunkEncoder, CompletionBuilder, OutputOptions, ResponseMeta};
 use crate::tools::loop_guard::LoopGuard;
@@ -289,10 +289,22 @@ impl Bridge {
             return Ok(());
         }
         self.core.last_agent_ms = self.core.last_agent_ms.max(now_ms);
-        self.decoder
-            .push_stdout(bytes)
-            .expect("stdout is not ended before the agent exits");
-        self.drain(now_ms);
+        // A line at a time, routing its events before the next line is decoded: a
+        // non-streaming answer being built and the decoded text of one long line are the
+        // only line-sized buffers alive at once.
+        let mut input = bytes;
+        loop {
+            let used = self
+                .decoder
+                .push_stdout_line(input)
+                .expect("stdout is not ended before the agent exits");
+            input = &input[used..];
+            self.route_events(now_ms);
+            if input.is_empty() || self.core.ending() {
+                break;
+            }
+        }
+        self.core.after_input(now_ms);
         Ok(())
     }
 
@@ -417,11 +429,10 @@ impl Bridge {
         self.core.next_deadline()
     }
 
-    fn drain(&mut self, now_ms: u64) {
+    fn route_events(&mut self, now_ms: u64) {
         while let Some(event) = self.decoder.poll_event() {
             self.core.route(&event, now_ms);
         }
-        self.core.after_input(now_ms);
     }
 }
 
@@ -641,10 +652,11 @@ impl Emitter {
         }
     }
 
-    /// Clears the body buffer if `poll_output` lent it out: the caller has written it.
+    /// Clears the body buffer if `poll_output` lent it out: the caller has written it. A
+    /// buffer that grew with a long line gives its memory back.
     fn recycle(&mut self) {
         if self.lent {
-            self.out.clear();
+            framing::reclaim(&mut self.out);
             self.lent = false;
         }
     }

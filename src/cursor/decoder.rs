@@ -8,13 +8,16 @@ use serde_json::value::RawValue;
 use thiserror::Error;
 
 use super::diagnose::{self, Evidence};
-use super::json::{append_str, for_each_entry, raw_str, raw_u64};
+use super::json::{
+    append_str, append_str_joined, for_each_entry, for_each_unescaped, raw_f64, raw_str,
+    raw_u64, starts_with_low_surrogate,
+};
 use super::line::{Kind, RawLine};
 use super::tool_call::{InFlightCalls, append_summary};
 use crate::event::{
     ActivityPhase, AgentActivity, Event, Failure, FinishReason, Progress, ToolOutcome, Usage,
 };
-use crate::framing::{DEFAULT_MAX_LINE_LEN, LineError, LineFramer};
+use crate::framing::{DEFAULT_MAX_LINE_LEN, LineError, LineFramer, RETAINED_CAPACITY};
 
 /// Limits of a [`Decoder`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +60,8 @@ pub struct DecoderStats {
     pub non_json: u64,
     /// Lines dropped for breaking the line limit or not being UTF-8.
     pub bad_lines: u64,
-    /// Recaps (re-sent segments) removed.
+    /// Recaps (re-sent segments) removed, including recaps that extended the segment and
+    /// had only their new tail emitted.
     pub recaps: u64,
     /// Times the final `result` text revealed text that had not been streamed, which was
     /// then emitted.
@@ -75,7 +79,8 @@ pub struct DecoderStats {
 /// - **getters** (`&self`): [`stats`](Self::stats), [`session_id`](Self::session_id),
 ///   [`model`](Self::model), [`notes`](Self::notes), [`retries`](Self::retries),
 ///   [`is_finished`](Self::is_finished);
-/// - **inputs**: [`push_stdout`](Self::push_stdout) (bytes in any chunking) and
+/// - **inputs**: [`push_stdout`](Self::push_stdout) (bytes in any chunking; or
+///   [`push_stdout_line`](Self::push_stdout_line), a line at a time) and
 ///   [`push_eof`](Self::push_eof) (stdout closed);
 /// - **outputs**: [`poll_event`](Self::poll_event).
 ///
@@ -87,27 +92,78 @@ pub struct DecoderStats {
 ///   or result; the recap's own fields do not reliably tell it from a fragment. The decoder
 ///   applies the one-event lookahead rule: an `assistant` text equal to everything the
 ///   current segment has streamed is a recap **iff the next event is not another
-///   `assistant` event**. Only such a candidate is held back, until the next event. At
-///   `result` the streamed text is checked against `result.result`; a missing suffix is
-///   emitted, so text is never lost and never emitted twice.
-/// - Reasoning. `thinking/delta` text becomes [`Event::ReasoningDelta`], with the same rule
-///   (segments end at `thinking/completed`).
+///   fragment**. A text that *extends* the segment (the segment is a proper prefix of it)
+///   is a recap with a missing tail under the same rule: only the tail is emitted. Only
+///   such a candidate is held back, until the next event. An `assistant` event without
+///   text (no text part, or only empty ones) is not a fragment: it decides nothing and
+///   ends nothing. At `result` the streamed text is checked against `result.result`; a
+///   missing suffix is emitted, so text is never lost and never emitted twice.
+/// - Surrogate pairs split across two fragments (`"…\ud83d"` then `"\ude00…"`) are
+///   joined: the high half is held back until the next piece of the same channel shows
+///   whether it is paired. Only a surrogate that stays unpaired becomes U+FFFD.
+/// - Reasoning. `thinking/delta` text becomes [`Event::ReasoningDelta`] as it comes. The
+///   CLI never recaps thinking, so reasoning is never de-duplicated: two identical deltas
+///   are two deltas.
 /// - Tools. `tool_call/started`/`completed` become [`Event::AgentActivity`]; arguments are
 ///   cached from `started` because rejected calls complete without them, and a
 ///   `completed` without any `started` is reported too.
 /// - `connection`/`retry` become [`Event::Progress`]; `result` becomes
 ///   [`Event::Usage`] (when reported) and [`Event::Finish`], or [`Event::Failed`] for an
 ///   error result. Output that ends without a `result` becomes [`Event::Failed`],
-///   classified from the non-JSON lines seen (see [`diagnose`](super::diagnose)).
-/// - Unknown types are counted and ignored; non-JSON lines are kept as notes.
+///   classified from the non-JSON lines seen (see [`diagnose`](super::diagnose)). A
+///   `result` with `is_error: true` or a subtype other than `success` is a failure
+///   classified from its text; its text is never answer content.
+/// - Unknown types are counted and ignored; non-JSON lines are kept as notes. A UTF-8
+///   byte-order mark at the start of stdout is skipped.
 ///
 /// Events borrow text from the decoder; copying is up to the consumer. In steady state the
 /// decoder allocates nothing per text or reasoning delta.
 #[derive(Debug)]
 pub struct Decoder {
     framer: LineFramer,
+    bom: BomSkipper,
     inner: Inner,
     eof: bool,
+}
+
+/// Skips a UTF-8 byte-order mark at the very start of stdout, however the reads split it.
+#[derive(Debug, Default)]
+struct BomSkipper {
+    /// Bytes of the mark matched so far.
+    matched: usize,
+    /// The start of the stream is decided: a mark was skipped, or there was none.
+    done: bool,
+}
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+impl BomSkipper {
+    /// Consumes what belongs to a mark from the front of `bytes`. Returns bytes that looked
+    /// like the start of a mark but were not one (to be decoded first) and the rest.
+    fn skip<'a>(&mut self, mut bytes: &'a [u8]) -> (&'static [u8], &'a [u8]) {
+        while !self.done {
+            let Some((&first, rest)) = bytes.split_first() else {
+                break;
+            };
+            if first != BOM[self.matched] {
+                self.done = true;
+                return (&BOM[..self.matched], bytes);
+            }
+            self.matched += 1;
+            bytes = rest;
+            self.done = self.matched == BOM.len();
+        }
+        (&[], bytes)
+    }
+
+    /// At the end of the stream: the start of a mark that never completed.
+    fn finish(&mut self) -> &'static [u8] {
+        if self.done {
+            return &[];
+        }
+        self.done = true;
+        &BOM[..self.matched]
+    }
 }
 
 /// Everything but the framer, so that a line borrowed from the framer can be decoded.
@@ -117,8 +173,12 @@ struct Inner {
     /// Text of the events in `queue`.
     arena: String,
     queue: VecDeque<Queued>,
+    /// Recap state of the answer text.
     text: Segment,
-    thinking: Segment,
+    /// A high surrogate held back from the end of the last text or reasoning piece, until
+    /// the next piece of its channel shows whether it is paired.
+    text_high: Option<u16>,
+    reasoning_high: Option<u16>,
     /// Length and hash of all text emitted this turn, for reconciliation with `result`.
     /// A hash instead of the text keeps memory bounded by the longest line.
     emitted_len: usize,
@@ -134,29 +194,52 @@ struct Inner {
     turn_done: bool,
 }
 
-/// Recap state of one channel (answer text or reasoning).
+/// Recap state of the answer text.
 #[derive(Debug, Default)]
 struct Segment {
-    /// Length and hash of everything this segment has emitted. A recap equals the whole
-    /// segment, so these identify it; keeping them instead of the text keeps memory
+    /// Length and hash of everything this segment has emitted. A recap starts with the
+    /// whole segment, so these identify it; keeping them instead of the text keeps memory
     /// bounded by the longest line however long an answer runs between tool calls.
     len: usize,
     hash: DefaultHasher,
-    /// The last event's text equalled the segment and is held back as a possible recap.
-    held: bool,
-    /// That text (a copy of one line's text), for release if it was no recap.
+    /// The last event's text started with the whole segment and is held back as a
+    /// possible recap.
+    held: Option<Held>,
+    /// That text (a copy of one line's text, without a trailing unpaired high surrogate),
+    /// for release if it was no recap.
     held_text: String,
 }
 
+/// A held recap candidate.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    /// Where its new tail starts (the segment's length); equal to its whole length when it
+    /// repeats the segment exactly.
+    tail_at: usize,
+    /// A high surrogate it ended with.
+    high: Option<u16>,
+}
+
+const REPLACEMENT: &str = "\u{fffd}";
+
 impl Segment {
-    /// Whether `text` equals everything this (non-empty) segment has emitted.
-    fn is_recap_candidate(&self, text: &str) -> bool {
-        if self.len == 0 || self.len != text.len() {
-            return false;
+    /// If `text` (followed by U+FFFD when `unpaired_high`, which is what an unpaired high
+    /// surrogate at its end becomes) starts with everything this non-empty segment has
+    /// emitted, where its new tail starts.
+    fn recap_tail(&self, text: &str, unpaired_high: bool) -> Option<usize> {
+        if self.len == 0 {
+            return None;
         }
         let mut hasher = DefaultHasher::new();
-        hasher.write(text.as_bytes());
-        hasher.finish() == self.hash.finish()
+        if self.len <= text.len() {
+            hasher.write(text.get(..self.len)?.as_bytes());
+        } else if unpaired_high && self.len == text.len() + REPLACEMENT.len() {
+            hasher.write(text.as_bytes());
+            hasher.write(REPLACEMENT.as_bytes());
+        } else {
+            return None;
+        }
+        (hasher.finish() == self.hash.finish()).then_some(self.len)
     }
 
     fn extend(&mut self, text: &str) {
@@ -208,17 +291,34 @@ enum Channel {
     Reasoning,
 }
 
+/// What the next event is, as far as text held back is concerned.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// An `assistant` event with text: a fragment.
+    Text { starts_with_low_surrogate: bool },
+    /// A `thinking/delta`.
+    Reasoning { starts_with_low_surrogate: bool },
+    /// Any other event that carries answer content or ends a segment.
+    Other,
+    /// The end of the output.
+    End,
+    /// Progress, echoes, unknown lines: they decide nothing.
+    Transparent,
+}
+
 impl Decoder {
     /// A decoder with the given limits.
     pub fn new(config: DecoderConfig) -> Self {
         Decoder {
             framer: LineFramer::new(config.max_line_len),
+            bom: BomSkipper::default(),
             inner: Inner {
                 max_notes: config.max_notes,
                 arena: String::new(),
                 queue: VecDeque::new(),
                 text: Segment::default(),
-                thinking: Segment::default(),
+                text_high: None,
+                reasoning_high: None,
                 emitted_len: 0,
                 emitted_hash: DefaultHasher::new(),
                 calls: InFlightCalls::default(),
@@ -287,21 +387,49 @@ impl Decoder {
     /// Feeds stdout bytes, in any chunking. Every line completed by these bytes is decoded
     /// now.
     pub fn push_stdout(&mut self, bytes: &[u8]) -> Result<(), DecoderError> {
+        self.push(bytes, false).map(|_| ())
+    }
+
+    /// Like [`push_stdout`](Self::push_stdout), but stops after the first line these bytes
+    /// complete, and returns how many bytes it used: feed the rest after draining
+    /// [`poll_event`](Self::poll_event). A caller that keeps what it polls (a response
+    /// body being built) then holds one long line's text at a time, never two.
+    pub fn push_stdout_line(&mut self, bytes: &[u8]) -> Result<usize, DecoderError> {
+        self.push(bytes, true)
+    }
+
+    fn push(&mut self, bytes: &[u8], one_line: bool) -> Result<usize, DecoderError> {
         if self.eof {
             return Err(DecoderError::AfterEof);
         }
         self.inner.recycle_arena();
-        let mut input = bytes;
-        while !input.is_empty() {
-            let framed = self.framer.next_line(input);
-            input = &input[framed.consumed..];
+        let (replay, input) = self.bom.skip(bytes);
+        self.frame(replay, false);
+        let used = self.frame(input, one_line);
+        // The last line's text is in the arena now: a long line's buffer is not kept
+        // while the caller encodes it (memory stays about twice the longest line).
+        self.framer.reclaim();
+        Ok(bytes.len() - input.len() + used)
+    }
+
+    /// Frames and decodes `input`; with `one_line`, stops after the first line that
+    /// completes. Returns the bytes used.
+    fn frame(&mut self, input: &[u8], one_line: bool) -> usize {
+        let mut rest = input;
+        while !rest.is_empty() {
+            let framed = self.framer.next_line(rest);
+            rest = &rest[framed.consumed..];
+            let line_ended = framed.consumed > 0 && input[input.len() - rest.len() - 1] == b'\n';
             match framed.line {
                 None => {}
                 Some(Ok(line)) => self.inner.handle_line(line),
                 Some(Err(error)) => self.inner.bad_line(&error),
             }
+            if one_line && line_ended {
+                break;
+            }
         }
-        Ok(())
+        input.len() - rest.len()
     }
 
     /// Ends stdout. Decodes a last line that had no newline, resolves a held recap
@@ -312,14 +440,18 @@ impl Decoder {
             return Ok(());
         }
         self.eof = true;
+        self.inner.recycle_arena();
+        let replay = self.bom.finish();
+        self.frame(replay, false);
         let inner = &mut self.inner;
-        inner.recycle_arena();
         match self.framer.finish() {
             None => {}
             Some(Ok(line)) => inner.handle_line(line),
             Some(Err(error)) => inner.bad_line(&error),
         }
-        inner.resolve_held(None);
+        self.framer.reclaim();
+        let inner = &mut self.inner;
+        inner.settle(Next::End);
         if !self.inner.turn_done {
             let failure = diagnose::classify(&self.evidence());
             self.inner.queue.push_back(Queued::Failed(failure));
@@ -367,10 +499,11 @@ impl Default for Decoder {
 }
 
 impl Inner {
-    /// Text of drained events is no longer referenced: reuse its memory.
+    /// Text of drained events is no longer referenced: reuse its memory (or give it back,
+    /// after a long line).
     fn recycle_arena(&mut self) {
         if self.queue.is_empty() {
-            self.arena.clear();
+            reclaim_string(&mut self.arena);
         }
     }
 
@@ -397,40 +530,37 @@ impl Inner {
                 self.session_id = Some(id.into_owned());
             }
         }
-        // Events that carry answer content decide held recap candidates and, after a
+        // An `assistant` event without text is no fragment: it neither releases a held
+        // recap candidate as text nor ends the segment.
+        if kind == Kind::Assistant && !raw.message.has_text() {
+            return;
+        }
+        // Events that carry answer content decide what is held back and, after a
         // `result`, open a new turn. Progress, echoes and unknown lines are transparent.
-        let decisive = matches!(
-            kind,
-            Kind::Assistant
-                | Kind::ThinkingDelta
-                | Kind::ThinkingCompleted
-                | Kind::ToolStarted
-                | Kind::ToolCompleted
-                | Kind::InteractionQuery
-                | Kind::Result
-        );
-        if decisive {
+        let next = match kind {
+            Kind::Assistant => Next::Text {
+                starts_with_low_surrogate: raw.message.starts_with_low_surrogate(),
+            },
+            Kind::ThinkingDelta => Next::Reasoning {
+                starts_with_low_surrogate: raw.text.is_some_and(starts_with_low_surrogate),
+            },
+            Kind::ThinkingCompleted
+            | Kind::ToolStarted
+            | Kind::ToolCompleted
+            | Kind::InteractionQuery
+            | Kind::Result => Next::Other,
+            _ => Next::Transparent,
+        };
+        if next != Next::Transparent {
             if self.turn_done {
                 self.new_turn();
             }
-            self.resolve_held(Some(kind));
+            self.settle(next);
         }
         match kind {
-            Kind::Assistant => {
-                let start = self.arena.len();
-                for part in raw.message.iter() {
-                    part.append_to(&mut self.arena);
-                }
-                self.offer(Channel::Text, start);
-            }
-            Kind::ThinkingDelta => {
-                let start = self.arena.len();
-                if let Some(text) = raw.text {
-                    append_str(text, &mut self.arena);
-                }
-                self.offer(Channel::Reasoning, start);
-            }
-            Kind::ThinkingCompleted => self.thinking.restart(),
+            Kind::Assistant => self.text_piece(raw),
+            Kind::ThinkingDelta => self.reasoning_piece(raw),
+            Kind::ThinkingCompleted => {}
             Kind::ToolStarted | Kind::ToolCompleted => {
                 self.boundary();
                 self.tool_call(raw, kind == Kind::ToolStarted);
@@ -473,60 +603,119 @@ impl Inner {
         }
     }
 
-    /// Decides held recap candidates now that the next event (`None`: end of output) is
-    /// known: released as ordinary text if it is another event of the same channel,
-    /// dropped as a recap otherwise.
-    fn resolve_held(&mut self, next: Option<Kind>) {
-        if self.text.held {
-            self.text.held = false;
-            if next == Some(Kind::Assistant) {
-                self.release(Channel::Text);
+    /// Decides what was held back now that the next event is known:
+    /// - a recap candidate is released as ordinary text if the next event is another text
+    ///   fragment, and dropped as a recap otherwise (its new tail, if it extended the
+    ///   segment, is emitted);
+    /// - a high surrogate held back from a channel is paired by a next piece of the same
+    ///   channel that starts with a low surrogate, and becomes U+FFFD otherwise.
+    fn settle(&mut self, next: Next) {
+        if let Some(held) = self.text.held.take() {
+            if matches!(next, Next::Text { .. }) {
+                let start = self.arena.len();
+                if start == 0 {
+                    std::mem::swap(&mut self.arena, &mut self.text.held_text);
+                } else {
+                    self.arena.push_str(&self.text.held_text);
+                }
+                reclaim_string(&mut self.text.held_text);
+                self.commit(Channel::Text, start);
+                self.text_high = held.high;
             } else {
                 self.stats.recaps += 1;
+                let start = self.arena.len();
+                if let Some(tail) = self.text.held_text.get(held.tail_at..) {
+                    self.arena.push_str(tail);
+                    if held.high.is_some() {
+                        self.arena.push_str(REPLACEMENT);
+                    }
+                }
+                if self.arena.len() > start {
+                    self.commit(Channel::Text, start);
+                }
+                reclaim_string(&mut self.text.held_text);
                 self.text.restart();
             }
         }
-        if self.thinking.held {
-            self.thinking.held = false;
-            if next == Some(Kind::ThinkingDelta) {
-                self.release(Channel::Reasoning);
-            } else {
-                self.stats.recaps += 1;
-                self.thinking.restart();
+        let text_paired = matches!(
+            next,
+            Next::Text {
+                starts_with_low_surrogate: true
             }
+        );
+        if !text_paired && self.text_high.take().is_some() {
+            self.commit_replacement(Channel::Text);
+        }
+        let reasoning_paired = matches!(
+            next,
+            Next::Reasoning {
+                starts_with_low_surrogate: true
+            }
+        );
+        if !reasoning_paired && self.reasoning_high.take().is_some() {
+            self.commit_replacement(Channel::Reasoning);
         }
     }
 
-    /// The text at `arena[start..]` arrived on `channel`: emit it, or hold it if it could
-    /// be a recap.
-    fn offer(&mut self, channel: Channel, start: usize) {
-        let text = &self.arena[start..];
-        if text.is_empty() {
-            return;
-        }
-        let segment = match channel {
-            Channel::Text => &mut self.text,
-            Channel::Reasoning => &mut self.thinking,
-        };
-        if segment.is_recap_candidate(text) {
-            segment.held = true;
-            segment.held_text.clear();
-            segment.held_text.push_str(text);
-            self.arena.truncate(start);
-            return;
-        }
-        self.commit(channel, start);
-    }
-
-    /// Emits the held candidate after all: it was a fragment equal to its segment so far.
-    fn release(&mut self, channel: Channel) {
+    /// An unpaired high surrogate becomes U+FFFD, as if it had been decoded in place.
+    fn commit_replacement(&mut self, channel: Channel) {
         let start = self.arena.len();
-        let segment = match channel {
-            Channel::Text => &self.text,
-            Channel::Reasoning => &self.thinking,
-        };
-        self.arena.push_str(&segment.held_text);
+        self.arena.push_str(REPLACEMENT);
         self.commit(channel, start);
+    }
+
+    /// Appends the text of a message's parts to the arena, joining surrogate pairs split
+    /// across pieces; returns the high surrogate it ends with, if any.
+    fn append_parts(&mut self, raw: &RawLine<'_>) -> Option<u16> {
+        let mut high = self.text_high.take();
+        for part in raw.message.iter() {
+            // Between the parts of one message; the first part's was settled already.
+            if high.is_some() && !part.starts_with_low_surrogate() {
+                high = None;
+                self.arena.push_str(REPLACEMENT);
+            }
+            part.append_joined(&mut self.arena, &mut high);
+        }
+        high
+    }
+
+    /// An `assistant` event with text: emit it, or hold it if it could be a recap.
+    fn text_piece(&mut self, raw: &RawLine<'_>) {
+        let start = self.arena.len();
+        let high = self.append_parts(raw);
+        let text = &self.arena[start..];
+        if let Some(tail_at) = self.text.recap_tail(text, high.is_some()) {
+            self.text.held = Some(Held { tail_at, high });
+            let held = &mut self.text.held_text;
+            if start == 0 {
+                // The text is the whole arena: move it instead of copying (recaps are as
+                // long as their segment).
+                std::mem::swap(held, &mut self.arena);
+                reclaim_string(&mut self.arena);
+            } else {
+                held.clear();
+                held.push_str(text);
+                self.arena.truncate(start);
+            }
+            return;
+        }
+        self.text_high = high;
+        if !text.is_empty() {
+            self.commit(Channel::Text, start);
+        }
+    }
+
+    /// A `thinking/delta`: emitted as it comes (thinking is never recapped).
+    fn reasoning_piece(&mut self, raw: &RawLine<'_>) {
+        let start = self.arena.len();
+        let mut high = self.reasoning_high.take();
+        if let Some(text) = raw.text {
+            append_str_joined(text, &mut self.arena, &mut high);
+        }
+        self.reasoning_high = high;
+        if self.arena.len() > start {
+            self.commit(Channel::Reasoning, start);
+        }
     }
 
     /// Queues `arena[start..]` as output of `channel`.
@@ -543,17 +732,13 @@ impl Inner {
                 self.emitted_hash.write(text.as_bytes());
                 self.queue.push_back(Queued::Text(span));
             }
-            Channel::Reasoning => {
-                self.thinking.extend(text);
-                self.queue.push_back(Queued::Reasoning(span));
-            }
+            Channel::Reasoning => self.queue.push_back(Queued::Reasoning(span)),
         }
     }
 
-    /// A tool call or interaction query ends the current segments.
+    /// A tool call or interaction query ends the current text segment.
     fn boundary(&mut self) {
         self.text.restart();
-        self.thinking.restart();
     }
 
     fn tool_call(&mut self, raw: &RawLine<'_>, started: bool) {
@@ -602,13 +787,20 @@ impl Inner {
         self.boundary();
         self.stats.results += 1;
         self.turn_done = true;
-        if let Some(result) = raw.result.and_then(raw_str) {
-            self.reconcile(&result);
+        // An error result's text describes the failure: it is never answer content.
+        let failed = raw.is_error();
+        if !failed {
+            if let Some(result) = raw.result {
+                self.reconcile(result);
+            }
         }
-        if let Some(usage) = raw.usage.and_then(parse_usage) {
+        if let Some(mut usage) = raw.usage.and_then(parse_usage) {
+            if let Some(cost) = raw.cost().and_then(raw_f64) {
+                usage.cost = Some(cost);
+            }
             self.queue.push_back(Queued::Usage(usage));
         }
-        if raw.is_error() {
+        if failed {
             let message = raw
                 .error
                 .map(error_message)
@@ -622,23 +814,54 @@ impl Inner {
     }
 
     /// Compares the text emitted this turn with the final `result` text: a strict prefix
-    /// gets the missing suffix emitted; anything else is counted as a divergence.
-    fn reconcile(&mut self, result: &str) {
-        let len = self.emitted_len;
-        if len > result.len() || !result.is_char_boundary(len) {
-            self.stats.divergences += 1;
-            return;
-        }
+    /// gets the missing suffix emitted; anything else is counted as a divergence. The
+    /// result text (as long as the whole answer) is hashed piece by piece as it is
+    /// unescaped, never copied: only the suffix is.
+    fn reconcile(&mut self, result: &RawValue) {
+        let emitted = self.emitted_len;
+        let expected = self.emitted_hash.finish();
+        let start = self.arena.len();
+        let arena = &mut self.arena;
         let mut hasher = DefaultHasher::new();
-        hasher.write(&result.as_bytes()[..len]);
-        if hasher.finish() != self.emitted_hash.finish() {
+        let mut seen = 0usize;
+        // `None` until the first `emitted` bytes are seen, then whether they match.
+        let mut prefix_matches = (emitted == 0).then_some(true);
+        let is_string = for_each_unescaped(result, |piece| {
+            if prefix_matches == Some(false) {
+                return;
+            }
+            let end = seen + piece.len();
+            if seen >= emitted {
+                arena.push_str(piece);
+            } else if end <= emitted {
+                hasher.write(piece.as_bytes());
+            } else {
+                let cut = emitted - seen;
+                let Some((head, tail)) = piece.split_at_checked(cut) else {
+                    prefix_matches = Some(false);
+                    return;
+                };
+                hasher.write(head.as_bytes());
+                prefix_matches = Some(hasher.finish() == expected);
+                if prefix_matches == Some(true) {
+                    arena.push_str(tail);
+                }
+            }
+            if end == emitted {
+                prefix_matches = Some(hasher.finish() == expected);
+            }
+            seen = end;
+        });
+        if !is_string {
+            return;
+        }
+        if prefix_matches != Some(true) {
+            self.arena.truncate(start);
             self.stats.divergences += 1;
             return;
         }
-        if len < result.len() {
+        if self.arena.len() > start {
             self.stats.reconciled += 1;
-            let start = self.arena.len();
-            self.arena.push_str(&result[len..]);
             self.commit(Channel::Text, start);
         }
     }
@@ -648,10 +871,18 @@ impl Inner {
         self.emitted_len = 0;
         self.emitted_hash = DefaultHasher::new();
         self.text.restart();
-        self.text.held = false;
-        self.thinking.restart();
-        self.thinking.held = false;
+        self.text.held = None;
+        self.text_high = None;
+        self.reasoning_high = None;
         self.calls.clear();
+    }
+}
+
+/// Empties `buffer`, giving its memory back when it outgrew [`RETAINED_CAPACITY`].
+fn reclaim_string(buffer: &mut String) {
+    buffer.clear();
+    if buffer.capacity() > RETAINED_CAPACITY {
+        *buffer = String::new();
     }
 }
 
@@ -665,12 +896,18 @@ fn append_span(arena: &mut String, append: impl FnOnce(&mut String)) -> Span {
     }
 }
 
-/// Reads `usage`: camelCase as cursor-agent writes it (snake_case accepted). `None` when
-/// no token count is present; counts that are absent from a present object read as 0.
+/// Reads `usage`: camelCase as cursor-agent writes it (snake_case accepted), and a cost
+/// (`cost`, `totalCost` or `total_cost`) when one is reported. `None` when no token count
+/// is present (a cost alone is not enough: counts are never invented); counts that are
+/// absent from a present object read as 0.
 fn parse_usage(raw: &RawValue) -> Option<Usage> {
     let mut usage = Usage::default();
     let mut found = false;
     for_each_entry(raw.get(), |key, value| {
+        if matches!(key, "cost" | "totalCost" | "total_cost") {
+            usage.cost = usage.cost.or(raw_f64(value));
+            return;
+        }
         let Some(count) = raw_u64(value) else { return };
         let slot = match key {
             "inputTokens" | "input_tokens" => &mut usage.input_tokens,

@@ -123,6 +123,80 @@ pub(crate) fn append_str(raw: &RawValue, out: &mut String) -> bool {
     true
 }
 
+/// Appends the string in `raw` to `out`, unescaped, for text that arrives in pieces: a
+/// surrogate pair may be split across two pieces (a JavaScript producer cuts its UTF-16
+/// strings at token boundaries, which can fall inside an emoji).
+///
+/// `pending` carries a high surrogate from the end of the previous piece: if this piece
+/// starts with a low surrogate escape the two are joined into one character; otherwise the
+/// caller has already settled it (see [`starts_with_low_surrogate`]) and it is dropped. A
+/// high surrogate escape at the very end of this piece is not written: it is left in
+/// `pending` for the next piece. Returns `false` (appending nothing) when `raw` is not a
+/// string.
+pub(crate) fn append_str_joined(
+    raw: &RawValue,
+    out: &mut String,
+    pending: &mut Option<u16>,
+) -> bool {
+    let Some(mut inner) = string_body(raw) else {
+        return false;
+    };
+    if let Some(high) = pending.take() {
+        if let Some(low) = leading_low_surrogate(inner) {
+            out.push(surrogate_pair(high, low));
+            inner = &inner[6..];
+        }
+    }
+    if let Some(high) = trailing_high_surrogate(inner) {
+        unescape_body(&inner[..inner.len() - 6], out);
+        *pending = Some(high);
+    } else {
+        unescape_body(inner, out);
+    }
+    true
+}
+
+/// Whether the string in `raw` starts with a low surrogate escape (`\uDC00`–`\uDFFF`),
+/// the second half of a pair whose first half ended the previous piece.
+pub(crate) fn starts_with_low_surrogate(raw: &RawValue) -> bool {
+    string_body(raw).and_then(leading_low_surrogate).is_some()
+}
+
+/// Whether `raw` is a non-empty JSON string.
+pub(crate) fn is_nonempty_str(raw: &RawValue) -> bool {
+    string_body(raw).is_some_and(|body| !body.is_empty())
+}
+
+fn string_body(raw: &RawValue) -> Option<&str> {
+    raw.get().strip_prefix('"')?.strip_suffix('"')
+}
+
+fn leading_low_surrogate(body: &str) -> Option<u16> {
+    let unit = hex4(body.strip_prefix("\\u").and_then(|rest| rest.get(..4)))?;
+    (0xDC00..0xE000).contains(&unit).then_some(unit as u16)
+}
+
+/// A high surrogate escape that ends `body` and is not itself escaped text (`\\ud83d` is a
+/// backslash followed by the letters `ud83d`).
+fn trailing_high_surrogate(body: &str) -> Option<u16> {
+    let at = body.len().checked_sub(6)?;
+    let unit = hex4(body.get(at..)?.strip_prefix("\\u"))?;
+    if !(0xD800..0xDC00).contains(&unit) {
+        return None;
+    }
+    let backslashes_before = body.as_bytes()[..at]
+        .iter()
+        .rev()
+        .take_while(|b| **b == b'\\')
+        .count();
+    (backslashes_before % 2 == 0).then_some(unit as u16)
+}
+
+fn surrogate_pair(high: u16, low: u16) -> char {
+    let code = 0x10000 + ((u32::from(high) - 0xD800) << 10) + (u32::from(low) - 0xDC00);
+    char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER)
+}
+
 /// The unsigned integer in `raw` (also accepted as a decimal string, as cursor-agent writes
 /// some numbers), or `None`.
 pub(crate) fn raw_u64(raw: &RawValue) -> Option<u64> {
@@ -134,6 +208,16 @@ pub(crate) fn raw_u64(raw: &RawValue) -> Option<u64> {
     digits.parse().ok()
 }
 
+/// The finite number in `raw` (also accepted as a decimal string), or `None`.
+pub(crate) fn raw_f64(raw: &RawValue) -> Option<f64> {
+    let text = raw.get();
+    let digits = text
+        .strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .unwrap_or(text);
+    digits.parse().ok().filter(|n: &f64| n.is_finite())
+}
+
 /// `true`/`false` in `raw`, or `None`.
 pub(crate) fn raw_bool(raw: &RawValue) -> Option<bool> {
     match raw.get() {
@@ -143,9 +227,49 @@ pub(crate) fn raw_bool(raw: &RawValue) -> Option<bool> {
     }
 }
 
+/// Calls `each` with the unescaped text of the string in `raw`, in order and in pieces
+/// (runs of plain text borrowed from the line, and decoded escapes), so that a long string
+/// can be hashed or compared without a copy. Returns `false` when `raw` is not a string.
+pub(crate) fn for_each_unescaped(raw: &RawValue, each: impl FnMut(&str)) -> bool {
+    let Some(body) = string_body(raw) else {
+        return false;
+    };
+    unescape_body(body, &mut Pieces(each));
+    true
+}
+
+/// Where unescaped text goes: a `String`, or a function called with each piece.
+trait Sink {
+    fn push_str(&mut self, text: &str);
+
+    fn push(&mut self, c: char) {
+        self.push_str(c.encode_utf8(&mut [0; 4]));
+    }
+}
+
+impl Sink for String {
+    fn push_str(&mut self, text: &str) {
+        String::push_str(self, text);
+    }
+
+    fn push(&mut self, c: char) {
+        String::push(self, c);
+    }
+}
+
+struct Pieces<F>(F);
+
+impl<F: FnMut(&str)> Sink for Pieces<F> {
+    fn push_str(&mut self, text: &str) {
+        if !text.is_empty() {
+            (self.0)(text);
+        }
+    }
+}
+
 /// Unescapes the body of a JSON string that `serde_json` has already validated. Lone
 /// surrogates (which `serde_json` lets through raw values) become U+FFFD.
-fn unescape_body(body: &str, out: &mut String) {
+fn unescape_body(body: &str, out: &mut impl Sink) {
     let mut rest = body;
     while let Some(at) = memchr::memchr(b'\\', rest.as_bytes()) {
         out.push_str(&rest[..at]);
@@ -166,13 +290,13 @@ fn unescape_body(body: &str, out: &mut String) {
     out.push_str(rest);
 }
 
-fn push(out: &mut String, c: char, consumed: usize) -> usize {
+fn push(out: &mut impl Sink, c: char, consumed: usize) -> usize {
     out.push(c);
     consumed
 }
 
 /// `escape` starts at the `u` of `\uXXXX`; returns how many bytes it used.
-fn unescape_unicode(escape: &str, out: &mut String) -> usize {
+fn unescape_unicode(escape: &str, out: &mut impl Sink) -> usize {
     let Some(high) = hex4(escape.get(1..5)) else {
         out.push(char::REPLACEMENT_CHARACTER);
         return escape.len().min(1);
@@ -184,8 +308,7 @@ fn unescape_unicode(escape: &str, out: &mut String) -> usize {
             .and_then(|_| hex4(escape.get(7..11)))
         {
             if (0xDC00..0xE000).contains(&low) {
-                let code = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
-                out.push(char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER));
+                out.push(surrogate_pair(high as u16, low as u16));
                 return 11;
             }
         }
@@ -226,6 +349,16 @@ mod tests {
             assert!(append_str(&raw(case), &mut out));
             assert_eq!(out, format!(">{expected}"));
         }
+    }
+
+    #[test]
+    fn pieces_are_the_unescaped_string() {
+        let case = r#""plain \n\u00e9\ud83d\ude00 and \\ end""#;
+        let mut pieces = Vec::new();
+        assert!(for_each_unescaped(&raw(case), |p| pieces.push(p.to_owned())));
+        assert_eq!(pieces.concat(), serde_json::from_str::<String>(case).unwrap());
+        assert!(pieces.len() > 3, "escapes split the text: {pieces:?}");
+        assert!(!for_each_unescaped(&raw("1"), |_| {}));
     }
 
     #[test]

@@ -11,7 +11,10 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::json::{Key, append_str, ignore_other_shapes, raw_bool, raw_str, raw_u64};
+use super::json::{
+    Key, append_str_joined, ignore_other_shapes, is_nonempty_str, raw_bool, raw_str, raw_u64,
+    starts_with_low_surrogate,
+};
 use super::tool_call::ToolCallPayload;
 
 /// The envelope of one line: the fields any event type may carry.
@@ -39,6 +42,14 @@ pub(crate) struct RawLine<'a> {
     pub(crate) result: Option<&'a RawValue>,
     #[serde(borrow)]
     pub(crate) usage: Option<&'a RawValue>,
+    /// The run's cost, under any of the names it has been reported with. Separate fields
+    /// rather than aliases: a line carrying two of them must not fail as a duplicate field.
+    #[serde(borrow)]
+    pub(crate) cost: Option<&'a RawValue>,
+    #[serde(borrow, rename = "totalCost")]
+    pub(crate) total_cost_camel: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) total_cost: Option<&'a RawValue>,
     #[serde(borrow)]
     pub(crate) is_error: Option<&'a RawValue>,
     #[serde(borrow)]
@@ -93,9 +104,20 @@ impl<'a> RawLine<'a> {
             .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
     }
 
+    /// Whether a `result` reports a failure: `is_error: true`, or a subtype other than
+    /// `success` (the CLI's failures are not documented in detail, so anything but an
+    /// explicit success is treated as one).
     pub(crate) fn is_error(&self) -> bool {
         self.is_error.and_then(raw_bool).unwrap_or(false)
-            || self.subtype.and_then(raw_str).is_some_and(|s| s == "error")
+            || self
+                .subtype
+                .filter(|s| s.get() != "null")
+                .is_some_and(|s| raw_str(s).is_none_or(|s| s != "success"))
+    }
+
+    /// The cost reported at the top level of a `result`.
+    pub(crate) fn cost(&self) -> Option<&'a RawValue> {
+        self.cost.or(self.total_cost_camel).or(self.total_cost)
     }
 }
 
@@ -140,20 +162,48 @@ pub(crate) enum TextRef<'a> {
 }
 
 impl TextRef<'_> {
-    /// Appends the text to `out`.
-    pub(crate) fn append_to(&self, out: &mut String) {
+    /// Appends the text to `out`, joining a surrogate pair split across pieces (see
+    /// [`append_str_joined`]).
+    pub(crate) fn append_joined(&self, out: &mut String, pending: &mut Option<u16>) {
         match self {
             TextRef::Raw(raw) => {
-                append_str(raw, out);
+                append_str_joined(raw, out, pending);
             }
-            TextRef::Plain(text) => out.push_str(text),
+            TextRef::Plain(text) => {
+                *pending = None;
+                out.push_str(text);
+            }
         }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            TextRef::Raw(raw) => !is_nonempty_str(raw),
+            TextRef::Plain(text) => text.is_empty(),
+        }
+    }
+
+    pub(crate) fn starts_with_low_surrogate(&self) -> bool {
+        matches!(self, TextRef::Raw(raw) if starts_with_low_surrogate(raw))
     }
 }
 
 impl<'a> TextParts<'a> {
     pub(crate) fn iter(&self) -> impl Iterator<Item = &TextRef<'a>> + '_ {
         self.first.iter().chain(self.more.iter())
+    }
+
+    /// Whether there is any text: an `assistant` event without it (no text part, or only
+    /// empty ones) is not a fragment of the answer.
+    pub(crate) fn has_text(&self) -> bool {
+        self.iter().any(|part| !part.is_empty())
+    }
+
+    /// Whether the text starts with the second half of a surrogate pair.
+    pub(crate) fn starts_with_low_surrogate(&self) -> bool {
+        self.iter()
+            .find(|part| !part.is_empty())
+            .is_some_and(TextRef::starts_with_low_surrogate)
     }
 
     fn push(&mut self, part: TextRef<'a>) {

@@ -10,6 +10,20 @@ use thiserror::Error;
 /// leaves room for any realistic file while still bounding memory.
 pub const DEFAULT_MAX_LINE_LEN: usize = 64 * 1024 * 1024;
 
+/// Spare capacity a buffer of the core keeps between lines. A longer line's buffer is given
+/// back once the line is done with, so that one line of many megabytes does not keep its
+/// memory for the rest of the run; below this, buffers are reused and steady state
+/// allocates nothing.
+pub const RETAINED_CAPACITY: usize = 1 << 20;
+
+/// Empties `buffer`, giving its memory back when it outgrew [`RETAINED_CAPACITY`].
+pub fn reclaim<T>(buffer: &mut Vec<T>) {
+    buffer.clear();
+    if buffer.capacity() > RETAINED_CAPACITY {
+        *buffer = Vec::new();
+    }
+}
+
 /// A line the framer could not deliver. The framer has already resynchronised: the next
 /// call continues with the line after the bad one.
 #[non_exhaustive]
@@ -118,13 +132,20 @@ impl LineFramer {
         self.line_no - 1
     }
 
+    /// Ends the loan of the last line delivered from the buffer, giving the buffer's
+    /// memory back if that line was long (see [`RETAINED_CAPACITY`]). The next call does
+    /// this anyway; call it when a long pause in the input may follow a long line.
+    pub fn reclaim(&mut self) {
+        if self.lent {
+            reclaim(&mut self.partial);
+            self.lent = false;
+        }
+    }
+
     /// Takes bytes from `input` up to and including the next newline (or all of it) and
     /// returns the line that completed, if any. See [`Framed`].
     pub fn next_line<'a>(&'a mut self, input: &'a [u8]) -> Framed<'a> {
-        if self.lent {
-            self.partial.clear();
-            self.lent = false;
-        }
+        self.reclaim();
         let Some(newline) = memchr::memchr(b'\n', input) else {
             return self.buffer_tail(input);
         };
@@ -140,7 +161,7 @@ impl LineFramer {
         }
         let head = &input[..newline];
         if self.partial.len() + head.len() > self.limit {
-            self.partial.clear();
+            reclaim(&mut self.partial);
             return Framed {
                 consumed,
                 line: Some(Err(LineError::TooLong {
@@ -165,10 +186,7 @@ impl LineFramer {
     /// Ends the input: returns the last line if it had no terminating newline. The framer is
     /// then empty and may be reused for a new stream.
     pub fn finish(&mut self) -> Option<Result<&str, LineError>> {
-        if self.lent {
-            self.partial.clear();
-            self.lent = false;
-        }
+        self.reclaim();
         if std::mem::take(&mut self.discarding) || self.partial.is_empty() {
             return None;
         }
@@ -187,7 +205,7 @@ impl LineFramer {
             };
         }
         if self.partial.len() + input.len() > self.limit {
-            self.partial.clear();
+            reclaim(&mut self.partial);
             self.discarding = true;
             let error = LineError::TooLong {
                 line: self.line_no,

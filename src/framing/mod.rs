@@ -4,5 +4,5 @@
 mod lines;
 mod sse;
 
-pub use lines::{DEFAULT_MAX_LINE_LEN, Framed, LineError, LineFramer};
+pub use lines::{DEFAULT_MAX_LINE_LEN, Framed, LineError, LineFramer, RETAINED_CAPACITY, reclaim};
 pub use sse::{DONE, SseWriter};

@@ -162,6 +162,10 @@ enum Template {
     User,
     Fragment,
     Recap,
+    /// A recap with a tail the fragments never streamed.
+    ExtendedRecap,
+    /// An `assistant` event without text.
+    EmptyAssistant,
     ThinkingDelta,
     ThinkingRecap,
     ThinkingCompleted,
@@ -185,6 +189,8 @@ const TEMPLATES: &[(Template, u32)] = &[
     (Template::User, 1),
     (Template::Fragment, 12),
     (Template::Recap, 4),
+    (Template::ExtendedRecap, 2),
+    (Template::EmptyAssistant, 2),
     (Template::ThinkingDelta, 5),
     (Template::ThinkingRecap, 2),
     (Template::ThinkingCompleted, 3),
@@ -266,15 +272,30 @@ fn next_line(u: &mut Unstructured<'_>, model: &mut Model) -> Result<Vec<u8>> {
             r#"{{"type":"user","message":{{"role":"user","content":[{{"type":"text","text":{}}}]}},"session_id":"{SESSION}"}}"#,
             style.string(&text(u, "")?)
         ),
-        Template::Fragment | Template::Recap => {
-            let text =
-                if matches!(template, Template::Recap) && model.text.streamed.len() <= MAX_RECAP {
-                    model.text.streamed.clone()
-                } else {
-                    text(u, &model.text.streamed)?
-                };
+        Template::Fragment | Template::Recap | Template::ExtendedRecap => {
+            let recap = model.text.streamed.len() <= MAX_RECAP;
+            let text = match template {
+                Template::Recap if recap => model.text.streamed.clone(),
+                Template::ExtendedRecap if recap => {
+                    model.text.streamed.clone() + u.choose(WORDS)?
+                }
+                _ => text(u, &model.text.streamed)?,
+            };
             model.assistant(&text);
             assistant_line(u, &style, &text)?
+        }
+        Template::EmptyAssistant => {
+            model.assistant("");
+            let content = u.choose(&[
+                r#"[{"type":"text","text":""}]"#,
+                r#"[]"#,
+                r#"[{"type":"tool_use","id":"toolu_1","name":"read","input":{}}]"#,
+                r#"[{"type":"text","text":""},{"type":"image","text":"not text"}]"#,
+                r#""""#,
+            ])?;
+            format!(
+                r#"{{"type":"assistant","message":{{"role":"assistant","content":{content}}},"session_id":"{SESSION}","timestamp_ms":1790000000300}}"#
+            )
         }
         Template::ThinkingDelta | Template::ThinkingRecap => {
             let text = if matches!(template, Template::ThinkingRecap)
@@ -690,16 +711,16 @@ fn string_spans(line: &[u8]) -> Vec<(usize, usize)> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Next {
     Assistant,
-    Thinking,
     Other,
     End,
 }
 
-/// The recap state of one channel, as the decoder documents it.
+/// The recap state of the answer text, as the decoder documents it.
 #[derive(Debug, Default)]
 struct Segment {
     streamed: String,
-    held: bool,
+    /// A held candidate: the text, which starts with `streamed`.
+    held: Option<String>,
 }
 
 /// The decoder's documented behaviour over well-formed lines.
@@ -725,23 +746,18 @@ impl Model {
         self.resolve(next);
     }
 
-    /// A held candidate is ordinary text if the next decisive line is of its own
-    /// channel, and a recap (dropped, ending the segment) otherwise.
+    /// A held candidate is ordinary text if the next decisive line is another fragment,
+    /// and a recap otherwise: dropped but for the tail it adds to the segment, which ends.
     fn resolve(&mut self, next: Next) {
-        if std::mem::take(&mut self.text.held) {
+        if let Some(held) = self.text.held.take() {
             if next == Next::Assistant {
-                let again = self.text.streamed.clone();
-                self.commit_text(&again);
+                self.commit_text(&held);
             } else {
+                let tail = held[self.text.streamed.len()..].to_owned();
+                if !tail.is_empty() {
+                    self.commit_text(&tail);
+                }
                 self.text.streamed.clear();
-            }
-        }
-        if std::mem::take(&mut self.thinking.held) {
-            if next == Next::Thinking {
-                let again = self.thinking.streamed.clone();
-                self.commit_reasoning(&again);
-            } else {
-                self.thinking.streamed.clear();
             }
         }
     }
@@ -776,26 +792,23 @@ impl Model {
         }
     }
 
+    /// An `assistant` line; without text it is no fragment and decides nothing.
     fn assistant(&mut self, text: &str) {
-        self.decisive(Next::Assistant);
         if text.is_empty() {
             return;
         }
-        if !self.text.streamed.is_empty() && self.text.streamed == text {
-            self.text.held = true;
+        self.decisive(Next::Assistant);
+        if !self.text.streamed.is_empty() && text.starts_with(self.text.streamed.as_str()) {
+            self.text.held = Some(text.to_owned());
         } else {
             self.commit_text(text);
         }
     }
 
+    /// Thinking is never recapped: every delta is emitted.
     fn thinking_delta(&mut self, text: &str) {
-        self.decisive(Next::Thinking);
-        if text.is_empty() {
-            return;
-        }
-        if !self.thinking.streamed.is_empty() && self.thinking.streamed == text {
-            self.thinking.held = true;
-        } else {
+        self.decisive(Next::Other);
+        if !text.is_empty() {
             self.commit_reasoning(text);
         }
     }
@@ -856,7 +869,8 @@ impl Model {
         self.decisive(Next::Other);
         self.boundary();
         self.turn_done = true;
-        if let Some(result) = result {
+        // An error result's text is never answer content.
+        if let Some(result) = result.filter(|_| !is_error) {
             // A strict prefix gets the missing suffix; anything else is left alone.
             if let Some(missing) = result.strip_prefix(self.emitted.as_str()) {
                 if !missing.is_empty() {

@@ -12,6 +12,15 @@ use crate::event::{Event, Failure, FinishReason, Usage};
 /// `message.content` is the text (`null` when the answer is only tool calls),
 /// reasoning goes in the configured field when there is any, `message.tool_calls` lists the
 /// client tool calls, `usage` appears when the agent reported it.
+///
+/// The text is exactly what a stream of the same run carries: the decoder's text deltas,
+/// recaps removed, plus the tail that `result.result` showed missing (reconciliation). When
+/// the streamed text and `result.result` disagree otherwise (never seen in a real capture;
+/// counted in [`DecoderStats::divergences`](crate::cursor::DecoderStats::divergences)), the
+/// body keeps the streamed text and never appends `result.result` to it: appending is how
+/// text gets doubled, the streamed text is what the agent actually produced token by
+/// token, and in client mode it is the text after tool envelopes were taken out of it,
+/// which `result.result` still contains.
 #[derive(Debug)]
 pub struct CompletionBuilder {
     meta: ResponseMeta,
@@ -111,6 +120,9 @@ impl CompletionBuilder {
             Some(Ok(reason)) => reason,
             _ => FinishReason::Stop,
         };
+        // The text dominates the body: room for it up front, so the buffer is not regrown
+        // (and copied) while the text is written.
+        out.reserve(self.content.len() + self.reasoning.len() + 1024);
         out.extend_from_slice(b"{\"id\":");
         write_str(out, &self.meta.id);
         out.extend_from_slice(b",\"object\":\"chat.completion\",\"created\":");

@@ -318,12 +318,14 @@ fn jsonl_in(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// `result.result` of the transcript's `result` line, if it has one.
+/// `result.result` of the transcript's `result` line, if it has one and it reports success
+/// (an error result is a failure, whose text is never the answer).
 pub fn expected_result(bytes: &[u8]) -> Option<String> {
     bytes
         .split(|b| *b == b'\n')
         .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
         .find(|v| v["type"] == "result")
+        .filter(|v| v["is_error"] != true && v["subtype"].as_str().is_none_or(|s| s == "success"))
         .map(|v| v["result"].as_str().unwrap_or_default().to_owned())
 }
 

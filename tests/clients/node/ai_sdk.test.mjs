@@ -30,13 +30,16 @@ function parse(line) {
 // What a transcript says the client must end up with.
 function capture(path) {
   const events = lines(path).map(parse).filter(Boolean);
-  const result = events.find((e) => e.type === 'result');
+  const found = events.find((e) => e.type === 'result');
+  // An error result is a failure: its text is never the answer.
+  const failed = found && (found.is_error === true || (found.subtype ?? 'success') !== 'success');
+  const result = failed ? null : found;
   const counts = result && result.usage && typeof result.usage === 'object' ? result.usage : null;
   const prompt = counts ? (counts.inputTokens ?? 0) + (counts.cacheReadTokens ?? 0) + (counts.cacheWriteTokens ?? 0) : 0;
   return {
     expected: result ? (result.result ?? '') : null,
     thinking: events.some((e) => e.type === 'thinking' && e.subtype === 'delta' && e.text),
-    usage: counts && { input: prompt, output: counts.outputTokens ?? 0, cacheRead: counts.cacheReadTokens ?? 0 },
+    usage: counts && { input: prompt, output: counts.outputTokens ?? 0, cacheRead: counts.cacheReadTokens ?? 0, cost: found.cost ?? counts.cost },
   };
 }
 
@@ -91,6 +94,10 @@ function assertUsage(usage, want) {
   assert.equal(usage.outputTokens, want.output);
   assert.equal(usage.totalTokens, want.input + want.output);
   assert.equal(usage.inputTokenDetails?.cacheReadTokens ?? usage.cachedInputTokens, want.cacheRead);
+  // The provider keeps the raw usage object: a reported cost reaches the caller, and is
+  // never invented. (Its schema drops `prompt_tokens_details.cache_write_tokens`, which it
+  // does not declare, without a warning.)
+  assert.equal(usage.raw?.cost, want.cost, JSON.stringify(usage.raw));
 }
 
 test('the fixtures are there', () => {
@@ -110,7 +117,7 @@ for (const transcript of TRANSCRIPTS) {
     if (want.expected === null) {
       // Nothing was streamed: the status and JSON error body reach the caller as an APICallError.
       const { status, body } = replies.at(-1);
-      assert.ok(status >= 500, `status ${status}`);
+      assert.ok(status >= 400, `status ${status}`);
       assert.equal(errorParts.length, 1);
       assert.equal(errorParts[0].error.statusCode, status);
       assert.equal(errorParts[0].error.message, JSON.parse(body).error.message);
@@ -149,7 +156,7 @@ for (const transcript of TRANSCRIPTS) {
         assert.equal(error.message, JSON.parse(replies.at(-1).body).error.message);
         return replies.at(-1);
       });
-      assert.ok(status >= 500 && body.length > 0);
+      assert.ok(status >= 400 && body.length > 0);
       return;
     }
     const result = await generateText({ model: providerFor(transcript)('auto'), prompt: 'hi', maxRetries: 0 });

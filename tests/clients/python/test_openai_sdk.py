@@ -33,7 +33,7 @@ SCRATCH = pathlib.Path(tempfile.mkdtemp(prefix="agentwire-openai-python-"))
 class Capture:
     """What a transcript says the client must end up with."""
 
-    expected: "str | None"  # `result.result`, or None when the run has no result (a failure)
+    expected: "str | None"  # `result.result`, or None when the run failed (no result, or an error result)
     usage: "dict | None"  # the OpenAI usage the CLI's counts map to, or None when unreported
     thinking: bool  # the CLI streamed thinking, so the client must see reasoning
     lines: tuple  # the raw lines, to build truncated variants
@@ -53,6 +53,8 @@ def capture(path):
         if event.get("type") == "thinking" and event.get("subtype") == "delta" and event.get("text"):
             thinking = True
         if event.get("type") == "result" and expected is None:
+            if event.get("is_error") is True or event.get("subtype", "success") != "success":
+                break  # an error result is a failure: its text is never the answer
             expected = event.get("result") or ""
             counts = event.get("usage")
             if isinstance(counts, dict):
@@ -63,6 +65,8 @@ def capture(path):
                     "completion_tokens": completion,
                     "total_tokens": prompt + completion,
                     "cached_tokens": counts.get("cacheReadTokens", 0),
+                    "cache_write_tokens": counts.get("cacheWriteTokens", 0),
+                    "cost": event.get("cost", counts.get("cost")),
                 }
     return Capture(expected, usage, thinking, lines)
 
@@ -117,14 +121,28 @@ def assert_usage(usage, want):
     assert usage.completion_tokens == want["completion_tokens"]
     assert usage.total_tokens == want["total_tokens"]
     assert usage.prompt_tokens_details.cached_tokens == want["cached_tokens"]
+    # Fields the SDK's models do not declare are kept, readable as attributes.
+    assert usage.prompt_tokens_details.cache_write_tokens == want["cache_write_tokens"]
+    if want["cost"] is None:
+        assert getattr(usage, "cost", None) is None, "a cost is never invented"
+    else:
+        assert usage.cost == want["cost"]
+
+
+# The exception class openai-python raises for each status agentwire sends before a head.
+STATUS_ERRORS = {
+    401: openai.AuthenticationError,
+    404: openai.NotFoundError,
+    429: openai.RateLimitError,
+}
 
 
 def assert_mapped_failure(failure, replies):
     """A run that failed before answering: the SDK raises the class its status maps to."""
     status, body = replies[-1]
-    assert status >= 500
+    assert status >= 400
     assert failure.status_code == status
-    assert isinstance(failure, openai.InternalServerError)
+    assert isinstance(failure, STATUS_ERRORS.get(status, openai.InternalServerError))
     assert failure.body["message"] == json.loads(body)["error"]["message"]
     assert failure.body["code"]
 
