@@ -112,11 +112,15 @@ impl Refusal {
         let _ = match *self {
             Refusal::Failing { times } => write!(
                 out,
-                "it failed the last {times} times in a row with exactly these arguments and                  nothing changed in between, so it would fail the same way. Something has                  to change first; tell me what to try, or ask me to run it again."
+                "it failed the last {times} times in a row with exactly these arguments and \
+                 nothing changed in between, so it would fail the same way. Something has \
+                 to change first; tell me what to try, or ask me to run it again."
             ),
             Refusal::Repeating { times } => write!(
                 out,
-                "it already ran {times} times in a row with exactly these arguments and                  nothing else in between, which looks like a loop. Ask me to run it again                  if that is what you want."
+                "it already ran {times} times in a row with exactly these arguments and \
+                 nothing else in between, which looks like a loop. Ask me to run it again \
+                 if that is what you want."
             ),
         };
         out
@@ -534,8 +538,10 @@ mod tests {
             answer.contains("failed the last 2 times in a row"),
             "{answer}"
         );
+        assert!(!answer.contains("  ") && !answer.contains('\n'), "{answer}");
         let answer = Refusal::Repeating { times: 7 }.answer("read", "{}");
         assert!(answer.contains("ran 7 times in a row"), "{answer}");
+        assert!(!answer.contains("  ") && !answer.contains('\n'), "{answer}");
         // Long arguments are cut, on a character boundary.
         let long = format!(r#"{{"content":"{}"}}"#, "é".repeat(1000));
         let answer = Refusal::Repeating { times: 7 }.answer("write", &long);
