@@ -55,4 +55,8 @@ for bench in ["serde_json_validate", "serde_json_value", "parse", "parse_and_ren
     r = rate("request", bench)
     if r is not None:
         print(f"{'request/' + bench:44} {r:9.1f} {r / value:12.2f}")
+small, large = rate("client_batch", "starts_40000"), rate("client_batch", "starts_80000")
+if small and large:
+    # Rates are per start: the time ratio of twice the starts is 2 x small / large.
+    print(f"{'client_batch/starts_80000 vs 40000':44} {2 * small / large:9.2f}x the time (linear: 2x)")
 PY

@@ -8,8 +8,10 @@
 //! Groups: `framing` (LineFramer), `stdout_to_sse` (the whole Bridge on the event mix of
 //! the real captures), `stdout_to_sse_huge_line` (4 MB tool results), `chunking` (the
 //! Bridge fed 1, 64 and 4096 bytes at a time: linear time means a constant factor),
-//! `sse` (ChunkEncoder frames/s and bytes/s) and `request` (request parsing + prompt
-//! rendering on real OpenCode bodies). `benches/run.sh` runs them and prints the ratios.
+//! `sse` (ChunkEncoder frames/s and bytes/s), `request` (request parsing + prompt
+//! rendering on real OpenCode bodies) and `client_batch` (one batch of 40,000 and of
+//! 80,000 parallel tool starts in client mode: linear time means twice the time for twice
+//! the starts). `benches/run.sh` runs them and prints the ratios.
 
 #[path = "../tests/support/mix.rs"]
 mod mix;
@@ -85,12 +87,18 @@ fn line_framer(input: &[u8]) -> usize {
 /// The whole Bridge in streaming agent mode: `input` fed `chunk` bytes at a time, outputs
 /// drained after each push. Returns the SSE bytes produced.
 fn bridge(input: &[u8], chunk: usize) -> usize {
+    run_bridge(STREAM, input, chunk)
+}
+
+/// The whole Bridge for `request` over `input`, fed `chunk` bytes at a time, outputs
+/// drained after each push, then a clean exit. Returns the body bytes produced.
+fn run_bridge(request: &[u8], input: &[u8], chunk: usize) -> usize {
     let params = BridgeParams {
         now_ms: 0,
         created_unix: 1_700_000_000,
         id_seed: 1,
     };
-    let mut bridge = Bridge::new(STREAM, &Config::default(), params);
+    let mut bridge = Bridge::new(request, &Config::default(), params);
     let mut body = 0;
     let mut drain = |bridge: &mut Bridge| {
         while let Some(output) = bridge.poll_output() {
@@ -238,8 +246,9 @@ fn request(c: &mut Criterion) {
                 .iter()
                 .map(|body| {
                     let request = ChatRequest::parse(body, &limits).unwrap();
-                    let plan = ToolPlan::new(&request.tools, ToolStrategy::default());
-                    render_prompt(&request, &plan).len()
+                    let conversation = &request.conversation;
+                    let plan = ToolPlan::new(&conversation.tools, ToolStrategy::default());
+                    render_prompt(conversation, &plan).len()
                 })
                 .sum::<usize>()
         })
@@ -247,5 +256,49 @@ fn request(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, framing, stdout_to_sse, chunking, sse, request);
+/// A client-mode transcript: `starts` parallel `read` starts of one model call, each with
+/// its own call id and path, then the result.
+fn parallel_starts(starts: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..starts {
+        out.extend_from_slice(
+            format!(
+                "{{\"type\":\"tool_call\",\"subtype\":\"started\",\"call_id\":\"call_{i}\\nfc_{i}\",\
+                 \"tool_call\":{{\"readToolCall\":{{\"args\":{{\"path\":\"/project/src/file_{i}.rs\"}}}}}},\
+                 \"model_call_id\":\"m-0\"}}\n"
+            )
+            .as_bytes(),
+        );
+    }
+    out.extend_from_slice(br#"{"type":"result","subtype":"success","is_error":false,"result":""}"#);
+    out.push(b'\n');
+    out
+}
+
+fn client_batch(c: &mut Criterion) {
+    let request = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/requests/client_tools.json"),
+    )
+    .unwrap();
+    let mut group = c.benchmark_group("client_batch");
+    group.sample_size(10);
+    for starts in [40_000, 80_000] {
+        let input = parallel_starts(starts);
+        group.throughput(Throughput::Elements(starts as u64));
+        group.bench_function(format!("starts_{starts}"), |b| {
+            b.iter(|| run_bridge(&request, black_box(&input), READ))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    framing,
+    stdout_to_sse,
+    chunking,
+    sse,
+    request,
+    client_batch
+);
 criterion_main!(benches);

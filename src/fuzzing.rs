@@ -23,10 +23,10 @@ use arbitrary::{Arbitrary, Unstructured};
 use serde_json::Value;
 
 use crate::bridge::{Bridge, BridgeError, BridgeParams, Config, Output};
+use crate::conversation::ToolChoice;
 use crate::cursor::{Decoder, DecoderConfig, DecoderError, DecoderStats, ExitStatus};
 use crate::event::{ActivityPhase, Event, FailureKind, FinishReason, Progress, Usage};
 use crate::framing::{LineError, LineFramer};
-use crate::openai::request::ToolChoice;
 use crate::openai::{
     ApiError, ChatRequest, ChunkEncoder, OutputOptions, ReasoningField, RequestLimits, ResponseMeta,
 };
@@ -544,26 +544,36 @@ enum OwnedOutput {
 }
 
 /// `ChatRequest::parse` and `Bridge::new` over arbitrary bodies: never a panic; a valid
-/// request has messages within the limits and a model that cannot be read as a flag; an
+/// request has messages within the limits, a model that cannot be read as a flag and an
+/// echoed model of at most 256 printable bytes; an
 /// error is a retry-safe OpenAI error body with a 400 or 413 status, and the bridge of
 /// an invalid body outputs exactly that head, that body and `End`, and spawns nothing.
 pub fn request(data: &[u8]) {
     for limits in [RequestLimits::default(), tight_limits()] {
         match ChatRequest::parse(data, &limits) {
             Ok(request) => {
-                assert!(!request.messages.is_empty(), "a request without messages");
-                assert!(request.messages.len() <= limits.max_messages);
-                assert!(request.tools.len() <= limits.max_tools);
+                assert!(
+                    !request.conversation.messages.is_empty(),
+                    "a request without messages"
+                );
+                assert!(request.conversation.messages.len() <= limits.max_messages);
+                assert!(request.conversation.tools.len() <= limits.max_tools);
                 assert!(data.len() <= limits.max_body_bytes);
                 assert!(
                     !request.model.is_empty() && !request.model.starts_with('-'),
                     "model {:?}",
                     request.model
                 );
+                assert!(
+                    request.response_model.len() <= 256
+                        && !request.response_model.chars().any(char::is_control),
+                    "echoed model {:?}",
+                    request.response_model
+                );
                 assert!(!request.include_usage || request.stream);
-                if let ToolChoice::Named(name) = &request.tool_choice {
+                if let ToolChoice::Named(name) = &request.conversation.tool_choice {
                     assert!(
-                        request.tools.iter().any(|t| &t.name == name),
+                        request.conversation.tools.iter().any(|t| &t.name == name),
                         "tool_choice names an unknown tool {name:?}"
                     );
                 }

@@ -9,17 +9,19 @@
 //! through the C ABI, or Python.
 //!
 //! ```text
-//!  OpenAI request body ─► openai::request ─► tools::ToolPlan ─► openai::prompt ─► cursor::Invocation
-//!                                                                                  │ (adapter spawns cursor-agent)
+//!  OpenAI request body ─► openai::request ─► conversation::Conversation ─► tools::ToolPlan ─► openai::prompt ─► cursor::Invocation
+//!                                                                                                              │ (adapter spawns cursor-agent)
 //!  cursor-agent stdout ─► framing::LineFramer ─► cursor::Decoder ─► event::Event ─► openai::{ChunkEncoder, CompletionBuilder}
 //!  stderr, exit status ─► cursor::diagnose ─► event::Failure ────────┘                    │
 //!  time (now_ms) ──────► bridge::Bridge (status, keep-alive, idle timeout, client tool calls, stop) ─► SSE / JSON
 //! ```
 //!
 //! Modules follow that flow and never import against it: [`framing`] knows nothing of
-//! JSON; [`cursor`] and [`openai`] meet only at [`event`]; [`tools`] maps the agent's tool
-//! use onto the client's tools; [`bridge`] composes them all into one request's state
-//! machine — the object adapters drive.
+//! JSON; [`cursor`] and [`openai`] meet only at [`event`], the neutral model of what the
+//! agent did; a request dialect ([`openai::request`]) parses into [`conversation`], the
+//! neutral model of what the client asked, which [`tools`] (the agent's tool use mapped
+//! onto the client's tools, and the loop guard) and [`openai::prompt`] read; [`bridge`]
+//! composes them all into one request's state machine — the object adapters drive.
 //!
 //! The one rule every driver keeps: **after every input, drain the outputs (`poll_*`)
 //! until they return `None`.** See [`bridge::Bridge`] for the whole loop, and
@@ -29,6 +31,7 @@
 #![forbid(unused_must_use)]
 
 pub mod bridge;
+pub mod conversation;
 pub mod cursor;
 pub mod event;
 pub mod framing;

@@ -736,3 +736,34 @@ fn shutdown_ends_the_response_as_a_retryable_failure() {
     run.exit(ExitStatus::Signal(15), 4);
     assert_eq!(run.ends(), 1);
 }
+
+#[test]
+fn every_chunk_echoes_the_validated_model() {
+    // A 1 MiB provider prefix is a 400 whose body does not echo it, and nothing runs.
+    let mib = "p".repeat(1 << 20);
+    let body = format!(
+        r#"{{"model":"{mib}/auto","stream":true,"messages":[{{"role":"user","content":"x"}}]}}"#
+    );
+    let run = Run::new(body.as_bytes(), &Config::default());
+    assert!(run.bridge.invocation().is_none());
+    assert_eq!(run.heads(), [(400, "application/json")]);
+    assert_eq!(run.json_body()["error"]["param"], "model");
+    assert!(run.body().len() < 1024, "{} bytes", run.body().len());
+    // A valid name, provider prefix and all, is in every chunk.
+    let body =
+        br#"{"model":"cursor/gpt-5","stream":true,"messages":[{"role":"user","content":"x"}]}"#;
+    let mut run = Run::new(body, &Config::default());
+    run.stdout(
+        b"{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"Hi\"}]}}\n\
+          {\"type\":\"result\",\"subtype\":\"success\",\"result\":\"Hi\"}\n",
+        1,
+    );
+    let text = String::from_utf8(run.body()).unwrap();
+    let chunks = text.matches("data: {").count();
+    assert!(chunks >= 2, "{text}");
+    assert_eq!(
+        text.matches(r#""model":"cursor/gpt-5""#).count(),
+        chunks,
+        "{text}"
+    );
+}

@@ -298,19 +298,22 @@ fn a_recap_that_extends_the_segment_adds_only_its_tail() {
     let texts = texts_of(&events);
     assert_eq!(
         texts,
-        ["Hi", " there", "Let me", " look", ".", "Hello", " world", "!"]
+        [
+            "Hi", " there", "Let me", " look", ".", "Hello", " world", "!"
+        ]
     );
     // Before a tool call and before the result alike.
     let recaps = {
         let mut decoder = agentwire::cursor::Decoder::default();
-        decoder
-            .push_stdout(&fixture("recap_edges.jsonl"))
-            .unwrap();
+        decoder.push_stdout(&fixture("recap_edges.jsonl")).unwrap();
         decoder.push_eof().unwrap();
         while decoder.poll_event().is_some() {}
         *decoder.stats()
     };
-    assert_eq!((recaps.recaps, recaps.reconciled, recaps.divergences), (3, 0, 0));
+    assert_eq!(
+        (recaps.recaps, recaps.reconciled, recaps.divergences),
+        (3, 0, 0)
+    );
 }
 
 #[test]
@@ -370,7 +373,10 @@ fn surrogate_pairs_split_across_fragments_are_joined() {
     decoder.push_eof().unwrap();
     while decoder.poll_event().is_some() {}
     let stats = decoder.stats();
-    assert_eq!((stats.recaps, stats.divergences, stats.reconciled), (2, 0, 0));
+    assert_eq!(
+        (stats.recaps, stats.divergences, stats.reconciled),
+        (2, 0, 0)
+    );
 }
 
 #[test]
@@ -398,7 +404,11 @@ fn a_byte_order_mark_at_the_start_is_skipped() {
         }
         decoder.push_eof().unwrap();
         while decoder.poll_event().is_some() {}
-        assert_eq!(decoder.stats().bad_lines, 1, "the broken first line is counted");
+        assert_eq!(
+            decoder.stats().bad_lines,
+            1,
+            "the broken first line is counted"
+        );
     }
     // A stream that is only the start of a mark.
     assert!(matches!(decode(b"\xEF", 1).last(), Some(Owned::Failed(_))));
@@ -429,14 +439,27 @@ fn an_error_result_is_a_failure_not_an_answer() {
 #[test]
 fn cost_is_passed_through_as_reported() {
     for (result, cost) in [
-        (r#""cost":0.0123,"usage":{"inputTokens":1,"outputTokens":2}"#, Some(0.0123)),
-        (r#""usage":{"inputTokens":1,"outputTokens":2,"totalCost":1.5}"#, Some(1.5)),
-        (r#""usage":{"inputTokens":1,"outputTokens":2,"total_cost":"0.25"}"#, Some(0.25)),
-        (r#""total_cost":2,"totalCost":3,"usage":{"inputTokens":1}"#, Some(3.0)),
+        (
+            r#""cost":0.0123,"usage":{"inputTokens":1,"outputTokens":2}"#,
+            Some(0.0123),
+        ),
+        (
+            r#""usage":{"inputTokens":1,"outputTokens":2,"totalCost":1.5}"#,
+            Some(1.5),
+        ),
+        (
+            r#""usage":{"inputTokens":1,"outputTokens":2,"total_cost":"0.25"}"#,
+            Some(0.25),
+        ),
+        (
+            r#""total_cost":2,"totalCost":3,"usage":{"inputTokens":1}"#,
+            Some(3.0),
+        ),
         (r#""usage":{"inputTokens":1,"outputTokens":2}"#, None),
         (r#""usage":{"inputTokens":1,"cost":"n/a"}"#, None),
     ] {
-        let line = format!("{{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"\",{result}}}\n");
+        let line =
+            format!("{{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"\",{result}}}\n");
         let mut decoder = agentwire::cursor::Decoder::default();
         decoder.push_stdout(line.as_bytes()).unwrap();
         let mut seen = None;

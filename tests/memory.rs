@@ -106,7 +106,9 @@ fn peak_large_blocks(transcript: &[u8], stream: bool) -> (usize, usize) {
         bridge.push_stdout(chunk, i as u64).unwrap();
         drain(&mut bridge);
     }
-    bridge.agent_exited(ExitStatus::Code(0), u64::MAX / 2).unwrap();
+    bridge
+        .agent_exited(ExitStatus::Code(0), u64::MAX / 2)
+        .unwrap();
     drain(&mut bridge);
     COUNTING.with(|c| c.set(false));
     assert!(bridge.is_ended());

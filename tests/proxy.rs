@@ -1172,7 +1172,11 @@ fn shutdown_ends_streams_in_band(kind: Kind) {
     );
     assert_eq!(summary.done, 1);
     // The bridge's own shutdown failure: retryable, not a crash of the agent.
-    assert_eq!(summary.errors[0]["code"], "agent_unavailable", "{:?}", summary.errors);
+    assert_eq!(
+        summary.errors[0]["code"], "agent_unavailable",
+        "{:?}",
+        summary.errors
+    );
     let groups: HashSet<u32> = scratch.runs().iter().map(|r| r.pid).collect();
     assert_groups_gone(&groups, Duration::from_secs(1), "after shutdown");
 }
@@ -1265,7 +1269,10 @@ fn replay_agent_plays_the_turn_the_prompt_is_at() {
         let body = serde_json::json!({"model": "auto", "messages": messages});
         let request =
             ChatRequest::parse(body.to_string().as_bytes(), &RequestLimits::default()).unwrap();
-        let prompt = render_prompt(&request, &ToolPlan::new(&[], ToolStrategy::ReadOnly));
+        let prompt = render_prompt(
+            &request.conversation,
+            &ToolPlan::new(&[], ToolStrategy::ReadOnly),
+        );
         let mut child = Command::new(example("replay_agent"))
             .args(["--print", "--model", "auto", "--scenario"])
             .arg(&dir)

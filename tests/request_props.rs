@@ -29,7 +29,9 @@ fn arbitrary_json() -> impl Strategy<Value = Value> {
 
 fn check(body: &[u8]) {
     match ChatRequest::parse(body, &RequestLimits::default()) {
-        Ok(request) => assert!(!request.messages.is_empty() && !request.model.starts_with('-')),
+        Ok(request) => {
+            assert!(!request.conversation.messages.is_empty() && !request.model.starts_with('-'))
+        }
         Err(error) => {
             assert!(
                 error.status == 400 || error.status == 413,

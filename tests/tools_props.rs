@@ -1,7 +1,7 @@
 //! Property tests: schema validation, argument mapping and the tool plan never panic on
 //! arbitrary JSON, and what they produce keeps its promises.
 
-use agentwire::openai::request::ToolSpec;
+use agentwire::conversation::ToolSpec;
 use agentwire::tools::envelope::EnvelopeError;
 use agentwire::tools::{ToolPlan, ToolStrategy, aliases, schema};
 use proptest::prelude::*;

@@ -1,6 +1,8 @@
 //! Client mode: turning the agent's tool use and text envelopes into the client's tool
 //! calls, in batches, and ending the turn with them.
 
+use std::collections::HashSet;
+
 use super::Emitter;
 use super::config::Config;
 use crate::event::{ActivityPhase, Event, FinishReason, ToolCall};
@@ -18,7 +20,9 @@ use crate::tools::{Delivery, MappedCall, ToolPlan, ids};
 /// - A batch closes at the next event that is not part of it, at the end of the answer, or
 ///   after [`Config::batch_window_ms`]. Closing writes the calls with indices `0..n`, then
 ///   `finish_reason: "tool_calls"`: the turn is over and the agent is stopped.
-/// - A call the loop guard refuses ends the turn with an assistant message saying why.
+/// - A call the [`LoopGuard`] refuses ends the turn with an answer saying which call was
+///   refused and why, and `finish_reason: "stop"`; when calls were batched before it, the
+///   batch is handed over without it.
 /// - A malformed or schema-invalid envelope is not passed to the client: a short note in
 ///   the answer text reports it, so the model sees it on the next turn.
 pub(super) struct ClientTools {
@@ -27,6 +31,8 @@ pub(super) struct ClientTools {
     scanner: Option<EnvelopeScanner>,
     parallel: bool,
     batch: Vec<PendingCall>,
+    /// The ids in `batch`, for finding a call reported twice in constant time.
+    batch_ids: HashSet<BatchId>,
     source: Option<Source>,
     deadline: Option<u64>,
     window_ms: u64,
@@ -35,9 +41,31 @@ pub(super) struct ClientTools {
 }
 
 struct PendingCall {
-    id: String,
+    id: BatchId,
     name: String,
     arguments: String,
+}
+
+/// A call id in the open batch. In tests its comparisons are counted, so that duplicate
+/// detection is held to a constant number of them per call: one batch can hold tens of
+/// thousands of calls.
+#[derive(Clone)]
+struct BatchId(String);
+
+impl PartialEq for BatchId {
+    fn eq(&self, other: &Self) -> bool {
+        #[cfg(test)]
+        tests::ID_COMPARISONS.with(|count| count.set(count.get() + 1));
+        self.0 == other.0
+    }
+}
+
+impl Eq for BatchId {}
+
+impl std::hash::Hash for BatchId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+    }
 }
 
 /// Where the open batch came from; a batch never mixes sources.
@@ -66,6 +94,7 @@ impl ClientTools {
             scanner: envelopes.then(|| EnvelopeScanner::new(config.max_envelope_bytes)),
             parallel,
             batch: Vec::new(),
+            batch_ids: HashSet::new(),
             source: None,
             deadline: None,
             window_ms: config.batch_window_ms,
@@ -202,13 +231,15 @@ impl ClientTools {
             self.close_batch(emitter);
             return;
         }
-        if let Err(reason) = self.guard.check(&call.name, &call.arguments) {
+        let id = BatchId(id);
+        if self.batch_ids.contains(&id) {
+            // The same call reported again: it is in the batch already.
+            return;
+        }
+        if let Err(refusal) = self.guard.admit(&call.name, &call.arguments) {
             if self.batch.is_empty() {
-                let message = format!(
-                    "I stopped instead of calling `{}` again: {reason}",
-                    call.name
-                );
-                emitter.emit(&Event::TextDelta(&message));
+                let answer = refusal.answer(&call.name, &call.arguments);
+                emitter.emit(&Event::TextDelta(&answer));
                 emitter.emit(&Event::Finish(FinishReason::Stop));
                 self.ended_turn = true;
             } else {
@@ -216,9 +247,7 @@ impl ClientTools {
             }
             return;
         }
-        if self.batch.iter().any(|pending| pending.id == id) {
-            return;
-        }
+        self.batch_ids.insert(id.clone());
         self.batch.push(PendingCall {
             id,
             name: call.name,
@@ -248,14 +277,84 @@ impl ClientTools {
             let index = u32::try_from(index).unwrap_or(u32::MAX);
             emitter.emit(&Event::ToolCall(ToolCall {
                 index,
-                id: &call.id,
+                id: &call.id.0,
                 name: &call.name,
                 arguments: &call.arguments,
             }));
         }
         emitter.emit(&Event::Finish(FinishReason::ToolCalls));
         self.batch.clear();
+        self.batch_ids.clear();
         self.deadline = None;
         self.ended_turn = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use crate::bridge::{Bridge, BridgeParams, Config, Output};
+
+    thread_local! {
+        /// `BatchId` comparisons made on this thread.
+        pub(super) static ID_COMPARISONS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    /// A client-mode request (OpenCode's tools) and a transcript of `starts` parallel
+    /// `read` starts of one model call, each reported twice; returns the tool calls handed
+    /// to the client and the id comparisons made.
+    fn one_batch(starts: usize) -> (usize, u64) {
+        let request = std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/requests/client_tools.json"),
+        )
+        .unwrap();
+        let mut stdout = Vec::new();
+        for i in 0..starts {
+            let line = format!(
+                r#"{{"type":"tool_call","subtype":"started","call_id":"call_{i}\nfc_{i}","tool_call":{{"readToolCall":{{"args":{{"path":"/p/{i}.rs"}}}}}},"model_call_id":"m"}}"#
+            );
+            for _ in 0..2 {
+                stdout.extend_from_slice(line.as_bytes());
+                stdout.push(b'\n');
+            }
+        }
+        stdout
+            .extend_from_slice(b"{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"\"}\n");
+        let params = BridgeParams {
+            now_ms: 0,
+            created_unix: 0,
+            id_seed: 1,
+        };
+        let mut bridge = Bridge::new(&request, &Config::default(), params);
+        ID_COMPARISONS.with(|count| count.set(0));
+        bridge.push_stdout(&stdout, 1).unwrap();
+        let mut body = Vec::new();
+        while let Some(output) = bridge.poll_output() {
+            if let Output::Body(bytes) = output {
+                body.extend_from_slice(bytes);
+            }
+        }
+        let calls = String::from_utf8(body)
+            .unwrap()
+            .matches(r#""type":"function""#)
+            .count();
+        (calls, ID_COMPARISONS.with(Cell::get))
+    }
+
+    #[test]
+    fn duplicate_detection_is_linear_in_the_batch() {
+        for starts in [1_000, 2_000] {
+            let (calls, comparisons) = one_batch(starts);
+            assert_eq!(calls, starts, "every call once, duplicates dropped");
+            // One comparison finds each duplicate; a scan of the batch would make
+            // starts² / 2 of them.
+            let bound = 2 * starts as u64;
+            assert!(
+                comparisons <= bound,
+                "{comparisons} id comparisons for {starts} starts (at most {bound})"
+            );
+        }
     }
 }

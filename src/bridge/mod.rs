@@ -19,6 +19,7 @@ use thiserror::Error;
 
 pub use config::Config;
 
+use crate::conversation::ToolChoice;
 use crate::cursor::diagnose::{self, Evidence, ExitStatus};
 use crate::cursor::{AgentMode, Decoder, Invocation, InvocationSpec};
 use crate::event::{Event, Failure, FailureKind};
@@ -209,10 +210,11 @@ impl Bridge {
             include_usage: request.include_usage,
             ..options
         };
-        let client_mode = !request.tools.is_empty()
-            && request.tool_choice != crate::openai::request::ToolChoice::None;
+        let conversation = &request.conversation;
+        let client_mode =
+            !conversation.tools.is_empty() && conversation.tool_choice != ToolChoice::None;
         let plan = if client_mode {
-            ToolPlan::new(&request.tools, config.tool_strategy)
+            ToolPlan::new(&conversation.tools, config.tool_strategy)
         } else {
             ToolPlan::new(&[], config.tool_strategy)
         };
@@ -225,7 +227,7 @@ impl Bridge {
             (true, ToolStrategy::Native) => AgentMode::Native { force: false },
             (true, _) => AgentMode::ReadOnly,
         };
-        let prompt = crate::openai::prompt::render_prompt(&request, &plan);
+        let prompt = crate::openai::prompt::render_prompt(conversation, &plan);
         let invocation = Invocation::new(
             &InvocationSpec {
                 program: &config.cursor_binary,
@@ -238,11 +240,11 @@ impl Bridge {
             prompt,
         );
         let client = client_mode.then(|| {
-            let guard = LoopGuard::from_history(&request.messages, &config.loop_guard);
+            let guard = LoopGuard::new(conversation, &config.loop_guard);
             ClientTools::new(
                 plan,
                 guard,
-                request.parallel_tool_calls,
+                conversation.parallel_tool_calls,
                 config,
                 params.id_seed,
             )

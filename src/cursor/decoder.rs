@@ -9,8 +9,8 @@ use thiserror::Error;
 
 use super::diagnose::{self, Evidence};
 use super::json::{
-    append_str, append_str_joined, for_each_entry, for_each_unescaped, raw_f64, raw_str,
-    raw_u64, starts_with_low_surrogate,
+    append_str, append_str_joined, for_each_entry, for_each_unescaped, raw_f64, raw_str, raw_u64,
+    starts_with_low_surrogate,
 };
 use super::line::{Kind, RawLine};
 use super::tool_call::{InFlightCalls, append_summary};

@@ -356,7 +356,10 @@ mod tests {
         let case = r#""plain \n\u00e9\ud83d\ude00 and \\ end""#;
         let mut pieces = Vec::new();
         assert!(for_each_unescaped(&raw(case), |p| pieces.push(p.to_owned())));
-        assert_eq!(pieces.concat(), serde_json::from_str::<String>(case).unwrap());
+        assert_eq!(
+            pieces.concat(),
+            serde_json::from_str::<String>(case).unwrap()
+        );
         assert!(pieces.len() > 3, "escapes split the text: {pieces:?}");
         assert!(!for_each_unescaped(&raw("1"), |_| {}));
     }

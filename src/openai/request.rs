@@ -1,5 +1,7 @@
 //! Chat Completions request bodies: parsed, validated, and reduced to what the bridge
-//! uses.
+//! uses — the model, the response options, and the [`Conversation`] (messages, tools,
+//! `tool_choice`, `parallel_tool_calls`) that everything downstream reads in no dialect's
+//! terms.
 //!
 //! Honoured: `model` (and the non-standard `cursorModel`, which wins when non-empty),
 //! `messages` (roles `system`, `developer`, `user`, `assistant` with `tool_calls`, `tool`
@@ -10,7 +12,7 @@
 //! Accepted but not honoured, because the CLI has no way to pass them on (listed in
 //! [`ChatRequest::ignored`]): `temperature`, `top_p`, `max_tokens`,
 //! `max_completion_tokens`, `stop`, `seed`, `presence_penalty`, `frequency_penalty`,
-//! `logit_bias`, `logprobs`, `top_logprobs`, `n` (only 1), `response_format`,
+//! `logit_bias`, `logprobs`, `top_logprobs`, `n` (only 1, or `1.0`), `response_format`,
 //! `reasoning_effort`, `verbosity`, `user`, `metadata`, `store`, `service_tier`,
 //! `prompt_cache_key`, `safety_identifier`, `modalities`, `prediction`, `audio`,
 //! `web_search_options`. Unknown fields are ignored: OpenAI-compatible clients routinely
@@ -18,16 +20,31 @@
 //!
 //! Accepted as real clients send it: assistant turns with `content: ""` or `null` next to
 //! `tool_calls` and a non-standard `reasoning_content` (OpenCode); tool results as a string
-//! or text parts; the `developer` role. Rejected with a 400 in OpenAI's error shape naming
+//! or text parts; the `developer` role; lone UTF-16 surrogate escapes (`"\ud800"`, which
+//! JavaScript clients write when they slice a string inside a character), read as U+FFFD
+//! anywhere in the body. Rejected with a 400 in OpenAI's error shape naming
 //! the offending `param`: malformed JSON, wrong types, empty `messages`, unknown roles, a
 //! `tool` message answering no earlier call, image/audio/file parts (the CLI takes text
 //! only), invalid tool names, an unusable model name, an over-limit body (413).
+//!
+//! # Model names
+//!
+//! `model` and `cursorModel` are each at most 256 bytes (provider prefix included) and hold
+//! no control characters, whichever of them is used: `model` is echoed in every chunk, and
+//! an unbounded name would multiply the response. The name that reaches `--model` —
+//! `cursorModel`, else `model` after its provider prefix (the part up to the last `/`) —
+//! must be a Cursor model designation (see [`ChatRequest::model`]); a `model` with nothing
+//! after its prefix (`"x/"`) is rejected rather than read as `auto`. Only an absent, `null`
+//! or blank `model` (without `cursorModel`) means `auto`. The error's `param` names the
+//! field that was wrong.
 
 use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
 use super::error::ApiError;
+use super::surrogates;
+use crate::conversation::{Conversation, HistoryToolCall, Message, Role, ToolChoice, ToolSpec};
 use crate::event::invites_retry;
 
 /// Limits applied while parsing a request body.
@@ -55,89 +72,22 @@ impl Default for RequestLimits {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatRequest {
     /// The model for `--model`: `cursorModel` when non-empty, else `model` without a
-    /// provider prefix (`cursor/gpt-5` → `gpt-5`), else `auto`.
+    /// provider prefix (`cursor/gpt-5` → `gpt-5`), else `auto`. Letters, digits, `.`, `_`,
+    /// `-`, `:` and Cursor's bracket parameters (`name[key=value,…]`), starting with a
+    /// letter or digit, so that it cannot be read as a flag.
     pub model: String,
-    /// The model name echoed in responses: the request's `model` as sent.
+    /// The model name echoed in responses: the request's `model` as sent (trimmed), else
+    /// [`model`](Self::model). Validated: at most 256 bytes, no control characters.
     pub response_model: String,
-    /// The conversation.
-    pub messages: Vec<Message>,
-    /// The client's tools.
-    pub tools: Vec<ToolSpec>,
-    /// `tool_choice` (default `none` without tools, `auto` with).
-    pub tool_choice: ToolChoice,
-    /// `parallel_tool_calls` (default `true`).
-    pub parallel_tool_calls: bool,
+    /// The conversation and the client's tools (`messages`, `tools`, `tool_choice` — default
+    /// `none` without tools, `auto` with — and `parallel_tool_calls`, default `true`).
+    pub conversation: Conversation,
     /// `stream`.
     pub stream: bool,
     /// `stream_options.include_usage`.
     pub include_usage: bool,
     /// Known fields present in the request that the CLI cannot honour.
     pub ignored: Vec<&'static str>,
-}
-
-/// A message author.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// `system`.
-    System,
-    /// `developer` (newer name for system instructions).
-    Developer,
-    /// `user`.
-    User,
-    /// `assistant`.
-    Assistant,
-    /// `tool`: a tool result.
-    Tool,
-}
-
-/// One message of the conversation.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Message {
-    /// Author.
-    pub role: Role,
-    /// Text; parts joined with a newline; empty when `null` or absent.
-    pub content: String,
-    /// Tool calls of an assistant message.
-    pub tool_calls: Vec<HistoryToolCall>,
-    /// For a tool result: the call it answers.
-    pub tool_call_id: Option<String>,
-    /// Optional author name.
-    pub name: Option<String>,
-}
-
-/// A tool call in the history.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HistoryToolCall {
-    /// Call id.
-    pub id: String,
-    /// Tool name.
-    pub name: String,
-    /// Arguments as the JSON text sent.
-    pub arguments: String,
-}
-
-/// A client tool.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolSpec {
-    /// Function name.
-    pub name: String,
-    /// Description (may be empty).
-    pub description: String,
-    /// JSON Schema of the arguments (`{}` when absent).
-    pub parameters: Value,
-}
-
-/// `tool_choice`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ToolChoice {
-    /// No tools: the agent answers itself.
-    None,
-    /// The model decides.
-    Auto,
-    /// The model must call some tool.
-    Required,
-    /// The model must call this tool.
-    Named(String),
 }
 
 /// Fields accepted and ignored (see the module docs).
@@ -208,16 +158,19 @@ impl ChatRequest {
             error.status = 413;
             return Err(error);
         }
-        let value: Value = serde_json::from_slice(body).map_err(|e| {
-            request_error(
-                format!(
-                    "We could not parse the JSON body of your request ({}).",
-                    json_problem(&e)
-                ),
-                None,
-                "invalid_json",
-            )
-        })?;
+        // A lone surrogate escape reads as U+FFFD instead of failing the whole body.
+        let fixed = surrogates::replace_lone_surrogates(body);
+        let value: Value =
+            serde_json::from_slice(fixed.as_deref().unwrap_or(body)).map_err(|e| {
+                request_error(
+                    format!(
+                        "We could not parse the JSON body of your request ({}).",
+                        json_problem(&e)
+                    ),
+                    None,
+                    "invalid_json",
+                )
+            })?;
         let Value::Object(object) = value else {
             return Err(request_error(
                 "The request body must be a JSON object.".to_owned(),
@@ -232,29 +185,29 @@ impl ChatRequest {
         object: &Map<String, Value>,
         limits: &RequestLimits,
     ) -> Result<ChatRequest, ApiError> {
-        let sent_model = match object.get("model") {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(model)) => model.trim().to_owned(),
-            Some(_) => return Err(type_error("model", "a string")),
-        };
-        let cursor_model = match object.get("cursorModel") {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(model)) => model.trim().to_owned(),
-            Some(_) => return Err(type_error("cursorModel", "a string")),
-        };
+        // Both fields are bounded and printable whichever one is used: `model` is echoed in
+        // every chunk, `cursorModel` becomes an argument.
+        let sent_model = model_field(object, "model")?;
+        let cursor_model = model_field(object, "cursorModel")?;
         let model = if !cursor_model.is_empty() {
+            check_model(&cursor_model, "cursorModel")?;
             cursor_model
+        } else if sent_model.is_empty() {
+            "auto".to_owned()
         } else {
-            let stripped = sent_model
+            let name = sent_model
                 .rsplit_once('/')
-                .map_or(sent_model.as_str(), |(_, m)| m);
-            if stripped.is_empty() {
-                "auto".to_owned()
-            } else {
-                stripped.to_owned()
+                .map_or(sent_model.as_str(), |(_, name)| name);
+            if name.trim().is_empty() {
+                return Err(invalid(
+                    "Invalid model name: nothing follows the provider prefix.",
+                    "model",
+                    "invalid_value",
+                ));
             }
+            check_model(name, "model")?;
+            name.to_owned()
         };
-        check_model(&model)?;
         let response_model = if sent_model.is_empty() {
             model.clone()
         } else {
@@ -281,7 +234,8 @@ impl ChatRequest {
             Some(_) => return Err(type_error("stream_options", "an object")),
         };
         if let Some(n) = object.get("n") {
-            if !n.is_null() && n.as_u64() != Some(1) {
+            // `1.0` is 1: JavaScript clients do not tell integers from floats.
+            if !n.is_null() && n.as_f64() != Some(1.0) {
                 return Err(invalid("Only n = 1 is supported.", "n", "invalid_value"));
             }
         }
@@ -297,10 +251,12 @@ impl ChatRequest {
         Ok(ChatRequest {
             model,
             response_model,
-            messages,
-            tools,
-            tool_choice,
-            parallel_tool_calls,
+            conversation: Conversation {
+                messages,
+                tools,
+                tool_choice,
+                parallel_tool_calls,
+            },
             stream,
             include_usage,
             ignored,
@@ -320,10 +276,39 @@ fn json_problem(error: &serde_json::Error) -> String {
     }
 }
 
+/// The most bytes of `model` and of `cursorModel`, provider prefix included.
+const MAX_MODEL_BYTES: usize = 256;
+
+/// A model field, trimmed (empty when absent or `null`): at most [`MAX_MODEL_BYTES`] and
+/// free of control characters, because it is echoed in every chunk or passed to the CLI.
+fn model_field(object: &Map<String, Value>, param: &str) -> Result<String, ApiError> {
+    let model = match object.get(param) {
+        None | Some(Value::Null) => return Ok(String::new()),
+        Some(Value::String(model)) => model.trim(),
+        Some(_) => return Err(type_error(param, "a string")),
+    };
+    if model.len() > MAX_MODEL_BYTES {
+        return Err(invalid(
+            format!("Invalid model name: at most {MAX_MODEL_BYTES} bytes."),
+            param,
+            "invalid_value",
+        ));
+    }
+    if model.chars().any(char::is_control) {
+        return Err(invalid(
+            "Invalid model name: control characters are not allowed.",
+            param,
+            "invalid_value",
+        ));
+    }
+    Ok(model.to_owned())
+}
+
 /// Model names become an argument of `--model`: letters, digits, `.`, `_`, `-`, `:` and
 /// Cursor's bracket parameters (`name[key=value,key=value]`), starting with a letter or digit
 /// so that no model can be read as a flag. (A provider prefix is stripped before this.)
-fn check_model(model: &str) -> Result<(), ApiError> {
+/// `param` is the field it came from.
+fn check_model(model: &str, param: &str) -> Result<(), ApiError> {
     let (name, params) = match model.split_once('[') {
         Some((name, rest)) => match rest.strip_suffix(']') {
             Some(params) => (name, Some(params)),
@@ -359,7 +344,7 @@ fn check_model(model: &str) -> Result<(), ApiError> {
     } else {
         Err(invalid(
             "Invalid model name: use letters, digits, '.', '_', '-', ':' and optional [key=value,...] parameters.",
-            "model",
+            param,
             "invalid_value",
         ))
     }
@@ -748,14 +733,239 @@ pub(crate) mod tests {
         (error.status, error.param, error.code)
     }
 
+    /// The first message's content of a body whose content is the JSON string text
+    /// `escaped` (between the quotes, as sent).
+    fn content_of(escaped: &str) -> String {
+        let body = format!(r#"{{"messages":[{{"role":"user","content":"{escaped}"}}]}}"#);
+        parse(&body)
+            .unwrap_or_else(|e| panic!("{escaped}: {e:?}"))
+            .conversation
+            .messages
+            .remove(0)
+            .content
+    }
+
+    #[test]
+    fn lone_surrogate_escapes_read_as_replacement_characters() {
+        for (escaped, expected) in [
+            (r"\ud800", "\u{fffd}"),
+            (r"\uDC00", "\u{fffd}"),
+            (r"a\ud83dz", "a\u{fffd}z"),
+            (r"\ud83d\ude00", "\u{1f600}"),
+            (r"\uD83D\uDE00", "\u{1f600}"),
+            (r"\ud83d\ud83d\ude00", "\u{fffd}\u{1f600}"),
+            (r"\ude00\ud83d", "\u{fffd}\u{fffd}"),
+            (r"\ud800\n", "\u{fffd}\n"),
+            (r"\ud800\u0041", "\u{fffd}A"),
+            (r"\ud800 \udc00", "\u{fffd} \u{fffd}"),
+            // An escaped backslash followed by text is no escape.
+            (r"\\ud800", r"\ud800"),
+            (r"\\\ud800", "\\\u{fffd}"),
+            (r"\\\\ud800", r"\\ud800"),
+            (r#"\"\ud800\""#, "\"\u{fffd}\""),
+        ] {
+            assert_eq!(content_of(escaped), expected, "{escaped}");
+        }
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 500, ..Default::default() })]
+
+        /// Any UTF-16 text, paired or not, written with escapes, reads as a lenient UTF-16
+        /// decoder reads it: each unpaired surrogate becomes U+FFFD, nothing else changes.
+        #[test]
+        fn escaped_utf16_reads_as_lossy_utf16(
+            units in proptest::collection::vec(
+                prop_oneof![
+                    0xd800u16..=0xdfff,
+                    Just(u16::from(b'\\')),
+                    Just(u16::from(b'u')),
+                    Just(u16::from(b'"')),
+                    0x20u16..0x7f,
+                    0u16..=0xffff,
+                ],
+                0..24,
+            ),
+            plain in proptest::collection::vec(any::<bool>(), 24),
+        ) {
+            let mut escaped = String::new();
+            for (unit, plain) in units.iter().zip(plain) {
+                match char::from_u32(u32::from(*unit)) {
+                    Some('\\') => escaped.push_str(r"\\"),
+                    Some('"') => escaped.push_str(r#"\""#),
+                    Some(c) if plain && !c.is_control() => escaped.push(c),
+                    _ => escaped.push_str(&format!("\\u{unit:04x}")),
+                }
+            }
+            prop_assert_eq!(content_of(&escaped), String::from_utf16_lossy(&units));
+        }
+    }
+
+    #[test]
+    fn lone_surrogates_anywhere_in_a_body() {
+        // A tool result a JavaScript client cut in the middle of an emoji.
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/requests/truncated_tool_output.json");
+        let body = std::fs::read(path).unwrap();
+        let request = ChatRequest::parse(&body, &RequestLimits::default()).unwrap();
+        let result = &request.conversation.messages[3].content;
+        assert!(result.ends_with("Build finished \u{fffd}"), "{result:?}");
+        // In keys, names, ids and arguments, and at the very end of a string.
+        let body = r#"{"messages":[{"role":"user","content":"x","\udbff":1},
+            {"role":"assistant","name":"\ud800","tool_calls":[{"id":"c\udfff","function":{"name":"read","arguments":"{\"p\":\"\ud800\",\"q\":\"\\ud800\"}"}}]},
+            {"role":"tool","tool_call_id":"c\udfff","content":"\ud800"}]}"#;
+        let request = parse(body).unwrap();
+        let call = &request.conversation.messages[1].tool_calls[0];
+        assert_eq!(call.id, "c\u{fffd}");
+        assert_eq!(
+            call.arguments, "{\"p\":\"\u{fffd}\",\"q\":\"\\ud800\"}",
+            "an escape in the arguments' own JSON text is text"
+        );
+        assert_eq!(
+            request.conversation.messages[1].name.as_deref(),
+            Some("\u{fffd}")
+        );
+        assert_eq!(request.conversation.messages[2].content, "\u{fffd}");
+        // Broken escapes stay errors, at the same place.
+        for body in [
+            r#"{"messages":[{"role":"user","content":"\ud8"}]}"#,
+            r#"{"messages":[{"role":"user","content":"\ud800"#,
+            r#"{"messages":[{"role":"user","content":"\ud800"}],}"#,
+        ] {
+            assert_eq!(param(body).2, Some("invalid_json"), "{body}");
+        }
+        // The rewrite keeps lengths: a later syntax error is reported where it is in the body sent.
+        let error = parse("{\"messages\":\"\\ud800\" x}").unwrap_err();
+        assert!(error.message.contains("column 22"), "{}", error.message);
+    }
+
+    #[test]
+    fn n_may_be_written_as_a_float() {
+        for n in ["1", "1.0", "1e0", "null"] {
+            let body = format!(r#"{{"n":{n},"messages":[{{"role":"user","content":"x"}}]}}"#);
+            assert!(parse(&body).is_ok(), "n = {n}");
+        }
+        for n in ["2", "1.5", "0", "-1", "\"1\"", "true"] {
+            let body = format!(r#"{{"n":{n},"messages":[{{"role":"user","content":"x"}}]}}"#);
+            assert_eq!(param(&body).1.as_deref(), Some("n"), "n = {n}");
+        }
+    }
+
+    /// The request with `fields` (JSON object members) and one user message.
+    fn with_fields(fields: &str) -> Result<ChatRequest, ApiError> {
+        parse(&format!(
+            r#"{{{fields}"messages":[{{"role":"user","content":"x"}}]}}"#
+        ))
+    }
+
+    fn rejected_param(fields: &str) -> String {
+        let shown = &fields[..fields.len().min(80)];
+        let Err(error) = with_fields(fields) else {
+            panic!("accepted: {shown}");
+        };
+        assert_eq!(
+            (error.status, error.code),
+            (400, Some("invalid_value")),
+            "{shown}"
+        );
+        assert!(!invites_retry(&error.message), "{}", error.message);
+        error.param.unwrap()
+    }
+
+    #[test]
+    fn model_names_are_bounded_wherever_they_are_used() {
+        let mib = "p".repeat(1 << 20);
+        // A huge provider prefix, model, or cursorModel, alone or beside a valid one.
+        for fields in [
+            format!(r#""model":"{mib}/gpt-5","#),
+            format!(r#""model":"{mib}","#),
+            format!(r#""model":"{mib}","cursorModel":"gpt-5","#),
+            format!(r#""model":"{mib}/gpt-5","cursorModel":"gpt-5","#),
+        ] {
+            assert_eq!(rejected_param(&fields), "model");
+        }
+        for fields in [
+            format!(r#""cursorModel":"{mib}","#),
+            format!(r#""model":"gpt-5","cursorModel":"{mib}","#),
+            format!(
+                r#""model":"gpt-5","cursorModel":"gpt-5[{}]","#,
+                "k=v,".repeat(63) + "k=v"
+            ),
+        ] {
+            assert_eq!(rejected_param(&fields), "cursorModel");
+        }
+        // 256 bytes is the limit of each.
+        let prefix = "p".repeat(250);
+        let ok = with_fields(&format!(r#""model":"{prefix}/gpt-5","#)).unwrap();
+        assert_eq!((ok.model.as_str(), ok.response_model.len()), ("gpt-5", 256));
+        assert_eq!(
+            rejected_param(&format!(r#""model":"{prefix}x/gpt-5","#)),
+            "model"
+        );
+        let params = "k=v,".repeat(62) + "k=v"; // 251 bytes
+        let cursor = format!("gpt-5[{params}]");
+        assert_eq!(cursor.len(), 258);
+        assert_eq!(
+            rejected_param(&format!(r#""cursorModel":"{cursor}","#)),
+            "cursorModel"
+        );
+        let cursor = format!("gpt[{}]", "k=v,".repeat(62) + "k=v");
+        assert_eq!(cursor.len(), 256);
+        let ok = with_fields(&format!(r#""model":"m","cursorModel":"{cursor}","#)).unwrap();
+        assert_eq!((ok.model, ok.response_model.as_str()), (cursor, "m"));
+    }
+
+    #[test]
+    fn model_errors_name_the_field_that_was_wrong() {
+        assert_eq!(rejected_param(r#""cursorModel":"--force","#), "cursorModel");
+        assert_eq!(
+            rejected_param(r#""model":"gpt-5","cursorModel":"a b","#),
+            "cursorModel"
+        );
+        assert_eq!(rejected_param(r#""model":"--force","#), "model");
+        // Echoed text must be printable, whichever field is used.
+        assert_eq!(
+            rejected_param(r#""model":"a\nb","cursorModel":"gpt-5","#),
+            "model"
+        );
+        assert_eq!(rejected_param(r#""model":"x\u0000/gpt-5","#), "model");
+    }
+
+    #[test]
+    fn a_model_empty_after_its_provider_prefix_is_rejected() {
+        for model in ["x/", "--force/", "/", "a/b/", "cursor/ "] {
+            assert_eq!(
+                rejected_param(&format!(r#""model":"{model}","#)),
+                "model",
+                "{model}"
+            );
+        }
+        // No model at all is `auto`, as documented.
+        for fields in ["", r#""model":"","#, r#""model":null,"#, r#""model":"  ","#] {
+            let request = with_fields(fields).unwrap();
+            assert_eq!(
+                (request.model.as_str(), request.response_model.as_str()),
+                ("auto", "auto")
+            );
+        }
+        // cursorModel decides the run: the model is only echoed.
+        let request = with_fields(r#""model":"x/","cursorModel":"gpt-5","#).unwrap();
+        assert_eq!(
+            (request.model.as_str(), request.response_model.as_str()),
+            ("gpt-5", "x/")
+        );
+    }
+
     #[test]
     fn minimal_and_defaults() {
         let r = parse(r#"{"model":"cursor/gpt-5","messages":[{"role":"user","content":"hi"}]}"#)
             .unwrap();
         assert_eq!(r.model, "gpt-5");
         assert_eq!(r.response_model, "cursor/gpt-5");
-        assert!(!r.stream && !r.include_usage && r.parallel_tool_calls);
-        assert_eq!(r.tool_choice, ToolChoice::None);
+        assert!(!r.stream && !r.include_usage && r.conversation.parallel_tool_calls);
+        assert_eq!(r.conversation.tool_choice, ToolChoice::None);
         let r = parse(r#"{"messages":[{"role":"user","content":"hi"}],"cursorModel":"sonnet-4[effort=high,fast=false]","model":"x"}"#).unwrap();
         assert_eq!(r.model, "sonnet-4[effort=high,fast=false]");
         let r = parse(r#"{"messages":[{"role":"user","content":"hi"}]}"#).unwrap();
@@ -777,11 +987,14 @@ pub(crate) mod tests {
             "tools":[{"type":"function","function":{"name":"read","parameters":{"type":"object"}}}],"tool_choice":"auto"}"#;
         let r = parse(body).unwrap();
         assert!(r.stream && r.include_usage);
-        assert_eq!(r.messages[0].content, "a\nb");
-        assert_eq!(r.messages[2].tool_calls[0].name, "read");
-        assert_eq!(r.messages[3].tool_call_id.as_deref(), Some("c1"));
+        assert_eq!(r.conversation.messages[0].content, "a\nb");
+        assert_eq!(r.conversation.messages[2].tool_calls[0].name, "read");
+        assert_eq!(
+            r.conversation.messages[3].tool_call_id.as_deref(),
+            Some("c1")
+        );
         assert_eq!(r.ignored, ["temperature", "max_tokens", "reasoning_effort"]);
-        assert_eq!(r.tool_choice, ToolChoice::Auto);
+        assert_eq!(r.conversation.tool_choice, ToolChoice::Auto);
     }
 
     #[test]
@@ -1049,12 +1262,11 @@ pub(crate) mod tests {
         let body =
             serde_json::json!({"messages":[{"role":"user","content": format!("a\u{0}b{huge}")}]});
         let r = parse(&body.to_string()).unwrap();
-        assert!(r.messages[0].content.starts_with("a\u{0}b"));
-        assert_eq!(r.messages[0].content.len(), 3 + huge.len());
-        // Raw invalid UTF-8 inside a string, a lone surrogate escape, a BOM, trailing data.
+        assert!(r.conversation.messages[0].content.starts_with("a\u{0}b"));
+        assert_eq!(r.conversation.messages[0].content.len(), 3 + huge.len());
+        // Raw invalid UTF-8 inside a string, a BOM, trailing data.
         for bytes in [
             &b"{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\xfe\"}]}"[..],
-            br#"{"messages":[{"role":"user","content":"\ud800"}]}"#,
             b"\xef\xbb\xbf{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
             br#"{"messages":[{"role":"user","content":"x"}]} {}"#,
             b"",
@@ -1098,9 +1310,12 @@ pub(crate) mod tests {
             {"id":"c1","function":{"name":"a","arguments":{"x":1}}},{"id":"c2","function":{"name":"b"}}]},
             {"role":"tool","tool_call_id":"c2","content":null},{"role":"tool","tool_call_id":"c1","content":"r"}]}"#;
         let r = parse(body).unwrap();
-        assert_eq!(r.messages[0].tool_calls[0].arguments, r#"{"x":1}"#);
-        assert_eq!(r.messages[0].tool_calls[1].arguments, "{}");
-        assert_eq!(r.messages[1].content, "");
+        assert_eq!(
+            r.conversation.messages[0].tool_calls[0].arguments,
+            r#"{"x":1}"#
+        );
+        assert_eq!(r.conversation.messages[0].tool_calls[1].arguments, "{}");
+        assert_eq!(r.conversation.messages[1].content, "");
     }
 
     #[test]
@@ -1115,7 +1330,7 @@ pub(crate) mod tests {
             let body = std::fs::read(&path).unwrap();
             let request = ChatRequest::parse(&body, &RequestLimits::default())
                 .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
-            assert!(!request.messages.is_empty());
+            assert!(!request.conversation.messages.is_empty());
             assert_eq!(request.model, "auto", "{}", path.display());
             seen += 1;
         }
@@ -1131,15 +1346,15 @@ pub(crate) mod tests {
         for body in bodies {
             let request = ChatRequest::parse(&body, &RequestLimits::default()).unwrap();
             assert!(request.stream && request.include_usage);
-            assert_eq!(request.tools.len(), 10);
-            assert_eq!(request.tool_choice, ToolChoice::Auto);
+            assert_eq!(request.conversation.tools.len(), 10);
+            assert_eq!(request.conversation.tool_choice, ToolChoice::Auto);
             assert!(request.ignored.contains(&"max_tokens"));
             requests.push(request);
         }
         // The tool round: an assistant turn with `content: ""` and calls, then one result
         // per call, in order.
         let round = requests.last().unwrap();
-        let roles: Vec<Role> = round.messages.iter().map(|m| m.role).collect();
+        let roles: Vec<Role> = round.conversation.messages.iter().map(|m| m.role).collect();
         assert_eq!(
             roles,
             [
@@ -1150,12 +1365,12 @@ pub(crate) mod tests {
                 Role::Tool
             ]
         );
-        let calls: Vec<&str> = round.messages[2]
+        let calls: Vec<&str> = round.conversation.messages[2]
             .tool_calls
             .iter()
             .map(|c| c.id.as_str())
             .collect();
-        let answered: Vec<&str> = round.messages[3..]
+        let answered: Vec<&str> = round.conversation.messages[3..]
             .iter()
             .filter_map(|m| m.tool_call_id.as_deref())
             .collect();

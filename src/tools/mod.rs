@@ -24,7 +24,8 @@
 //!   it;
 //! - [`envelope`]: the envelope syntax, the prompt text that teaches it, and the streaming
 //!   detector;
-//! - [`loop_guard`]: refusing a call the history shows failing or repeating;
+//! - [`loop_guard`]: refusing the same call made again and again in a row in the current
+//!   turn (never a rerun after an edit, never a call the user asked for again);
 //! - [`ids`]: OpenAI-safe call ids.
 
 pub mod aliases;
@@ -35,7 +36,7 @@ pub mod schema;
 
 use serde_json::Value;
 
-use crate::openai::request::ToolSpec;
+use crate::conversation::ToolSpec;
 use envelope::EnvelopeError;
 
 /// How client tools are executed.
