@@ -228,7 +228,8 @@ pub(crate) fn append_summary(is_mcp: bool, args: Option<&str>, out: &mut String)
 ///
 /// Ids and arguments live back to back in one buffer that is reused from turn to turn, so
 /// a steady stream of calls allocates nothing. Calls are few (one to a handful in flight),
-/// so lookup is a scan.
+/// so lookup is a scan, over a hash of each id first: a flood of calls (up to the cap)
+/// costs a comparison of two numbers per call in flight, not of two strings.
 #[derive(Debug, Default)]
 pub(crate) struct InFlightCalls {
     text: String,
@@ -241,11 +242,19 @@ pub(crate) struct InFlightCalls {
 
 #[derive(Debug, Clone, Copy)]
 struct InFlight {
+    /// Hash of the id.
+    hash: u64,
     /// `text[start..id_end]` is the id, `text[id_end..end]` the arguments.
     start: usize,
     id_end: usize,
     end: usize,
     has_args: bool,
+}
+
+fn id_hash(call_id: &str) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    std::hash::Hasher::write(&mut hasher, call_id.as_bytes());
+    std::hash::Hasher::finish(&hasher)
 }
 
 /// A call taken out of [`InFlightCalls`] by its completion.
@@ -259,7 +268,8 @@ impl InFlightCalls {
     /// Records a started call (a repeated id replaces the earlier call).
     pub(crate) fn start(&mut self, call_id: &str, args: Option<&str>) {
         self.compact();
-        if let Some(at) = self.position(call_id) {
+        let hash = id_hash(call_id);
+        if let Some(at) = self.position(hash, call_id) {
             self.forget(at);
         }
         if self.calls.len() >= MAX_CALLS_IN_FLIGHT {
@@ -270,6 +280,7 @@ impl InFlightCalls {
         let id_end = self.text.len();
         self.text.push_str(args.unwrap_or(""));
         self.calls.push(InFlight {
+            hash,
             start,
             id_end,
             end: self.text.len(),
@@ -280,7 +291,7 @@ impl InFlightCalls {
     /// Takes the call `call_id` out, if it was started (and cached).
     pub(crate) fn complete(&mut self, call_id: &str) -> Option<Started<'_>> {
         self.compact();
-        let at = self.position(call_id)?;
+        let at = self.position(id_hash(call_id), call_id)?;
         let call = self.forget(at);
         let args = call.has_args.then(|| &self.text[call.id_end..call.end]);
         Some(Started { args })
@@ -294,10 +305,10 @@ impl InFlightCalls {
         self.dead = 0;
     }
 
-    fn position(&self, call_id: &str) -> Option<usize> {
+    fn position(&self, hash: u64, call_id: &str) -> Option<usize> {
         self.calls
             .iter()
-            .position(|c| &self.text[c.start..c.id_end] == call_id)
+            .position(|c| c.hash == hash && &self.text[c.start..c.id_end] == call_id)
     }
 
     /// Removes a call from the list; its bytes stay until the next [`compact`](Self::compact)
