@@ -19,7 +19,7 @@
 //! Modules follow that flow and never import against it: [`framing`] knows nothing of
 //! JSON; [`cursor`] and [`openai`] meet only at [`event`]; [`tools`] maps the agent's tool
 //! use onto the client's tools; [`bridge`] composes them all into one request's state
-//! machine — the object adapters drive.
+//! machine — the object adapters drive; [`ffi`] is its C ABI.
 //!
 //! The one rule every driver keeps: **after every input, drain the outputs (`poll_*`)
 //! until they return `None`.** See [`bridge::Bridge`] for the whole loop, and
@@ -31,6 +31,9 @@
 pub mod bridge;
 pub mod cursor;
 pub mod event;
+// The C ABI: the one module allowed `unsafe` (each block says why it is sound).
+#[allow(unsafe_code)]
+pub mod ffi;
 pub mod framing;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

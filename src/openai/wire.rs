@@ -100,7 +100,11 @@ mod tests {
         );
         let value: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(value["cost"], 0.0123);
-        assert!(std::str::from_utf8(&out).unwrap().contains("\"cost\":0.0123}"));
+        assert!(
+            std::str::from_utf8(&out)
+                .unwrap()
+                .contains("\"cost\":0.0123}")
+        );
     }
 
     #[test]
