@@ -875,8 +875,8 @@ aw_result aw_config_set_cursor_binary(aw_config *config,
 /**
  * Reads `cursor_binary` into `*out_value`.
  *
- * Memory and lifetimes: the string is NUL-terminated (the terminator is not counted in
- * `len`) and valid until the next mutating call on `config` or its free.
+ * Memory and lifetimes: not NUL-terminated; valid until the next mutating call on `config`
+ * or its free.
  */
 aw_result aw_config_get_cursor_binary(const aw_config *config,
                                       aw_str *out_value);
@@ -1443,8 +1443,8 @@ aw_result aw_decoder_poll_event(aw_decoder *decoder,
 /**
  * The decoder's counters, into `*out_stats`. Returns `AW_RESULT_OK`.
  */
-aw_result aw_decoder_stats(const aw_decoder *decoder,
-                           aw_decoder_stats *out_stats);
+aw_result aw_decoder_get_stats(const aw_decoder *decoder,
+                               aw_decoder_stats *out_stats);
 
 /**
  * The agent's session (chat) id, into `*out_session_id`.

@@ -223,8 +223,8 @@ pub unsafe extern "C" fn aw_config_set_cursor_binary(
 
 /// Reads `cursor_binary` into `*out_value`.
 ///
-/// Memory and lifetimes: the string is NUL-terminated (the terminator is not counted in
-/// `len`) and valid until the next mutating call on `config` or its free.
+/// Memory and lifetimes: not NUL-terminated; valid until the next mutating call on `config`
+/// or its free.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn aw_config_get_cursor_binary(
     config: *const aw_config,

@@ -204,7 +204,7 @@ pub unsafe extern "C" fn aw_decoder_poll_event(
 
 /// The decoder's counters, into `*out_stats`. Returns `AW_RESULT_OK`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn aw_decoder_stats(
+pub unsafe extern "C" fn aw_decoder_get_stats(
     decoder: *const aw_decoder,
     out_stats: *mut aw_decoder_stats,
 ) -> aw_result {
