@@ -441,3 +441,75 @@ fn failure_kind(kind: FailureKind) -> aw_failure_kind {
         FailureKind::BadOutput => aw_failure_kind::BadOutput,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn str_of(view: aw_str) -> &'static str {
+        // SAFETY: test views point into strings that outlive the test's assertions.
+        unsafe { std::str::from_utf8(std::slice::from_raw_parts(view.data.cast(), view.len)) }
+            .unwrap()
+    }
+
+    #[test]
+    fn usage_keeps_every_count_and_the_cost() {
+        let usage = Usage {
+            input_tokens: 3,
+            output_tokens: 4,
+            cache_read_tokens: 5,
+            cache_write_tokens: 6,
+            reasoning_tokens: Some(2),
+            cost: Some(0.25),
+        };
+        let view = aw_event::of(&Event::Usage(usage));
+        assert_eq!(view.kind, aw_event_kind::Usage);
+        let u = view.usage;
+        assert_eq!(
+            (
+                u.input_tokens,
+                u.output_tokens,
+                u.cache_read_tokens,
+                u.cache_write_tokens
+            ),
+            (3, 4, 5, 6)
+        );
+        assert!(u.has_reasoning_tokens && u.reasoning_tokens == 2);
+        assert!(u.has_cost && u.cost == 0.25);
+        assert_eq!((u.prompt_tokens, u.total_tokens), (14, 18));
+        let unreported = aw_event::of(&Event::Usage(Usage::default())).usage;
+        assert!(!unreported.has_cost && !unreported.has_reasoning_tokens);
+    }
+
+    #[test]
+    fn activity_and_tool_call_views() {
+        let activity = AgentActivity {
+            call_id: "c1",
+            tool: "webFetch",
+            phase: ActivityPhase::Completed {
+                outcome: ToolOutcome::Rejected,
+                started_seen: false,
+            },
+            summary: "",
+            arguments: None,
+            model_call_id: Some("m1"),
+        };
+        let a = aw_event::of(&Event::AgentActivity(activity)).activity;
+        assert_eq!(a.phase, aw_activity_phase::Completed);
+        assert_eq!(a.outcome, aw_tool_outcome::Rejected);
+        assert!(!a.started_seen && !a.has_arguments && a.has_model_call_id);
+        assert_eq!(str_of(a.model_call_id), "m1");
+        assert!(!a.arguments.data.is_null());
+        let call = ToolCall {
+            index: 2,
+            id: "call_1",
+            name: "bash",
+            arguments: "{}",
+        };
+        let c = aw_event::of(&Event::ToolCall(call)).tool_call;
+        assert_eq!(
+            (c.index, str_of(c.name), str_of(c.arguments)),
+            (2, "bash", "{}")
+        );
+    }
+}
