@@ -24,7 +24,9 @@
  * - Fallible functions return an aw_result: 7000-7099 statuses (AW_RESULT_OK, and the
  *   "nothing now" answers AW_RESULT_DRAINED, AW_RESULT_NOT_AVAILABLE, AW_RESULT_REJECTED),
  *   7100-7199 caller misuse, 7200-7299 bad input. aw_result_name() names a value.
- *   Out-parameters are written only when AW_RESULT_OK is returned.
+ *   Out-parameters are written only when AW_RESULT_OK is returned. Besides the results
+ *   each function lists, every function on a handle returns AW_RESULT_NULL_PARAMETER for
+ *   a NULL handle or out-pointer, and AW_RESULT_POISONED once the handle is poisoned.
  * - aw_*_last_error(handle) gives the message of the last failed call on a handle.
  * - Inputs: bytes and strings are pointer + length (no NUL terminator needed; NULL is
  *   allowed when the length is 0); strings must be UTF-8. Time is an argument: now_ms on

@@ -820,3 +820,92 @@ pub unsafe extern "C" fn aw_config_get_loop_guard_max_repeats(
     // SAFETY: forwarded contract (the module's pointer rules).
     unsafe { get(config, out_value, |c| Some(c.loop_guard.max_repeats)) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cursor::DecoderConfig;
+    use crate::openai::request::RequestLimits;
+    use crate::tools::loop_guard::LoopGuardConfig;
+
+    /// Every `Config` field has a setter: the expected value below is a struct literal
+    /// without `..`, so a new field fails to compile here until the C ABI covers it.
+    #[test]
+    fn every_field_has_a_setter_and_a_getter() {
+        let expected = Config {
+            cursor_binary: "/opt/agent".into(),
+            workspace: Some("/srv".into()),
+            cli_config_dir: Some("/cfg".into()),
+            allow_force: true,
+            tool_strategy: ToolStrategy::EnvelopeOnly,
+            partial_output: false,
+            reasoning: ReasoningField::Omitted,
+            activity_notes: false,
+            head_deadline_ms: 1,
+            keep_alive_ms: 2,
+            idle_timeout_ms: 3,
+            max_duration_ms: Some(4),
+            batch_window_ms: 5,
+            stderr_tail_bytes: 6,
+            max_envelope_bytes: 7,
+            decoder: DecoderConfig {
+                max_line_len: 8,
+                max_notes: 9,
+            },
+            request_limits: RequestLimits {
+                max_body_bytes: 10,
+                max_messages: 11,
+                max_tools: 12,
+            },
+            loop_guard: LoopGuardConfig {
+                max_failed_repeats: 13,
+                max_repeats: 14,
+            },
+        };
+        let mut config = std::ptr::null_mut();
+        // SAFETY: every pointer is a live config or a local; strings are static.
+        unsafe {
+            assert_eq!(aw_config_new(&mut config), aw_result::Ok);
+            let set = [
+                aw_config_set_cursor_binary(config, c"/opt/agent".as_ptr(), 10),
+                aw_config_set_workspace(config, c"/srv".as_ptr(), 4),
+                aw_config_set_cli_config_dir(config, c"/cfg".as_ptr(), 4),
+                aw_config_set_allow_force(config, true),
+                aw_config_set_tool_strategy(config, aw_tool_strategy::EnvelopeOnly as u32),
+                aw_config_set_partial_output(config, false),
+                aw_config_set_reasoning(config, aw_reasoning_field::Omitted as u32),
+                aw_config_set_activity_notes(config, false),
+                aw_config_set_head_deadline_ms(config, 1),
+                aw_config_set_keep_alive_ms(config, 2),
+                aw_config_set_idle_timeout_ms(config, 3),
+                aw_config_set_max_duration_ms(config, 4),
+                aw_config_set_batch_window_ms(config, 5),
+                aw_config_set_stderr_tail_bytes(config, 6),
+                aw_config_set_max_envelope_bytes(config, 7),
+                aw_config_set_decoder_max_line_len(config, 8),
+                aw_config_set_decoder_max_notes(config, 9),
+                aw_config_set_request_max_body_bytes(config, 10),
+                aw_config_set_request_max_messages(config, 11),
+                aw_config_set_request_max_tools(config, 12),
+                aw_config_set_loop_guard_max_failed_repeats(config, 13),
+                aw_config_set_loop_guard_max_repeats(config, 14),
+            ];
+            assert!(set.iter().all(|r| *r == aw_result::Ok), "{set:?}");
+            let got = config_or_default(config).unwrap();
+            assert_eq!(format!("{got:?}"), format!("{expected:?}"));
+            let mut strategy = aw_tool_strategy::ReadOnly;
+            assert_eq!(
+                aw_config_get_tool_strategy(config, &mut strategy),
+                aw_result::Ok
+            );
+            assert_eq!(strategy, aw_tool_strategy::EnvelopeOnly);
+            let mut repeats = 0u32;
+            assert_eq!(
+                aw_config_get_loop_guard_max_repeats(config, &mut repeats),
+                aw_result::Ok
+            );
+            assert_eq!(repeats, 14);
+            aw_config_free(config);
+        }
+    }
+}
