@@ -14,6 +14,8 @@ fi
 if ! "$venv/bin/python" -c 'import pytest, maturin, cffi' 2>/dev/null; then
     "$venv/bin/pip" install --quiet --disable-pip-version-check pytest 'maturin>=1.16,<2' 'cffi>=1.15'
 fi
+# maturin's build hooks run the `maturin` program from the virtualenv.
+export PATH="$PWD/$venv/bin:$PATH"
 start=$(date +%s)
 MATURIN_PEP517_ARGS="--features ffi-test-hooks" \
     "$venv/bin/pip" install --quiet --disable-pip-version-check --no-build-isolation \
