@@ -208,6 +208,18 @@ impl<T> Out<'_, T> {
         // or drop the old contents, which may be uninitialized C memory.
         unsafe { self.ptr.as_ptr().write(value) }
     }
+
+    /// Writes a value that may be absent: `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE`
+    /// (nothing written).
+    pub(crate) fn write_optional(self, value: Option<T>) -> aw_result {
+        match value {
+            Some(value) => {
+                self.write(value);
+                aw_result::Ok
+            }
+            None => aw_result::NotAvailable,
+        }
+    }
 }
 
 /// Bytes from C: `data` may be NULL only when `len` is 0.

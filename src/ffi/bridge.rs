@@ -87,6 +87,28 @@ fn with_invocation(
     }
 }
 
+/// The body of the invocation getters with one out-parameter: writes `f(invocation)`.
+///
+/// # Safety
+/// The pointer rules: `bridge` is NULL or a live bridge, `out` NULL or writable.
+unsafe fn invocation_part<T>(
+    bridge: *const aw_bridge,
+    out: *mut T,
+    name: &'static str,
+    f: impl FnOnce(&Invocation, &CInvocation) -> Result<T, Error>,
+) -> aw_result {
+    // SAFETY: forwarded contract.
+    unsafe {
+        call(bridge, |state| {
+            let out = Out::new(out, name)?;
+            with_invocation(state, |invocation, c| {
+                out.write(f(invocation, c)?);
+                Ok(aw_result::Ok)
+            })
+        })
+    }
+}
+
 fn index_error(what: &str, index: usize, count: usize) -> Error {
     Error::new(
         aw_result::IndexOutOfRange,
@@ -273,12 +295,8 @@ pub unsafe extern "C" fn aw_bridge_invocation_program(
 ) -> aw_result {
     // SAFETY: the pointer rules.
     unsafe {
-        call(bridge, |state| {
-            let out = Out::new(out_program, "out_program")?;
-            with_invocation(state, |_, c| {
-                out.write(aw_str::of_c(&c.program));
-                Ok(aw_result::Ok)
-            })
+        invocation_part(bridge, out_program, "out_program", |_, c| {
+            Ok(aw_str::of_c(&c.program))
         })
     }
 }
@@ -291,15 +309,7 @@ pub unsafe extern "C" fn aw_bridge_invocation_arg_count(
     out_count: *mut usize,
 ) -> aw_result {
     // SAFETY: the pointer rules.
-    unsafe {
-        call(bridge, |state| {
-            let out = Out::new(out_count, "out_count")?;
-            with_invocation(state, |_, c| {
-                out.write(c.args.len());
-                Ok(aw_result::Ok)
-            })
-        })
-    }
+    unsafe { invocation_part(bridge, out_count, "out_count", |_, c| Ok(c.args.len())) }
 }
 
 /// Argument `index` (from 0, not counting the program), into `*out_arg`. No argument
@@ -317,16 +327,10 @@ pub unsafe extern "C" fn aw_bridge_invocation_arg(
 ) -> aw_result {
     // SAFETY: the pointer rules.
     unsafe {
-        call(bridge, |state| {
-            let out = Out::new(out_arg, "out_arg")?;
-            with_invocation(state, |_, c| {
-                let arg = c
-                    .args
-                    .get(index)
-                    .ok_or_else(|| index_error("argument", index, c.args.len()))?;
-                out.write(aw_str::of_c(arg));
-                Ok(aw_result::Ok)
-            })
+        invocation_part(bridge, out_arg, "out_arg", |_, c| {
+            let arg = c.args.get(index);
+            arg.map(|a| aw_str::of_c(a))
+                .ok_or_else(|| index_error("argument", index, c.args.len()))
         })
     }
 }
@@ -342,12 +346,8 @@ pub unsafe extern "C" fn aw_bridge_invocation_stdin(
 ) -> aw_result {
     // SAFETY: the pointer rules.
     unsafe {
-        call(bridge, |state| {
-            let out = Out::new(out_stdin, "out_stdin")?;
-            with_invocation(state, |invocation, _| {
-                out.write(aw_bytes::of(&invocation.stdin));
-                Ok(aw_result::Ok)
-            })
+        invocation_part(bridge, out_stdin, "out_stdin", |invocation, _| {
+            Ok(aw_bytes::of(&invocation.stdin))
         })
     }
 }
@@ -360,15 +360,7 @@ pub unsafe extern "C" fn aw_bridge_invocation_env_count(
     out_count: *mut usize,
 ) -> aw_result {
     // SAFETY: the pointer rules.
-    unsafe {
-        call(bridge, |state| {
-            let out = Out::new(out_count, "out_count")?;
-            with_invocation(state, |_, c| {
-                out.write(c.env.len());
-                Ok(aw_result::Ok)
-            })
-        })
-    }
+    unsafe { invocation_part(bridge, out_count, "out_count", |_, c| Ok(c.env.len())) }
 }
 
 /// Environment variable `index` (from 0): its name into `*out_name` and its value into
@@ -605,13 +597,7 @@ pub unsafe extern "C" fn aw_bridge_session_id(
     unsafe {
         call(bridge, |state| {
             let out = Out::new(out_session_id, "out_session_id")?;
-            Ok(match state.bridge.session_id() {
-                Some(id) => {
-                    out.write(aw_str::of(id));
-                    aw_result::Ok
-                }
-                None => aw_result::NotAvailable,
-            })
+            Ok(out.write_optional(state.bridge.session_id().map(aw_str::of)))
         })
     }
 }

@@ -130,13 +130,7 @@ unsafe fn get<T>(
     unsafe {
         call(config, |c| {
             let out = Out::new(out, "out_value")?;
-            Ok(match f(c) {
-                Some(value) => {
-                    out.write(value);
-                    aw_result::Ok
-                }
-                None => aw_result::NotAvailable,
-            })
+            Ok(out.write_optional(f(c)))
         })
     }
 }

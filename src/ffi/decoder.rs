@@ -232,13 +232,7 @@ pub unsafe extern "C" fn aw_decoder_session_id(
     unsafe {
         call(decoder, |state| {
             let out = Out::new(out_session_id, "out_session_id")?;
-            Ok(match state.decoder.session_id() {
-                Some(id) => {
-                    out.write(aw_str::of(id));
-                    aw_result::Ok
-                }
-                None => aw_result::NotAvailable,
-            })
+            Ok(out.write_optional(state.decoder.session_id().map(aw_str::of)))
         })
     }
 }
@@ -258,13 +252,7 @@ pub unsafe extern "C" fn aw_decoder_model(
     unsafe {
         call(decoder, |state| {
             let out = Out::new(out_model, "out_model")?;
-            Ok(match state.decoder.model() {
-                Some(model) => {
-                    out.write(aw_str::of(model));
-                    aw_result::Ok
-                }
-                None => aw_result::NotAvailable,
-            })
+            Ok(out.write_optional(state.decoder.model().map(aw_str::of)))
         })
     }
 }

@@ -148,7 +148,9 @@ def encode(value: str) -> bytes:
 
 class Handle:
     """Owns one C handle: ``close()`` frees it (idempotent), as does leaving a ``with``
-    block or garbage collection. Using a closed handle raises :class:`ClosedError`."""
+    block or garbage collection. Using a closed handle raises :class:`ClosedError`.
+
+    An object may move between threads but must not be used from two at once."""
 
     _ptr: Any = ffi.NULL
     _free: Callable[[Any], None]
