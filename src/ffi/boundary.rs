@@ -359,3 +359,47 @@ pub(crate) unsafe fn predicate<H: Handle>(
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_poisons_and_failures_keep_their_message() {
+        let mut guarded = Guarded::new(0u32);
+        let failed = guarded.call_mut(|_| Err(Error::new(aw_result::AfterEof, "late")));
+        assert_eq!(failed, aw_result::AfterEof);
+        // SAFETY: the pointer is the guard's own NUL-terminated buffer, read at once.
+        let message = unsafe { std::ffi::CStr::from_ptr(guarded.last_error()) };
+        assert_eq!(message.to_str().unwrap(), "late");
+        assert_eq!(
+            guarded.call_mut(|n| Ok(aw_result::Ok).inspect(|_| *n += 1)),
+            aw_result::Ok
+        );
+        let panicked = guarded.call_mut(|_| panic!("boom"));
+        assert_eq!(panicked, aw_result::Panic);
+        assert!(guarded.is_poisoned());
+        assert_eq!(guarded.call(|_| Ok(aw_result::Ok)), aw_result::Poisoned);
+        assert!(guarded.get(true, |_| false));
+        // SAFETY: as above.
+        let message = unsafe { std::ffi::CStr::from_ptr(guarded.last_error()) };
+        assert!(message.to_str().unwrap().contains("boom"));
+    }
+
+    #[test]
+    fn inputs_are_checked_before_they_are_read() {
+        // SAFETY: every pointer is NULL or a live local.
+        unsafe {
+            assert_eq!(input_bytes(std::ptr::null(), 0, "d").unwrap(), b"");
+            let e = input_bytes(std::ptr::null(), 1, "d").unwrap_err();
+            assert_eq!(e.code, aw_result::NullParameter);
+            let e = input_bytes(b"x".as_ptr(), usize::MAX, "d").unwrap_err();
+            assert_eq!(e.code, aw_result::LengthTooLarge);
+            let e = input_str(c"\xff".as_ptr(), 1, "s").unwrap_err();
+            assert_eq!(e.code, aw_result::InvalidUtf8);
+            assert!(Out::new(std::ptr::null_mut::<u8>(), "o").is_err());
+        }
+        let e = input_enum(9, "e", |_| None::<()>).unwrap_err();
+        assert_eq!(e.code, aw_result::InvalidEnum);
+    }
+}
