@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+started=$(date +%s)
+step() { printf '\n==> %s (at %d s)\n' "$*" "$(($(date +%s) - started))"; }
 
 step "cargo test"
 cargo test --all-features
