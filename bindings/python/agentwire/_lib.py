@@ -130,12 +130,12 @@ def error_for(code: int, message: str) -> AgentwireError:
     return cls(code, message)
 
 
-def text(view: Any) -> str:
+def copy_str(view: Any) -> str:
     """Copies an ``aw_str`` into a Python string."""
     return bytes(ffi.buffer(view.data, view.len)).decode("utf-8")
 
 
-def data(view: Any) -> bytes:
+def copy_bytes(view: Any) -> bytes:
     """Copies an ``aw_bytes`` into Python bytes."""
     return bytes(ffi.buffer(view.data, view.len))
 

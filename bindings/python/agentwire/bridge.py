@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Union
 
-from ._lib import DRAINED, NOT_AVAILABLE, REJECTED, Handle, check, data, text
+from ._lib import DRAINED, NOT_AVAILABLE, REJECTED, Handle, check, copy_bytes, copy_str
 from ._native import ffi, lib
 from .config import Config
 
@@ -112,13 +112,13 @@ class Bridge(Handle):
         view = ffi.new("aw_str *")
         if self._check(lib.aw_bridge_invocation_program(ptr, view)) == REJECTED:
             return None
-        program = text(view[0])
+        program = copy_str(view[0])
         count = ffi.new("size_t *")
         self._check(lib.aw_bridge_invocation_arg_count(ptr, count))
         args = []
         for i in range(count[0]):
             self._check(lib.aw_bridge_invocation_arg(ptr, i, view))
-            args.append(text(view[0]))
+            args.append(copy_str(view[0]))
         stdin = ffi.new("aw_bytes *")
         self._check(lib.aw_bridge_invocation_stdin(ptr, stdin))
         self._check(lib.aw_bridge_invocation_env_count(ptr, count))
@@ -126,8 +126,8 @@ class Bridge(Handle):
         value = ffi.new("aw_str *")
         for i in range(count[0]):
             self._check(lib.aw_bridge_invocation_env(ptr, i, view, value))
-            env[text(view[0])] = text(value[0])
-        return Invocation(program, args, data(stdin[0]), env)
+            env[copy_str(view[0])] = copy_str(value[0])
+        return Invocation(program, args, copy_bytes(stdin[0]), env)
 
     # Getters.
 
@@ -147,7 +147,7 @@ class Bridge(Handle):
         view = ffi.new("aw_str *")
         if self._check(lib.aw_bridge_session_id(self._handle(), view)) == NOT_AVAILABLE:
             return None
-        return text(view[0])
+        return copy_str(view[0])
 
     # Inputs.
 
@@ -190,11 +190,11 @@ class Bridge(Handle):
         if kind == lib.AW_OUTPUT_KIND_HEAD:
             return Head(
                 status=out.status,
-                content_type=text(out.content_type),
+                content_type=copy_str(out.content_type),
                 retryable=bool(out.retryable) if out.has_retryable else None,
             )
         if kind == lib.AW_OUTPUT_KIND_BODY:
-            return Body(data(out.body))
+            return Body(copy_bytes(out.body))
         if kind == lib.AW_OUTPUT_KIND_STOP_AGENT:
             return _STOP_AGENT
         return _END

@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 from typing import Any, Callable, Generic, Optional, TypeVar, overload
 
-from ._lib import NOT_AVAILABLE, Handle, check, encode, text
+from ._lib import NOT_AVAILABLE, Handle, check, copy_str, encode
 from ._native import ffi, lib
 
 __all__ = ["Config", "ToolStrategy", "ReasoningField"]
@@ -70,7 +70,7 @@ class _Field(Generic[T]):
         code = obj._check(self.getter(obj._handle(), out))
         if code == NOT_AVAILABLE:
             return None
-        return self.convert(text(out[0]) if self.string else out[0])
+        return self.convert(copy_str(out[0]) if self.string else out[0])
 
     def __set__(self, obj: "Config", value: T) -> None:
         handle = obj._handle()

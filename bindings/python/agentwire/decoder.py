@@ -7,7 +7,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Union
 
-from ._lib import DRAINED, NOT_AVAILABLE, Handle, check, text
+from ._lib import DRAINED, NOT_AVAILABLE, Handle, check, copy_str
 from ._native import ffi, lib
 from .config import Config
 
@@ -166,28 +166,28 @@ class DecoderStats:
 
 
 def _optional_text(has: Any, view: Any) -> Optional[str]:
-    return text(view) if has else None
+    return copy_str(view) if has else None
 
 
 def _event(e: Any) -> Event:
     kind = e.kind
     if kind == lib.AW_EVENT_KIND_TEXT_DELTA:
-        return TextDelta(text(e.text))
+        return TextDelta(copy_str(e.text))
     if kind == lib.AW_EVENT_KIND_REASONING_DELTA:
-        return ReasoningDelta(text(e.text))
+        return ReasoningDelta(copy_str(e.text))
     if kind == lib.AW_EVENT_KIND_TOOL_CALL:
         c = e.tool_call
-        return ToolCall(c.index, text(c.id), text(c.name), text(c.arguments))
+        return ToolCall(c.index, copy_str(c.id), copy_str(c.name), copy_str(c.arguments))
     if kind == lib.AW_EVENT_KIND_AGENT_ACTIVITY:
         a = e.activity
         phase = ActivityPhase(a.phase)
         return AgentActivity(
-            call_id=text(a.call_id),
-            tool=text(a.tool),
+            call_id=copy_str(a.call_id),
+            tool=copy_str(a.tool),
             phase=phase,
             outcome=ToolOutcome(a.outcome) if phase == ActivityPhase.COMPLETED else None,
             started_seen=bool(a.started_seen),
-            summary=text(a.summary),
+            summary=copy_str(a.summary),
             arguments=_optional_text(a.has_arguments, a.arguments),
             model_call_id=_optional_text(a.has_model_call_id, a.model_call_id),
         )
@@ -207,7 +207,7 @@ def _event(e: Any) -> Event:
         )
     if kind == lib.AW_EVENT_KIND_FINISH:
         return Finish(FinishReason(e.finish_reason))
-    return Failed(FailureKind(e.failure.kind), text(e.failure.message))
+    return Failed(FailureKind(e.failure.kind), copy_str(e.failure.message))
 
 
 class Decoder(Handle):
@@ -267,7 +267,7 @@ class Decoder(Handle):
         view = ffi.new("aw_str *")
         if self._check(lib.aw_decoder_session_id(self._handle(), view)) == NOT_AVAILABLE:
             return None
-        return text(view[0])
+        return copy_str(view[0])
 
     @property
     def model(self) -> Optional[str]:
@@ -275,7 +275,7 @@ class Decoder(Handle):
         view = ffi.new("aw_str *")
         if self._check(lib.aw_decoder_model(self._handle(), view)) == NOT_AVAILABLE:
             return None
-        return text(view[0])
+        return copy_str(view[0])
 
     @property
     def is_finished(self) -> bool:
