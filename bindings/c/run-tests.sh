@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The C ABI tested from C, through include/agentwire.h alone:
-#   1. the header compiles strict as C99 and as C++17;
+#   1. the header compiles strict as C99 and as C++17 (and the abi test runs as C++);
 #   2. the tests and the plugin build strict, linked static and shared (and through the
 #      installed pkg-config file);
 #   3. abi: every result code, NULLs, misuse, bad input, poisoned handles;
@@ -52,6 +52,9 @@ for prog in abi drive; do
     check "$prog shared" build "$prog-shared" "$src" -DAW_TEST_HOOKS -L"$lib" -lagentwire -Wl,-rpath,"$root/$lib"
     check "$prog asan" build "$prog-asan" "$src" -DAW_TEST_HOOKS "${SAN[@]}" "$lib/libagentwire.a" "${LIBS[@]}"
 done
+# The same test compiled and linked as C++17: the header serves C++ callers too.
+check "abi as C++17" g++ -x c++ -std=c++17 -Wall -Wextra -Werror -pedantic -g -Iinclude -DAW_TEST_HOOKS \
+    bindings/c/tests/abi.c -x none "$lib/libagentwire.a" "${LIBS[@]}" -o "$out/abi-cxx"
 check "plugin static" build plugin-static bindings/c/examples/plugin.c "$lib/libagentwire.a" "${LIBS[@]}"
 check "plugin asan" build plugin-asan bindings/c/examples/plugin.c "${SAN[@]}" "$lib/libagentwire.a" "${LIBS[@]}"
 
@@ -72,7 +75,7 @@ VALGRIND=(valgrind --quiet --error-exitcode=99 --leak-check=full --show-leak-kin
     --errors-for-leak-kinds=all)
 
 echo "==> abi"
-for variant in static shared asan pkgconfig; do
+for variant in static shared asan pkgconfig cxx; do
     check "abi $variant" "$out/abi-$variant"
 done
 check "abi static under valgrind" "${VALGRIND[@]}" "$out/abi-static"
