@@ -52,7 +52,8 @@
  *
  * LINKING
  *   cargo build --release, then
- *   static: cc app.c -Iinclude target/release/libagentwire.a -lpthread -ldl -lm
+ *   static: cc app.c -Iinclude target/release/libagentwire.a -lgcc_s -lutil -lrt -lpthread
+ *           -lm -ldl  (what `cargo rustc -- --print native-static-libs` lists)
  *   shared: cc app.c -Iinclude -Ltarget/release -lagentwire
  *   There is no ABI stability between versions yet: link the version this header is of.
  */

@@ -11,6 +11,7 @@
  * stand-in that replays a transcript, in the tests).
  *
  * Build: cc -std=c99 plugin.c -Iinclude target/release/libagentwire.a -lpthread -ldl -lm
+ * (older C libraries also want -lrt -lutil -lgcc_s).
  */
 #define _POSIX_C_SOURCE 200809L
 
