@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The whole test suite: Rust (unit, integration, real-capture conformance, doc tests, and
-# both example proxies over loopback with the replay agent — tests/proxy.rs), lints and
-# docs, and the real OpenAI clients judging the output. Run from the repository
-# root; `.ci/run` installs what a fresh machine lacks and then runs this.
+# The whole test suite: Rust (unit, integration, real-capture conformance, doc tests, the
+# C header's freshness, and both example proxies over loopback with the replay agent —
+# tests/proxy.rs), lints and docs, the C ABI from C (strict, static and shared, sanitizers,
+# valgrind), the Python package built from source, and the real OpenAI clients judging the
+# output. Run from the repository root; `.ci/run` installs what a fresh machine lacks and
+# then runs this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+started=$(date +%s)
+step() { printf '\n==> %s (at %d s)\n' "$*" "$(($(date +%s) - started))"; }
 
 step "cargo test"
 cargo test --all-features
@@ -16,6 +19,12 @@ cargo clippy --all-targets --all-features -- -D warnings
 
 step "cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --all-features --quiet
+
+step "C ABI (header, static + shared, ASan+UBSan, valgrind, plugin example)"
+bindings/c/run-tests.sh
+
+step "Python package (built from source, pytest)"
+bindings/python/run-tests.sh
 
 if [ -x tests/clients/run.sh ]; then
     step "real clients (openai-python, AI SDK)"

@@ -21,7 +21,8 @@
 //! agent did; a request dialect ([`openai::request`]) parses into [`conversation`], the
 //! neutral model of what the client asked, which [`tools`] (the agent's tool use mapped
 //! onto the client's tools, and the loop guard) and [`openai::prompt`] read; [`bridge`]
-//! composes them all into one request's state machine — the object adapters drive.
+//! composes them all into one request's state machine — the object adapters drive;
+//! [`ffi`] is its C ABI.
 //!
 //! The one rule every driver keeps: **after every input, drain the outputs (`poll_*`)
 //! until they return `None`.** See [`bridge::Bridge`] for the whole loop, and
@@ -34,6 +35,9 @@ pub mod bridge;
 pub mod conversation;
 pub mod cursor;
 pub mod event;
+// The C ABI: the one module allowed `unsafe` (each block says why it is sound).
+#[allow(unsafe_code)]
+pub mod ffi;
 pub mod framing;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

@@ -1,0 +1,210 @@
+"""The C library, its result codes as exceptions, and the base class of every handle."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional, Type
+
+from ._native import ffi, lib
+
+__all__ = [
+    "AgentwireError",
+    "MisuseError",
+    "InvalidInputError",
+    "NullParameterError",
+    "PanicError",
+    "PoisonedError",
+    "LengthTooLargeError",
+    "IndexOutOfRangeError",
+    "InvalidEnumError",
+    "AfterExitError",
+    "ExitedTwiceError",
+    "AfterEofError",
+    "InvalidUtf8Error",
+    "InteriorNulError",
+    "ClosedError",
+]
+
+OK = lib.AW_RESULT_OK
+DRAINED = lib.AW_RESULT_DRAINED
+NOT_AVAILABLE = lib.AW_RESULT_NOT_AVAILABLE
+REJECTED = lib.AW_RESULT_REJECTED
+
+
+class AgentwireError(Exception):
+    """A call into agentwire failed. ``code`` is the C ``aw_result`` value, ``name`` its
+    name (``"AW_RESULT_AFTER_EXIT"``), and the message is the library's own."""
+
+    def __init__(self, code: int, message: str) -> None:
+        self.code = code
+        self.name = result_name(code)
+        super().__init__(f"{message} ({self.name})" if message else self.name)
+
+
+class MisuseError(AgentwireError):
+    """The caller broke the API's rules (a call in the wrong state, a bad argument)."""
+
+
+class InvalidInputError(AgentwireError, ValueError):
+    """An argument's content is not acceptable (not UTF-8, a NUL byte in a path)."""
+
+
+class NullParameterError(MisuseError):
+    """A required value was missing."""
+
+
+class PanicError(AgentwireError):
+    """agentwire panicked inside the call (a bug in agentwire); the object is now unusable."""
+
+
+class PoisonedError(AgentwireError):
+    """An earlier call on this object panicked; it can only be closed."""
+
+
+class LengthTooLargeError(MisuseError, ValueError):
+    """A length is larger than any object can be."""
+
+
+class IndexOutOfRangeError(MisuseError, IndexError):
+    """An index is past the end of its list."""
+
+
+class InvalidEnumError(MisuseError, ValueError):
+    """An enum argument is not one of its values."""
+
+
+class AfterExitError(MisuseError):
+    """Agent output was pushed after the agent was reported exited."""
+
+
+class ExitedTwiceError(MisuseError):
+    """The agent was reported exited twice."""
+
+
+class AfterEofError(MisuseError):
+    """Stdout was pushed to a decoder after its end."""
+
+
+class InvalidUtf8Error(InvalidInputError):
+    """A string is not valid UTF-8."""
+
+
+class InteriorNulError(InvalidInputError):
+    """A string that ends up in a command line contains a NUL character."""
+
+
+class ClosedError(AgentwireError, ValueError):
+    """The object was closed."""
+
+    def __init__(self, what: str) -> None:
+        Exception.__init__(self, f"this {what} is closed")
+        self.code = 0
+        self.name = "closed"
+
+
+_BY_CODE: Dict[int, Type[AgentwireError]] = {
+    lib.AW_RESULT_NULL_PARAMETER: NullParameterError,
+    lib.AW_RESULT_PANIC: PanicError,
+    lib.AW_RESULT_POISONED: PoisonedError,
+    lib.AW_RESULT_LENGTH_TOO_LARGE: LengthTooLargeError,
+    lib.AW_RESULT_INDEX_OUT_OF_RANGE: IndexOutOfRangeError,
+    lib.AW_RESULT_INVALID_ENUM: InvalidEnumError,
+    lib.AW_RESULT_AFTER_EXIT: AfterExitError,
+    lib.AW_RESULT_EXITED_TWICE: ExitedTwiceError,
+    lib.AW_RESULT_AFTER_EOF: AfterEofError,
+    lib.AW_RESULT_INVALID_UTF8: InvalidUtf8Error,
+    lib.AW_RESULT_INTERIOR_NUL: InteriorNulError,
+}
+
+
+def result_name(code: int) -> str:
+    """The name of an ``aw_result`` value."""
+    return ffi.string(lib.aw_result_name(code)).decode()
+
+
+def error_for(code: int, message: str) -> AgentwireError:
+    """The exception for a failed call's code, by its group when the code is newer than
+    this module."""
+    cls = _BY_CODE.get(code)
+    if cls is None:
+        cls = InvalidInputError if 7200 <= code < 7300 else MisuseError
+    return cls(code, message)
+
+
+def copy_str(view: Any) -> str:
+    """Copies an ``aw_str`` into a Python string."""
+    return bytes(ffi.buffer(view.data, view.len)).decode("utf-8")
+
+
+def copy_bytes(view: Any) -> bytes:
+    """Copies an ``aw_bytes`` into Python bytes."""
+    return bytes(ffi.buffer(view.data, view.len))
+
+
+def encode(value: str) -> bytes:
+    """A string for the C side. Lone surrogates pass through as the invalid UTF-8 they are,
+    for the library to refuse with its own error."""
+    return value.encode("utf-8", "surrogatepass")
+
+
+class Handle:
+    """Owns one C handle: ``close()`` frees it (idempotent), as does leaving a ``with``
+    block or garbage collection. Using a closed handle raises :class:`ClosedError`.
+
+    An object may move between threads but must not be used from two at once."""
+
+    _ptr: Any = ffi.NULL
+    _free: Callable[[Any], None]
+    _last_error: Callable[[Any], Any]
+    _what = "object"
+
+    def _adopt(self, ptr: Any) -> None:
+        self._ptr = ptr
+
+    def _handle(self) -> Any:
+        if self._ptr == ffi.NULL:
+            raise ClosedError(self._what)
+        return self._ptr
+
+    def _check(self, code: int) -> int:
+        """Raises for a failed call on this handle; returns a status code unchanged."""
+        if code < 7100:
+            return code
+        message = ""
+        if self._ptr != ffi.NULL:
+            message = ffi.string(type(self)._last_error(self._ptr)).decode("utf-8", "replace")
+        raise error_for(code, message)
+
+    def close(self) -> None:
+        """Frees the handle. Calling it again does nothing."""
+        ptr, self._ptr = self._ptr, ffi.NULL
+        if ptr != ffi.NULL:
+            type(self)._free(ptr)
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._ptr == ffi.NULL
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def check(code: int) -> int:
+    """Raises for a failed call without a handle (creation); returns a status unchanged."""
+    if code >= 7100:
+        raise error_for(code, "")
+    return code
+
+
+def optional_symbol(name: str) -> Optional[Any]:
+    """A library function that may be absent (the test hooks)."""
+    try:
+        return getattr(lib, name)
+    except AttributeError:
+        return None

@@ -1,0 +1,226 @@
+"""``Bridge``: one request's state machine, from its OpenAI body to the end of its HTTP
+response, with no I/O of its own."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional, Union
+
+from ._lib import DRAINED, NOT_AVAILABLE, REJECTED, Handle, check, copy_bytes, copy_str
+from ._native import ffi, lib
+from .config import Config
+
+__all__ = ["Bridge", "Invocation", "Head", "Body", "StopAgent", "End", "Output"]
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """The agent run to start: spawn ``[program, *args]`` in its own process group with
+    ``env`` added to the environment, write ``stdin`` and close it."""
+
+    program: str
+    args: List[str]
+    stdin: bytes
+    env: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def argv(self) -> List[str]:
+        """``[program, *args]``."""
+        return [self.program, *self.args]
+
+
+@dataclass(frozen=True)
+class Head:
+    """Send the response head (once, before any body)."""
+
+    status: int
+    content_type: str
+    #: For errors, whether retrying may help: send it as ``x-should-retry``. None otherwise.
+    retryable: Optional[bool] = None
+
+
+class Body(bytes):
+    """Write these bytes to the response body, and flush."""
+
+    def __repr__(self) -> str:
+        return f"Body({bytes(self)!r})"
+
+
+@dataclass(frozen=True)
+class StopAgent:
+    """Terminate the agent's process group now."""
+
+
+@dataclass(frozen=True)
+class End:
+    """Close the response. Nothing follows."""
+
+
+Output = Union[Head, Body, StopAgent, End]
+
+_STOP_AGENT = StopAgent()
+_END = End()
+
+
+class Bridge(Handle):
+    """One request, from its OpenAI Chat Completions body to its HTTP response.
+
+    Create it from the body; spawn :attr:`invocation` (None when the request was
+    rejected), then feed the agent's output with :meth:`push_stdout` / :meth:`push_stderr`,
+    its exit with :meth:`agent_exited`, deadlines with :meth:`handle_timeout` and a
+    hang-up with :meth:`client_gone`. **After every input, drain** :meth:`outputs`, then
+    ask :meth:`poll_timeout` for the next deadline. Time is ``now_ms`` on a monotonic
+    millisecond clock of the caller's choice.
+    """
+
+    _free = lib.aw_bridge_free
+    _last_error = lib.aw_bridge_last_error
+    _what = "bridge"
+
+    def __init__(
+        self,
+        body: bytes,
+        config: Optional[Config] = None,
+        *,
+        now_ms: int = 0,
+        created: Optional[int] = None,
+        id_seed: Optional[int] = None,
+    ) -> None:
+        """``created`` is the response's Unix time (default: now); ``id_seed`` a number
+        unique to the request, from which ids derive (default: random)."""
+        body = bytes(body)
+        config_ptr = config._handle() if config is not None else ffi.NULL
+        out = ffi.new("aw_bridge **")
+        check(
+            lib.aw_bridge_new(
+                body,
+                len(body),
+                config_ptr,
+                now_ms,
+                int(time.time()) if created is None else created,
+                secrets.randbits(63) if id_seed is None else id_seed,
+                out,
+            )
+        )
+        self._adopt(out[0])
+        self.invocation: Optional[Invocation] = self._read_invocation()
+
+    def _read_invocation(self) -> Optional[Invocation]:
+        ptr = self._ptr
+        view = ffi.new("aw_str *")
+        if self._check(lib.aw_bridge_invocation_program(ptr, view)) == REJECTED:
+            return None
+        program = copy_str(view[0])
+        count = ffi.new("size_t *")
+        self._check(lib.aw_bridge_invocation_arg_count(ptr, count))
+        args = []
+        for i in range(count[0]):
+            self._check(lib.aw_bridge_invocation_arg(ptr, i, view))
+            args.append(copy_str(view[0]))
+        stdin = ffi.new("aw_bytes *")
+        self._check(lib.aw_bridge_invocation_stdin(ptr, stdin))
+        self._check(lib.aw_bridge_invocation_env_count(ptr, count))
+        env = {}
+        value = ffi.new("aw_str *")
+        for i in range(count[0]):
+            self._check(lib.aw_bridge_invocation_env(ptr, i, view, value))
+            env[copy_str(view[0])] = copy_str(value[0])
+        return Invocation(program, args, copy_bytes(stdin[0]), env)
+
+    # Getters.
+
+    @property
+    def is_stream(self) -> bool:
+        """Whether the response is a stream (``text/event-stream``)."""
+        return bool(lib.aw_bridge_is_stream(self._handle()))
+
+    @property
+    def is_ended(self) -> bool:
+        """Whether :class:`End` was handed out."""
+        return bool(lib.aw_bridge_is_ended(self._handle()))
+
+    @property
+    def session_id(self) -> Optional[str]:
+        """The agent's session (chat) id once seen, for ``--resume``."""
+        view = ffi.new("aw_str *")
+        if self._check(lib.aw_bridge_session_id(self._handle(), view)) == NOT_AVAILABLE:
+            return None
+        return copy_str(view[0])
+
+    # Inputs.
+
+    def push_stdout(self, data: bytes, now_ms: int) -> None:
+        """Bytes the agent wrote to stdout, in any chunking."""
+        self._check(lib.aw_bridge_push_stdout(self._handle(), data, len(data), now_ms))
+
+    def push_stderr(self, data: bytes, now_ms: int) -> None:
+        """Bytes the agent wrote to stderr, in any chunking (only the tail is kept)."""
+        self._check(lib.aw_bridge_push_stderr(self._handle(), data, len(data), now_ms))
+
+    def agent_exited(
+        self, *, code: Optional[int] = None, signal: Optional[int] = None, now_ms: int
+    ) -> None:
+        """The agent exited with ``code``, or was ended by ``signal`` (exactly one). Call it
+        after its stdout and stderr were read to their end and pushed."""
+        if (code is None) == (signal is None):
+            raise TypeError("agent_exited takes exactly one of code= and signal=")
+        if code is not None:
+            self._check(lib.aw_bridge_agent_exited_code(self._handle(), code, now_ms))
+        else:
+            self._check(lib.aw_bridge_agent_exited_signal(self._handle(), signal, now_ms))
+
+    def handle_timeout(self, now_ms: int) -> None:
+        """The deadline from :meth:`poll_timeout` passed. Early calls do nothing."""
+        self._check(lib.aw_bridge_handle_timeout(self._handle(), now_ms))
+
+    def client_gone(self, now_ms: int) -> None:
+        """The HTTP client hung up: stop the agent, end without writing more."""
+        self._check(lib.aw_bridge_client_gone(self._handle(), now_ms))
+
+    def shutdown(self, now_ms: int) -> None:
+        """The program is shutting down: the response ends as a failure the client may
+        retry (503 before the head, an in-band error and ``[DONE]`` after it), and the
+        agent is to be stopped."""
+        self._check(lib.aw_bridge_shutdown(self._handle(), now_ms))
+
+    # Outputs.
+
+    def poll_output(self) -> Optional[Output]:
+        """The next thing to do, or None until the next input."""
+        out = ffi.new("aw_output *")
+        if self._check(lib.aw_bridge_poll_output(self._handle(), out)) == DRAINED:
+            return None
+        kind = out.kind
+        if kind == lib.AW_OUTPUT_KIND_HEAD:
+            return Head(
+                status=out.status,
+                content_type=copy_str(out.content_type),
+                retryable=bool(out.retryable) if out.has_retryable else None,
+            )
+        if kind == lib.AW_OUTPUT_KIND_BODY:
+            return Body(copy_bytes(out.body))
+        if kind == lib.AW_OUTPUT_KIND_STOP_AGENT:
+            return _STOP_AGENT
+        return _END
+
+    def outputs(self) -> Iterator[Output]:
+        """Drains the outputs: iterate it to the end after every input."""
+        while True:
+            output = self.poll_output()
+            if output is None:
+                return
+            yield output
+
+    def poll_timeout(self) -> Optional[int]:
+        """When :meth:`handle_timeout` is next due (``now_ms`` clock), or None."""
+        has = ffi.new("bool *")
+        deadline = ffi.new("uint64_t *")
+        self._check(lib.aw_bridge_poll_timeout(self._handle(), has, deadline))
+        return int(deadline[0]) if has[0] else None
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return "Bridge(<closed>)"
+        return f"Bridge(stream={self.is_stream}, ended={self.is_ended})"

@@ -1,0 +1,74 @@
+"""Shared fixtures: the repository's transcripts and the Rust examples the bindings are
+compared with (`translate` for whole responses, `events` for decoder events)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+FIXTURES = REPO / "tests" / "fixtures"
+SHARED = REPO.parent / "shared" / "fixtures" / "cursor-agent"
+DEFAULT_REQUEST = b'{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}'
+
+
+def transcripts() -> List[Path]:
+    return sorted(FIXTURES.glob("*.jsonl"))
+
+
+def real_captures() -> List[Path]:
+    return sorted(SHARED.glob("*.jsonl")) if SHARED.is_dir() else []
+
+
+class Rust:
+    """The Rust examples, built once per session."""
+
+    def __init__(self) -> None:
+        subprocess.run(
+            ["cargo", "build", "--quiet", "--example", "translate", "--example", "events"],
+            cwd=REPO,
+            check=True,
+        )
+        target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
+        self.translate_bin = target / "debug" / "examples" / "translate"
+        self.events_bin = target / "debug" / "examples" / "events"
+
+    def translate(
+        self,
+        request: Path,
+        transcript: Path,
+        chunk: int = 4096,
+        stderr: Optional[Path] = None,
+        exit_code: int = 0,
+    ) -> Tuple[int, bytes]:
+        """(status, body) of the Rust bridge for the same input."""
+        args = [str(self.translate_bin), "--chunk", str(chunk), "--request", str(request)]
+        if stderr is not None:
+            args += ["--stderr", str(stderr), "--exit", str(exit_code)]
+        done = subprocess.run(args + [str(transcript)], capture_output=True, check=True)
+        status = int(done.stderr.decode().splitlines()[0].split(": ")[1])
+        return status, done.stdout
+
+    def events(self, transcript: Path, chunk: int = 4096) -> str:
+        done = subprocess.run(
+            [str(self.events_bin), "--chunk", str(chunk), str(transcript)],
+            capture_output=True,
+            check=True,
+        )
+        return done.stdout.decode()
+
+
+@pytest.fixture(scope="session")
+def rust() -> Rust:
+    return Rust()
+
+
+@pytest.fixture
+def default_request(tmp_path: Path) -> Path:
+    path = tmp_path / "default.json"
+    path.write_bytes(DEFAULT_REQUEST)
+    return path

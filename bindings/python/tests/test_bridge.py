@@ -1,0 +1,154 @@
+"""The Bridge from Python: the same bytes as the Rust bridge on the same input, typed
+outputs, misuse raising the right exception."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import agentwire as aw
+from conftest import DEFAULT_REQUEST, FIXTURES, real_captures, transcripts
+from drive import respond
+
+REQUESTS = sorted((FIXTURES / "requests").glob("*.json"))
+HOSTILE = [
+    b'{"model":',
+    b"\xff\xfe{}",
+    b"[]",
+    b"",
+    b"\x00" * 64,
+    b'{"model":"--force","messages":[{"role":"user","content":"hi"}]}',
+    b'{"model":"auto","messages":[{"role":"user","content":"hi"}],"tools":"no"}',
+    b'{"model":"auto","messages":' + b"[" * 10_000 + b"]" * 10_000 + b"}",
+]
+
+
+@pytest.mark.parametrize("transcript", transcripts(), ids=lambda p: p.name)
+@pytest.mark.parametrize("chunk", [1, 7, 4096])
+def test_transcripts_give_the_rust_bytes(rust, default_request, transcript: Path, chunk: int):
+    for request in [default_request, *REQUESTS]:
+        expected = rust.translate(request, transcript, chunk=chunk)
+        assert respond(request.read_bytes(), transcript.read_bytes(), chunk) == expected, request
+
+
+@pytest.mark.parametrize("stderr", sorted((FIXTURES / "stderr").glob("*.txt")), ids=lambda p: p.name)
+def test_failed_runs_give_the_rust_status_and_body(rust, default_request, stderr: Path):
+    transcript = FIXTURES / "failure_no_result.jsonl"
+    expected = rust.translate(default_request, transcript, stderr=stderr, exit_code=1)
+    got = respond(DEFAULT_REQUEST, transcript.read_bytes(), stderr=stderr.read_bytes(), exit_code=1)
+    assert got == expected
+    assert got[0] >= 400
+
+
+@pytest.mark.skipif(not real_captures(), reason="../shared/fixtures absent")
+@pytest.mark.parametrize("transcript", real_captures(), ids=lambda p: p.name)
+def test_real_captures_give_the_rust_bytes(rust, default_request, transcript: Path):
+    for request in [default_request, FIXTURES / "requests" / "client_tools.json"]:
+        expected = rust.translate(request, transcript, chunk=4096)
+        assert respond(request.read_bytes(), transcript.read_bytes(), 4096) == expected
+
+
+@pytest.mark.parametrize("body", HOSTILE, ids=range(len(HOSTILE)))
+def test_hostile_bodies_get_the_rust_400(rust, tmp_path: Path, body: bytes):
+    request = tmp_path / "request.json"
+    request.write_bytes(body)
+    expected = rust.translate(request, FIXTURES / "partial_recaps.jsonl")
+    assert expected[0] == 400
+    with aw.Bridge(body, now_ms=0, created=1_700_000_000, id_seed=0) as bridge:
+        assert bridge.invocation is None
+        outputs = list(bridge.outputs())
+    assert outputs[0] == aw.Head(400, "application/json", retryable=False)
+    assert isinstance(outputs[1], aw.Body) and isinstance(outputs[1], bytes)
+    assert outputs[2:] == [aw.End()]
+    assert (400, bytes(outputs[1])) == expected
+
+
+def test_invocation_and_the_loop():
+    config = aw.Config(cursor_binary="/opt/agent", cli_config_dir="/tmp/cfg", workspace="/srv")
+    with aw.Bridge(DEFAULT_REQUEST, config, now_ms=100, created=1, id_seed=7) as bridge:
+        inv = bridge.invocation
+        assert inv is not None
+        assert inv.program == "/opt/agent" and inv.argv[0] == "/opt/agent"
+        assert "--workspace" in inv.args and "/srv" in inv.args
+        assert inv.env == {"CURSOR_CONFIG_DIR": "/tmp/cfg"}
+        assert b"hi" in inv.stdin
+        assert bridge.is_stream and not bridge.is_ended
+        assert bridge.session_id is None
+        assert bridge.poll_timeout() == 100 + config.head_deadline_ms
+        assert list(bridge.outputs()) == []
+        bridge.push_stdout(
+            b'{"type":"system","subtype":"init","session_id":"s-9"}\n'
+            b'{"type":"assistant","message":{"content":[{"type":"text","text":"Hi"}]}}\n'
+            b'{"type":"result","subtype":"success","result":"Hi"}\n',
+            150,
+        )
+        outputs = list(bridge.outputs())
+        assert outputs[0] == aw.Head(200, "text/event-stream")
+        assert b"".join(o for o in outputs if isinstance(o, aw.Body)).endswith(b"data: [DONE]\n\n")
+        assert outputs[-1] == aw.End()
+        assert bridge.is_ended and bridge.session_id == "s-9"
+        assert bridge.poll_timeout() is None
+        bridge.agent_exited(code=0, now_ms=160)
+        assert list(bridge.outputs()) == []
+
+
+def test_client_gone_stops_the_agent_and_ends():
+    with aw.Bridge(DEFAULT_REQUEST, now_ms=0) as bridge:
+        bridge.client_gone(5)
+        assert list(bridge.outputs()) == [aw.StopAgent(), aw.End()]
+
+
+def test_shutdown_ends_with_a_retryable_503():
+    with aw.Bridge(DEFAULT_REQUEST, now_ms=0) as bridge:
+        bridge.shutdown(5)
+        outputs = list(bridge.outputs())
+        assert outputs[0] == aw.Head(503, "application/json", retryable=True)
+        assert b"shutting down" in outputs[1]
+        assert outputs[2:] == [aw.StopAgent(), aw.End()]
+        bridge.shutdown(6)
+        assert list(bridge.outputs()) == []
+
+
+def test_idle_timeout_fails_with_504():
+    config = aw.Config(idle_timeout_ms=1000, head_deadline_ms=60_000)
+    with aw.Bridge(DEFAULT_REQUEST, config, now_ms=0) as bridge:
+        assert bridge.poll_timeout() == 1000
+        bridge.handle_timeout(999)
+        assert list(bridge.outputs()) == []
+        bridge.handle_timeout(1000)
+        outputs = list(bridge.outputs())
+        assert outputs[0] == aw.Head(504, "application/json", retryable=True)
+        assert aw.StopAgent() in outputs and outputs[-1] == aw.End()
+
+
+def test_misuse_raises():
+    bridge = aw.Bridge(DEFAULT_REQUEST, now_ms=0)
+    bridge.agent_exited(signal=9, now_ms=1)
+    with pytest.raises(aw.AfterExitError, match="after the agent exited") as info:
+        bridge.push_stdout(b"{}\n", 2)
+    assert info.value.name == "AW_RESULT_AFTER_EXIT"
+    assert isinstance(info.value, aw.MisuseError)
+    with pytest.raises(aw.AfterExitError):
+        bridge.push_stderr(b"x", 2)
+    with pytest.raises(aw.ExitedTwiceError):
+        bridge.agent_exited(code=0, now_ms=3)
+    with pytest.raises(TypeError):
+        bridge.agent_exited(now_ms=3)
+    with pytest.raises(TypeError):
+        bridge.agent_exited(code=0, signal=9, now_ms=3)
+    bridge.close()
+    bridge.close()
+    assert bridge.closed
+    with pytest.raises(aw.ClosedError):
+        bridge.push_stdout(b"x", 4)
+    with pytest.raises(aw.ClosedError):
+        list(bridge.outputs())
+    with pytest.raises(aw.ClosedError):
+        aw.Bridge(DEFAULT_REQUEST, config=_closed_config())
+
+
+def _closed_config() -> aw.Config:
+    config = aw.Config()
+    config.close()
+    return config

@@ -1,0 +1,621 @@
+//! `aw_bridge`: one request's state machine, the object a plugin drives.
+
+use std::ffi::{CString, c_char};
+
+use super::boundary::{
+    Guarded, Handle, Out, Outcome, boundary, call, call_mut, free_handle, impl_handle, input_bytes,
+    last_error, predicate,
+};
+use super::config::{aw_config, config_or_default};
+use super::result::{Error, aw_result};
+use super::views::{aw_bytes, aw_str};
+use crate::bridge::{Bridge, BridgeParams, Output};
+use crate::cursor::{ExitStatus, Invocation};
+
+/// One request, from its OpenAI body to the end of its HTTP response: an opaque handle
+/// created by `aw_bridge_new` and freed by `aw_bridge_free`.
+///
+/// The loop: spawn the invocation (`aw_bridge_invocation_*`) in its own process group,
+/// write its stdin, then for every input (`aw_bridge_push_stdout`, `aw_bridge_push_stderr`,
+/// `aw_bridge_agent_exited_*`, `aw_bridge_handle_timeout`, `aw_bridge_client_gone`,
+/// `aw_bridge_shutdown`)
+/// **drain `aw_bridge_poll_output` until it returns `AW_RESULT_DRAINED`**, then ask
+/// `aw_bridge_poll_timeout` for the next deadline. Stop when the output is
+/// `AW_OUTPUT_KIND_END`.
+#[allow(non_camel_case_types)]
+pub struct aw_bridge(Guarded<BridgeState>);
+impl_handle!(aw_bridge, BridgeState);
+
+pub(crate) struct BridgeState {
+    bridge: Bridge,
+    /// The invocation's strings with NUL terminators, for `execvp` and `setenv`.
+    invocation: Option<CInvocation>,
+}
+
+struct CInvocation {
+    program: CString,
+    args: Vec<CString>,
+    env: Vec<(CString, CString)>,
+}
+
+impl CInvocation {
+    fn of(invocation: &Invocation) -> Result<CInvocation, Error> {
+        let c = |s: &str| {
+            CString::new(s).map_err(|_| {
+                Error::new(
+                    aw_result::InteriorNul,
+                    "the invocation contains a NUL byte, which no command line can carry",
+                )
+            })
+        };
+        Ok(CInvocation {
+            program: c(&invocation.program)?,
+            args: invocation
+                .args
+                .iter()
+                .map(|a| c(a))
+                .collect::<Result<_, _>>()?,
+            env: invocation
+                .env
+                .iter()
+                .map(|(k, v)| Ok((c(k)?, c(v)?)))
+                .collect::<Result<_, Error>>()?,
+        })
+    }
+}
+
+impl BridgeState {
+    fn invocation(&self) -> Result<(&Invocation, &CInvocation), Error> {
+        match (self.bridge.invocation(), &self.invocation) {
+            (Some(invocation), Some(c)) => Ok((invocation, c)),
+            _ => Err(Error::new(
+                aw_result::Rejected,
+                "the request was rejected: there is no agent to run",
+            )),
+        }
+    }
+}
+
+/// Runs `f` on the invocation; `AW_RESULT_REJECTED` (a status, not an error) when the
+/// request was rejected.
+fn with_invocation(
+    state: &BridgeState,
+    f: impl FnOnce(&Invocation, &CInvocation) -> Outcome,
+) -> Outcome {
+    match state.invocation() {
+        Ok((invocation, c)) => f(invocation, c),
+        Err(_) => Ok(aw_result::Rejected),
+    }
+}
+
+/// The body of the invocation getters with one out-parameter: writes `f(invocation)`.
+///
+/// # Safety
+/// The pointer rules: `bridge` is NULL or a live bridge, `out` NULL or writable.
+unsafe fn invocation_part<T>(
+    bridge: *const aw_bridge,
+    out: *mut T,
+    name: &'static str,
+    f: impl FnOnce(&Invocation, &CInvocation) -> Result<T, Error>,
+) -> aw_result {
+    // SAFETY: forwarded contract.
+    unsafe {
+        call(bridge, |state| {
+            let out = Out::new(out, name)?;
+            with_invocation(state, |invocation, c| {
+                out.write(f(invocation, c)?);
+                Ok(aw_result::Ok)
+            })
+        })
+    }
+}
+
+fn index_error(what: &str, index: usize, count: usize) -> Error {
+    Error::new(
+        aw_result::IndexOutOfRange,
+        format!("{what} index {index} is out of range (there are {count})"),
+    )
+}
+
+/// What `aw_bridge_poll_output` hands out.
+#[allow(non_camel_case_types)]
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum aw_output_kind {
+    /// Send the response head: `status`, `content_type`, and for errors
+    /// `x-should-retry: true|false` from `retryable` (when `has_retryable`). Exactly once,
+    /// before any body, unless the client is gone.
+    Head = 0,
+    /// Write `body` to the response and flush it: streams are meant to be seen as they
+    /// come.
+    Body = 1,
+    /// Terminate the agent's process group now (at most once).
+    StopAgent = 2,
+    /// Close the response. Nothing follows: every later poll returns `AW_RESULT_DRAINED`.
+    End = 3,
+}
+
+/// One output of a bridge. Only the members of its `kind` are meaningful; the others are
+/// zero or empty.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct aw_output {
+    /// What to do.
+    pub kind: aw_output_kind,
+    /// `AW_OUTPUT_KIND_HEAD`: the HTTP status.
+    pub status: u16,
+    /// `AW_OUTPUT_KIND_HEAD`: the `content-type`, `text/event-stream` or
+    /// `application/json`; static and NUL-terminated.
+    pub content_type: aw_str,
+    /// `AW_OUTPUT_KIND_HEAD`: whether `retryable` says anything (error heads only).
+    pub has_retryable: bool,
+    /// `AW_OUTPUT_KIND_HEAD`: whether retrying the request may help; send it as
+    /// `x-should-retry` (openai-python honours it over the status).
+    pub retryable: bool,
+    /// `AW_OUTPUT_KIND_BODY`: the bytes to write.
+    pub body: aw_bytes,
+}
+
+impl aw_output {
+    fn of(output: &Output<'_>) -> aw_output {
+        let empty = aw_output {
+            kind: aw_output_kind::End,
+            status: 0,
+            content_type: aw_str::EMPTY,
+            has_retryable: false,
+            retryable: false,
+            body: aw_bytes::EMPTY,
+        };
+        match output {
+            Output::Head(head) => aw_output {
+                kind: aw_output_kind::Head,
+                status: head.status,
+                content_type: static_content_type(head.content_type),
+                has_retryable: head.retryable.is_some(),
+                retryable: head.retryable.unwrap_or(false),
+                ..empty
+            },
+            Output::Body(bytes) => aw_output {
+                kind: aw_output_kind::Body,
+                body: aw_bytes::of(bytes),
+                ..empty
+            },
+            Output::StopAgent => aw_output {
+                kind: aw_output_kind::StopAgent,
+                ..empty
+            },
+            Output::End => empty,
+        }
+    }
+}
+
+/// The content type as a NUL-terminated static string.
+fn static_content_type(content_type: &'static str) -> aw_str {
+    match content_type {
+        "text/event-stream" => aw_str::of_c(c"text/event-stream"),
+        "application/json" => aw_str::of_c(c"application/json"),
+        other => aw_str::of(other),
+    }
+}
+
+/// Validates an OpenAI Chat Completions request body and prepares its run, writing the new
+/// bridge to `*out_bridge`.
+///
+/// Parameters:
+/// - `body`, `body_len`: the request body (NULL allowed when `body_len` is 0). An invalid
+///   body is not a failure of this call: the bridge is created, has no invocation
+///   (`AW_RESULT_REJECTED`), and its outputs are the 400 head, the OpenAI error body and
+///   the end.
+/// - `config`: the settings, copied; NULL for the defaults.
+/// - `now_ms`: now on the caller's monotonic millisecond clock; every later `now_ms` of
+///   this bridge is on the same clock.
+/// - `created_unix`: now in Unix seconds, for the response's `created`.
+/// - `id_seed`: a number unique to this request (a counter mixed with the start time is
+///   fine); the response id and generated tool-call ids derive from it.
+///
+/// Returns `AW_RESULT_OK`; `AW_RESULT_NULL_PARAMETER` (`out_bridge` NULL, or `body` NULL
+/// with a length), `AW_RESULT_LENGTH_TOO_LARGE`, `AW_RESULT_POISONED` (a poisoned
+/// `config`), `AW_RESULT_INTERIOR_NUL`.
+///
+/// Memory and lifetimes: `body` is read during the call only. The caller owns the new
+/// bridge and frees it with `aw_bridge_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_new(
+    body: *const u8,
+    body_len: usize,
+    config: *const aw_config,
+    now_ms: u64,
+    created_unix: u64,
+    id_seed: u64,
+    out_bridge: *mut *mut aw_bridge,
+) -> aw_result {
+    boundary(|| {
+        // SAFETY: the pointer rules: `out_bridge` is NULL or writable, `body` is NULL or
+        // `body_len` readable bytes, `config` is NULL or a live config.
+        let (out, body, config) = unsafe {
+            let out = match Out::new(out_bridge, "out_bridge") {
+                Ok(out) => out,
+                Err(error) => return error.code,
+            };
+            let body = match input_bytes(body, body_len, "body") {
+                Ok(body) => body,
+                Err(error) => return error.code,
+            };
+            let config = match config_or_default(config) {
+                Ok(config) => config,
+                Err(code) => return code,
+            };
+            (out, body, config)
+        };
+        let params = BridgeParams {
+            now_ms,
+            created_unix,
+            id_seed,
+        };
+        let bridge = Bridge::new(body, &config, params);
+        let invocation = match bridge.invocation().map(CInvocation::of).transpose() {
+            Ok(invocation) => invocation,
+            Err(error) => return error.code,
+        };
+        out.write(aw_bridge::into_raw(BridgeState { bridge, invocation }));
+        aw_result::Ok
+    })
+}
+
+/// Frees a bridge. NULL does nothing. Free it whatever state it is in (poisoned too);
+/// views it handed out become invalid.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_free(bridge: *mut aw_bridge) {
+    // SAFETY: the pointer rules: `bridge` is NULL or a live bridge, freed once.
+    unsafe { free_handle(bridge) }
+}
+
+/// The message of the last call on `bridge` that failed, NUL-terminated; `""` when none
+/// failed or `bridge` is NULL.
+///
+/// Memory and lifetimes: valid until the next call on `bridge` or its free.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_last_error(bridge: *const aw_bridge) -> *const c_char {
+    // SAFETY: the pointer rules: `bridge` is NULL or a live bridge.
+    unsafe { last_error(bridge) }
+}
+
+/// The program to run (`cursor-agent` or the configured binary), into `*out_program`.
+///
+/// Returns `AW_RESULT_OK`, or `AW_RESULT_REJECTED` when the request was rejected (then
+/// spawn nothing; drain the outputs).
+///
+/// Memory and lifetimes: the string is NUL-terminated (the terminator is not counted in
+/// `len`), so it can go to `execvp` as is; valid until `aw_bridge_free` (the invocation
+/// never changes).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_invocation_program(
+    bridge: *const aw_bridge,
+    out_program: *mut aw_str,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe {
+        invocation_part(bridge, out_program, "out_program", |_, c| {
+            Ok(aw_str::of_c(&c.program))
+        })
+    }
+}
+
+/// How many arguments the program takes (not counting the program itself), into
+/// `*out_count`. Returns `AW_RESULT_OK` or `AW_RESULT_REJECTED`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_invocation_arg_count(
+    bridge: *const aw_bridge,
+    out_count: *mut usize,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe { invocation_part(bridge, out_count, "out_count", |_, c| Ok(c.args.len())) }
+}
+
+/// Argument `index` (from 0, not counting the program), into `*out_arg`. No argument
+/// carries user text: the prompt goes to stdin.
+///
+/// Returns `AW_RESULT_OK`, `AW_RESULT_REJECTED`, or `AW_RESULT_INDEX_OUT_OF_RANGE`.
+///
+/// Memory and lifetimes: as `aw_bridge_invocation_program` (NUL-terminated, valid until
+/// `aw_bridge_free`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_invocation_arg(
+    bridge: *const aw_bridge,
+    index: usize,
+    out_arg: *mut aw_str,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe {
+        invocation_part(bridge, out_arg, "out_arg", |_, c| {
+            let arg = c.args.get(index);
+            arg.map(|a| aw_str::of_c(a))
+                .ok_or_else(|| index_error("argument", index, c.args.len()))
+        })
+    }
+}
+
+/// The bytes to write to the agent's stdin (the prompt), into `*out_stdin`: write them
+/// all, then close stdin. Returns `AW_RESULT_OK` or `AW_RESULT_REJECTED`.
+///
+/// Memory and lifetimes: valid until `aw_bridge_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_invocation_stdin(
+    bridge: *const aw_bridge,
+    out_stdin: *mut aw_bytes,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe {
+        invocation_part(bridge, out_stdin, "out_stdin", |invocation, _| {
+            Ok(aw_bytes::of(&invocation.stdin))
+        })
+    }
+}
+
+/// How many environment variables to set for the agent (on top of the plugin's own
+/// environment), into `*out_count`. Returns `AW_RESULT_OK` or `AW_RESULT_REJECTED`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_invocation_env_count(
+    bridge: *const aw_bridge,
+    out_count: *mut usize,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe { invocation_part(bridge, out_count, "out_count", |_, c| Ok(c.env.len())) }
+}
+
+/// Environment variable `index` (from 0): its name into `*out_name` and its value into
+/// `*out_value`.
+///
+/// Returns `AW_RESULT_OK`, `AW_RESULT_REJECTED`, or `AW_RESULT_INDEX_OUT_OF_RANGE`.
+///
+/// Memory and lifetimes: both strings are NUL-terminated (ready for `setenv`) and valid
+/// until `aw_bridge_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_invocation_env(
+    bridge: *const aw_bridge,
+    index: usize,
+    out_name: *mut aw_str,
+    out_value: *mut aw_str,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe {
+        call(bridge, |state| {
+            let out_name = Out::new(out_name, "out_name")?;
+            let out_value = Out::new(out_value, "out_value")?;
+            with_invocation(state, |_, c| {
+                let (name, value) = c
+                    .env
+                    .get(index)
+                    .ok_or_else(|| index_error("environment", index, c.env.len()))?;
+                out_name.write(aw_str::of_c(name));
+                out_value.write(aw_str::of_c(value));
+                Ok(aw_result::Ok)
+            })
+        })
+    }
+}
+
+/// Feeds bytes the agent wrote to stdout, in any chunking (a read's worth at a time is
+/// typical). Every line these bytes complete is decoded now; drain the outputs after.
+///
+/// Returns `AW_RESULT_OK`; `AW_RESULT_AFTER_EXIT` after `aw_bridge_agent_exited_*`;
+/// `AW_RESULT_NULL_PARAMETER`, `AW_RESULT_LENGTH_TOO_LARGE`. Input after the end is
+/// ignored.
+///
+/// Memory and lifetimes: `data` is read during the call only. Views from earlier calls
+/// become invalid.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_push_stdout(
+    bridge: *mut aw_bridge,
+    data: *const u8,
+    len: usize,
+    now_ms: u64,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe {
+        call_mut(bridge, |state| {
+            let bytes = input_bytes(data, len, "data")?;
+            state.bridge.push_stdout(bytes, now_ms)?;
+            Ok(aw_result::Ok)
+        })
+    }
+}
+
+/// Feeds bytes the agent wrote to stderr, in any chunking. Only the tail is kept, for
+/// failure messages. Results, memory and lifetimes as `aw_bridge_push_stdout`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_push_stderr(
+    bridge: *mut aw_bridge,
+    data: *const u8,
+    len: usize,
+    now_ms: u64,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe {
+        call_mut(bridge, |state| {
+            let bytes = input_bytes(data, len, "data")?;
+            state.bridge.push_stderr(bytes, now_ms)?;
+            Ok(aw_result::Ok)
+        })
+    }
+}
+
+fn agent_exited(state: &mut BridgeState, status: ExitStatus, now_ms: u64) -> Outcome {
+    state.bridge.agent_exited(status, now_ms)?;
+    Ok(aw_result::Ok)
+}
+
+/// The agent exited with status `code`. Call it after its stdout and stderr reached end
+/// of file and were pushed. Without an answer on stdout this is a failure, classified from
+/// stdout, stderr and the exit status. Drain the outputs after.
+///
+/// Returns `AW_RESULT_OK`, or `AW_RESULT_EXITED_TWICE`. Views from earlier calls become
+/// invalid.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_agent_exited_code(
+    bridge: *mut aw_bridge,
+    code: i32,
+    now_ms: u64,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe {
+        call_mut(bridge, |state| {
+            agent_exited(state, ExitStatus::Code(code), now_ms)
+        })
+    }
+}
+
+/// The agent was ended by signal `signal`. As `aw_bridge_agent_exited_code` otherwise.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_agent_exited_signal(
+    bridge: *mut aw_bridge,
+    signal: i32,
+    now_ms: u64,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe {
+        call_mut(bridge, |state| {
+            agent_exited(state, ExitStatus::Signal(signal), now_ms)
+        })
+    }
+}
+
+/// The deadline from `aw_bridge_poll_timeout` passed: `now_ms` is at or after it. Calls
+/// before it are harmless no-ops. Drain the outputs after (a keep-alive, a head, a
+/// timeout failure may be due).
+///
+/// Returns `AW_RESULT_OK`. Views from earlier calls become invalid.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_handle_timeout(
+    bridge: *mut aw_bridge,
+    now_ms: u64,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe {
+        call_mut(bridge, |state| {
+            state.bridge.handle_timeout(now_ms);
+            Ok(aw_result::Ok)
+        })
+    }
+}
+
+/// The HTTP client hung up: the bridge asks to stop the agent and ends without writing
+/// anything more. Drain the outputs after (`AW_OUTPUT_KIND_STOP_AGENT`, then the end).
+///
+/// Returns `AW_RESULT_OK`. Views from earlier calls become invalid.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_client_gone(bridge: *mut aw_bridge, now_ms: u64) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe {
+        call_mut(bridge, |state| {
+            state.bridge.client_gone(now_ms);
+            Ok(aw_result::Ok)
+        })
+    }
+}
+
+/// The program is shutting down: the response ends now as a failure the client may retry
+/// (503 before the head; an in-band error frame and `[DONE]` after it) and the bridge asks
+/// to stop the agent. Drain the outputs after. Nothing happens if the response is already
+/// ending.
+///
+/// Returns `AW_RESULT_OK`. Views from earlier calls become invalid.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_shutdown(bridge: *mut aw_bridge, now_ms: u64) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe {
+        call_mut(bridge, |state| {
+            state.bridge.shutdown(now_ms);
+            Ok(aw_result::Ok)
+        })
+    }
+}
+
+/// The next thing to do, into `*out_output`.
+///
+/// Returns `AW_RESULT_OK` (`*out_output` written), or `AW_RESULT_DRAINED` when there is
+/// nothing until the next input (and always after the end). Call it until
+/// `AW_RESULT_DRAINED` after every input.
+///
+/// Memory and lifetimes: `out_output->body` is valid until the next call on `bridge`
+/// (this one included) or its free; `content_type` is static.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_poll_output(
+    bridge: *mut aw_bridge,
+    out_output: *mut aw_output,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe {
+        call_mut(bridge, |state| {
+            let out = Out::new(out_output, "out_output")?;
+            Ok(match state.bridge.poll_output() {
+                Some(output) => {
+                    out.write(aw_output::of(&output));
+                    aw_result::Ok
+                }
+                None => aw_result::Drained,
+            })
+        })
+    }
+}
+
+/// When `aw_bridge_handle_timeout` is next due, on the caller's clock: writes whether a
+/// deadline is scheduled to `*out_has_deadline`, and the deadline (or 0) to
+/// `*out_deadline_ms`. Nothing is scheduled after the end.
+///
+/// Returns `AW_RESULT_OK`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_poll_timeout(
+    bridge: *const aw_bridge,
+    out_has_deadline: *mut bool,
+    out_deadline_ms: *mut u64,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe {
+        call(bridge, |state| {
+            let out_has = Out::new(out_has_deadline, "out_has_deadline")?;
+            let out_deadline = Out::new(out_deadline_ms, "out_deadline_ms")?;
+            let deadline = state.bridge.poll_timeout();
+            out_has.write(deadline.is_some());
+            out_deadline.write(deadline.unwrap_or(0));
+            Ok(aw_result::Ok)
+        })
+    }
+}
+
+/// Whether `AW_OUTPUT_KIND_END` has been handed out. Also true for a NULL or poisoned
+/// bridge: nothing more will come from it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_is_ended(bridge: *const aw_bridge) -> bool {
+    // SAFETY: the pointer rules.
+    unsafe { predicate(bridge, true, |state| state.bridge.is_ended()) }
+}
+
+/// Whether the response is a stream (`text/event-stream`) rather than one JSON body.
+/// False for a NULL or poisoned bridge.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_is_stream(bridge: *const aw_bridge) -> bool {
+    // SAFETY: the pointer rules.
+    unsafe { predicate(bridge, false, |state| state.bridge.is_stream()) }
+}
+
+/// The agent's session (chat) id, for `--resume`, into `*out_session_id`.
+///
+/// Returns `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE` until the agent has sent one.
+///
+/// Memory and lifetimes: not NUL-terminated; valid until the next mutating call on
+/// `bridge` or its free.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_session_id(
+    bridge: *const aw_bridge,
+    out_session_id: *mut aw_str,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe {
+        call(bridge, |state| {
+            let out = Out::new(out_session_id, "out_session_id")?;
+            Ok(out.write_optional(state.bridge.session_id().map(aw_str::of)))
+        })
+    }
+}

@@ -1,0 +1,49 @@
+//! The C ABI: `include/agentwire.h`, generated from this module by cbindgen.
+//!
+//! The only module with `unsafe`. Every export:
+//! - runs inside a panic boundary: a panic never unwinds into C; it returns
+//!   `AW_RESULT_PANIC` and poisons the handle, after which every call on it returns
+//!   `AW_RESULT_POISONED` (it can still be freed);
+//! - checks what C hands it: a NULL pointer, a length over `PTRDIFF_MAX`, a string that is
+//!   not UTF-8, an enum value out of range each get an [`aw_result`](result::aw_result),
+//!   never a crash;
+//! - writes its out-parameters only when it returns `AW_RESULT_OK`.
+//!
+//! Handles (`aw_config`, `aw_bridge`, `aw_decoder`) are opaque, created by `_new` and
+//! freed by `_free` (NULL-safe). Outputs are borrowed views (`aw_bytes`, `aw_str`) whose
+//! lifetime each function states, usually "until the next mutating call on the same
+//! handle". Polling only, no callbacks. A handle may move between threads but must not be
+//! used from two threads at once.
+//!
+//! Pointer rules, the safety contract of every function here: a handle argument is NULL or
+//! a live handle of its type; a data pointer is NULL (only with a zero length) or points to
+//! that many readable bytes, unchanged during the call; an out-pointer is NULL or writable
+//! as its type.
+//!
+//! The layout follows the Rust API: [`config`] (`Config`), [`bridge`] (`Bridge`),
+//! [`decoder`] and [`event`] (`cursor::Decoder`, `event::Event`), [`result`], [`views`],
+//! [`version`]; [`boundary`] holds the casts and checks.
+
+// The exports' safety contract is the module's pointer rules above, stated once (and in
+// the header's preamble) rather than on each of them.
+#![allow(clippy::missing_safety_doc)]
+
+// In the header's order: what every function returns, then the handles in the order a
+// plugin meets them.
+pub mod result;
+
+pub mod version;
+
+pub mod views;
+
+pub mod config;
+
+pub mod bridge;
+
+pub mod event;
+
+pub mod decoder;
+
+pub mod test_hooks;
+
+pub mod boundary;
