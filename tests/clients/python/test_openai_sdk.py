@@ -6,17 +6,16 @@ cursor-agent transcript) and answers with the status and body it produced. The S
 SSE decoder, chunk models and stream accumulator then parse those bytes.
 """
 
-import functools
 import json
 import os
 import pathlib
 import subprocess
 import tempfile
-from dataclasses import dataclass
 
 import httpx2
 import openai
 import pytest
+from transcripts import assert_usage, capture
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 TRANSLATE = os.environ.get("AGENTWIRE_TRANSLATE", str(ROOT / "target/debug/examples/translate"))
@@ -27,44 +26,6 @@ TRANSCRIPTS = PROJECT + SHARED
 CLIENT_TOOLS = json.loads((ROOT / "tests/fixtures/requests/client_tools.json").read_text())["tools"]
 MESSAGES = [{"role": "user", "content": "hi"}]
 SCRATCH = pathlib.Path(tempfile.mkdtemp(prefix="agentwire-openai-python-"))
-
-
-@dataclass(frozen=True)
-class Capture:
-    """What a transcript says the client must end up with."""
-
-    expected: "str | None"  # `result.result`, or None when the run has no result (a failure)
-    usage: "dict | None"  # the OpenAI usage the CLI's counts map to, or None when unreported
-    thinking: bool  # the CLI streamed thinking, so the client must see reasoning
-    lines: tuple  # the raw lines, to build truncated variants
-
-
-@functools.lru_cache(maxsize=None)
-def capture(path):
-    expected, usage, thinking = None, None, False
-    lines = tuple(path.read_text(encoding="utf-8").splitlines(keepends=True))
-    for line in lines:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(event, dict):
-            continue
-        if event.get("type") == "thinking" and event.get("subtype") == "delta" and event.get("text"):
-            thinking = True
-        if event.get("type") == "result" and expected is None:
-            expected = event.get("result") or ""
-            counts = event.get("usage")
-            if isinstance(counts, dict):
-                prompt = counts.get("inputTokens", 0) + counts.get("cacheReadTokens", 0) + counts.get("cacheWriteTokens", 0)
-                completion = counts.get("outputTokens", 0)
-                usage = {
-                    "prompt_tokens": prompt,
-                    "completion_tokens": completion,
-                    "total_tokens": prompt + completion,
-                    "cached_tokens": counts.get("cacheReadTokens", 0),
-                }
-    return Capture(expected, usage, thinking, lines)
 
 
 def truncated(path):
@@ -109,14 +70,6 @@ def client_for(transcript, exit_code=0, replies=None):
 
     http = httpx2.Client(transport=httpx2.MockTransport(handler))
     return openai.OpenAI(api_key="sk-test", base_url="http://127.0.0.1:1/v1", http_client=http, max_retries=0)
-
-
-def assert_usage(usage, want):
-    assert usage is not None
-    assert usage.prompt_tokens == want["prompt_tokens"]
-    assert usage.completion_tokens == want["completion_tokens"]
-    assert usage.total_tokens == want["total_tokens"]
-    assert usage.prompt_tokens_details.cached_tokens == want["cached_tokens"]
 
 
 def assert_mapped_failure(failure, replies):
