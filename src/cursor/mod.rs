@@ -1,6 +1,7 @@
 //! The cursor-agent dialect: its `--output-format stream-json` stdout decoded into
 //! [`Event`](crate::event::Event)s ([`Decoder`]), and what a failed run left behind
-//! classified into a [`Failure`](crate::event::Failure) ([`diagnose`]).
+//! classified into a [`Failure`](crate::event::Failure) ([`diagnose`]), and the model
+//! catalogue it lists ([`parse_models`]).
 //!
 //! Protocol facts this follows are in the project's research notes on the CLI (event
 //! catalogue, recaps, tool-call quirks, usage, failures).
@@ -10,8 +11,10 @@ pub mod diagnose;
 mod invocation;
 mod json;
 mod line;
+mod models;
 mod tool_call;
 
 pub use decoder::{Decoder, DecoderConfig, DecoderError, DecoderStats};
 pub use diagnose::{Evidence, ExitStatus};
 pub use invocation::{AgentMode, Invocation, InvocationSpec};
+pub use models::{ModelEntry, parse_models};
