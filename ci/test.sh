@@ -17,7 +17,7 @@ step "cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --all-features --quiet
 
 if [ -x tests/clients/run.sh ]; then
-    step "real clients (openai-python, AI SDK)"
+    step "real clients (openai-python, AI SDK, OpenCode; offline and against both proxies)"
     tests/clients/run.sh
 fi
 

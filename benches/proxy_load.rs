@@ -1,0 +1,368 @@
+//! The load client of `benches/proxy.sh`: streaming chat completions against a running
+//! proxy (`tokio_proxy` or `blocking_proxy`) over loopback, on `ureq`.
+//!
+//! ```text
+//! proxy_load latency    URL KEY MODEL REQUESTS AGENT_TIMES   one request at a time
+//! proxy_load concurrent URL KEY MODEL STREAMS EXPECTED_TEXT  all streams at once
+//! proxy_load throughput URL KEY MODEL INPUT_BYTES            one stream, as fast as it goes
+//! ```
+//!
+//! `latency` pairs each request with the line the replay agent appended to AGENT_TIMES
+//! (`AGENTWIRE_REPLAY_TIMES`; requests are sequential, so lines come in request order) and
+//! reports, as p50/p99 over all requests: the agent's first stdout byte → the first content
+//! frame read by this client, and this client sending the request → the agent starting.
+//! Both sides read `CLOCK_REALTIME`, the one clock every process on the machine shares.
+//!
+//! `concurrent` starts every stream together and checks each: status 200, the text
+//! (concatenated `delta.content`) equal to EXPECTED_TEXT, exactly one `finish_reason:
+//! "stop"`, no error frame, `data: [DONE]` last. It exits non-zero unless all pass.
+//!
+//! `throughput` reads one response to its end and reports INPUT_BYTES (the transcript's
+//! size) per second of the whole exchange.
+//!
+//! Run through `cargo bench --bench proxy_load -- MODE …` (cargo appends `--bench`, which
+//! is ignored); without a mode it only says how it is used, so a plain `cargo bench` passes.
+
+use std::io::Read;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const USAGE: &str = "usage: proxy_load latency URL KEY MODEL REQUESTS AGENT_TIMES\n       \
+                     proxy_load concurrent URL KEY MODEL STREAMS EXPECTED_TEXT\n       \
+                     proxy_load throughput URL KEY MODEL INPUT_BYTES\n\
+                     (benches/proxy.sh runs it against both proxies)";
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let result = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["latency", url, key, model, requests, times] => {
+            latency(&Target::new(url, key, model), count(requests), times)
+        }
+        ["concurrent", url, key, model, streams, expected] => {
+            concurrent(&Target::new(url, key, model), count(streams), expected)
+        }
+        ["throughput", url, key, model, input] => {
+            throughput(&Target::new(url, key, model), count(input) as u64)
+        }
+        [] => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        _ => Err(USAGE.to_owned()),
+    };
+    if let Err(message) = result {
+        eprintln!("proxy_load: {message}");
+        std::process::exit(1);
+    }
+}
+
+fn count(text: &str) -> usize {
+    text.parse().unwrap_or_else(|_| {
+        eprintln!("proxy_load: not a count: {text}\n{USAGE}");
+        std::process::exit(2)
+    })
+}
+
+fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_nanos() as u64
+}
+
+/// Where requests go and what they ask for.
+struct Target {
+    agent: ureq::Agent,
+    url: String,
+    authorization: String,
+    body: String,
+}
+
+impl Target {
+    fn new(url: &str, key: &str, model: &str) -> Self {
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(300)))
+            .max_idle_connections(1024)
+            .max_idle_connections_per_host(1024)
+            .build();
+        let body = serde_json::json!({
+            "model": model,
+            "stream": true,
+            "messages": [{"role": "user", "content": "Say the line."}],
+        });
+        Target {
+            agent: config.into(),
+            url: format!("{url}/v1/chat/completions"),
+            authorization: format!("Bearer {key}"),
+            body: body.to_string(),
+        }
+    }
+
+    /// Sends the request and returns the response body, after checking the status.
+    fn send(&self) -> Result<ureq::BodyReader<'static>, String> {
+        let response = self
+            .agent
+            .post(&self.url)
+            .header("Authorization", &self.authorization)
+            .content_type("application/json")
+            .send(&self.body)
+            .map_err(|e| format!("request failed: {e}"))?;
+        let status = response.status();
+        let mut body = response.into_body().into_reader();
+        if status != 200 {
+            let mut text = String::new();
+            let _ = body.read_to_string(&mut text);
+            return Err(format!("status {status}: {text}"));
+        }
+        Ok(body)
+    }
+}
+
+/// One SSE response, read frame by frame.
+#[derive(Default)]
+struct Stream {
+    pending: Vec<u8>,
+    text: String,
+    finishes: Vec<String>,
+    errors: Vec<String>,
+    done: bool,
+    after_done: bool,
+    /// When the read that completed the first frame with content returned.
+    first_content_ns: Option<u64>,
+}
+
+impl Stream {
+    /// Reads the whole response.
+    fn read_all(mut body: impl Read) -> Result<Stream, String> {
+        let mut stream = Stream::default();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = body
+                .read(&mut buf)
+                .map_err(|e| format!("reading the stream: {e}"))?;
+            if n == 0 {
+                break;
+            }
+            let now = unix_ns();
+            stream.pending.extend_from_slice(&buf[..n]);
+            stream.take_frames(now)?;
+        }
+        if !stream.pending.is_empty() {
+            return Err(format!(
+                "{} bytes after the last frame",
+                stream.pending.len()
+            ));
+        }
+        Ok(stream)
+    }
+
+    fn take_frames(&mut self, now: u64) -> Result<(), String> {
+        let mut start = 0;
+        while let Some(end) = memchr::memmem::find(&self.pending[start..], b"\n\n") {
+            let frame = std::str::from_utf8(&self.pending[start..start + end])
+                .map_err(|e| format!("a frame is not UTF-8: {e}"))?
+                .to_owned();
+            start += end + 2;
+            self.frame(&frame, now)?;
+        }
+        self.pending.drain(..start);
+        Ok(())
+    }
+
+    fn frame(&mut self, frame: &str, now: u64) -> Result<(), String> {
+        if frame.starts_with(':') {
+            return Ok(()); // keep-alive comment
+        }
+        let data = frame
+            .strip_prefix("data: ")
+            .ok_or_else(|| format!("not an SSE data frame: {frame:?}"))?;
+        if self.done {
+            self.after_done = true;
+        }
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        let chunk: serde_json::Value =
+            serde_json::from_str(data).map_err(|e| format!("frame is not JSON: {e}"))?;
+        if let Some(error) = chunk.get("error") {
+            self.errors.push(error.to_string());
+            return Ok(());
+        }
+        for choice in chunk["choices"].as_array().into_iter().flatten() {
+            if let Some(content) = choice["delta"]["content"]
+                .as_str()
+                .filter(|c| !c.is_empty())
+            {
+                self.first_content_ns.get_or_insert(now);
+                self.text.push_str(content);
+            }
+            if let Some(reason) = choice["finish_reason"].as_str() {
+                self.finishes.push(reason.to_owned());
+            }
+        }
+        Ok(())
+    }
+
+    /// Why this stream is not a correct, complete answer of `expected`, if it is not.
+    fn check(&self, expected: &str) -> Result<(), String> {
+        if !self.errors.is_empty() {
+            return Err(format!("error frames: {:?}", self.errors));
+        }
+        if !self.done || self.after_done {
+            return Err("data: [DONE] is not the last frame".into());
+        }
+        if self.finishes != ["stop"] {
+            return Err(format!("finish reasons {:?}", self.finishes));
+        }
+        if self.text != expected {
+            return Err(format!("text {:?} is not {:?}", self.text, expected));
+        }
+        Ok(())
+    }
+}
+
+/// p50 and p99 of `values` (nanoseconds), in milliseconds.
+fn percentiles(mut values: Vec<u64>) -> (f64, f64) {
+    values.sort_unstable();
+    let at = |q: f64| {
+        let rank = ((values.len() as f64 * q).ceil() as usize).clamp(1, values.len());
+        values[rank - 1] as f64 / 1e6
+    };
+    (at(0.50), at(0.99))
+}
+
+fn latency(target: &Target, requests: usize, times_path: &str) -> Result<(), String> {
+    let _ = std::fs::remove_file(times_path);
+    let mut sent = Vec::with_capacity(requests);
+    let mut first_content = Vec::with_capacity(requests);
+    for i in 0..requests {
+        let at = unix_ns();
+        let stream = Stream::read_all(target.send()?)?;
+        let first = stream
+            .first_content_ns
+            .ok_or_else(|| format!("request {i}: no content frame"))?;
+        sent.push(at);
+        first_content.push(first);
+    }
+    let times = std::fs::read_to_string(times_path).map_err(|e| format!("{times_path}: {e}"))?;
+    let runs: Vec<serde_json::Value> = times
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("{times_path}: {e}"))?;
+    if runs.len() != requests {
+        return Err(format!(
+            "{requests} requests but {} agent runs in {times_path}",
+            runs.len()
+        ));
+    }
+    let stamp = |run: &serde_json::Value, key: &str| {
+        run[key]
+            .as_u64()
+            .ok_or_else(|| format!("{times_path}: no {key} in {run}"))
+    };
+    let mut overhead = Vec::with_capacity(requests);
+    let mut spawn = Vec::with_capacity(requests);
+    for (i, run) in runs.iter().enumerate() {
+        overhead.push(first_content[i].saturating_sub(stamp(run, "first_line_unix_ns")?));
+        spawn.push(stamp(run, "started_unix_ns")?.saturating_sub(sent[i]));
+    }
+    let (o50, o99) = percentiles(overhead);
+    let (s50, s99) = percentiles(spawn);
+    println!("  {requests} sequential streaming requests, all answered");
+    println!(
+        "  agent's first stdout byte -> first content frame at the client: p50 {o50:.3} ms, p99 {o99:.3} ms"
+    );
+    println!(
+        "  request sent -> agent process running:                          p50 {s50:.3} ms, p99 {s99:.3} ms"
+    );
+    Ok(())
+}
+
+fn concurrent(target: &Target, streams: usize, expected_path: &str) -> Result<(), String> {
+    let expected = Arc::new(
+        std::fs::read_to_string(expected_path).map_err(|e| format!("{expected_path}: {e}"))?,
+    );
+    let start = Arc::new(Barrier::new(streams));
+    let began = Instant::now();
+    let workers: Vec<_> = (0..streams)
+        .map(|_| {
+            let (start, expected) = (start.clone(), expected.clone());
+            let target = Target {
+                agent: target.agent.clone(),
+                url: target.url.clone(),
+                authorization: target.authorization.clone(),
+                body: target.body.clone(),
+            };
+            std::thread::Builder::new()
+                .stack_size(256 * 1024)
+                .spawn(move || {
+                    start.wait();
+                    let began = Instant::now();
+                    let stream = Stream::read_all(target.send()?)?;
+                    stream.check(&expected)?;
+                    Ok::<Duration, String>(began.elapsed())
+                })
+                .expect("spawning a client thread")
+        })
+        .collect();
+    let mut durations = Vec::with_capacity(streams);
+    let mut errors = Vec::new();
+    for worker in workers {
+        match worker.join().expect("client thread panicked") {
+            Ok(took) => durations.push(took.as_nanos() as u64),
+            Err(e) => errors.push(e),
+        }
+    }
+    let wall = began.elapsed();
+    println!(
+        "  {streams} concurrent streams: {} complete and correct, {} errors, wall {:.2} s",
+        durations.len(),
+        errors.len(),
+        wall.as_secs_f64()
+    );
+    if !durations.is_empty() {
+        let (d50, d99) = percentiles(durations);
+        println!("  stream duration: p50 {d50:.1} ms, p99 {d99:.1} ms");
+    }
+    match errors.first() {
+        None => Ok(()),
+        Some(first) => Err(format!("{} streams failed; first: {first}", errors.len())),
+    }
+}
+
+fn throughput(target: &Target, input_bytes: u64) -> Result<(), String> {
+    let began = Instant::now();
+    let mut body = target.send()?;
+    let mut buf = vec![0u8; 256 * 1024];
+    let (mut received, mut tail) = (0u64, Vec::new());
+    loop {
+        let n = body
+            .read(&mut buf)
+            .map_err(|e| format!("reading the stream: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        received += n as u64;
+        tail.extend_from_slice(&buf[..n]);
+        let keep = tail.len().saturating_sub(64);
+        tail.drain(..keep);
+    }
+    let seconds = began.elapsed().as_secs_f64();
+    if !tail.ends_with(b"data: [DONE]\n\n") {
+        return Err("the stream did not end with data: [DONE]".into());
+    }
+    println!(
+        "  one stream: {:.1} MB in, {:.1} MB of SSE out, {seconds:.3} s, {:.1} MB/s of transcript",
+        input_bytes as f64 / 1e6,
+        received as f64 / 1e6,
+        input_bytes as f64 / 1e6 / seconds
+    );
+    println!("seconds {seconds:.6}");
+    Ok(())
+}
