@@ -1,0 +1,94 @@
+//! What the two example proxies share: everything but their I/O model.
+//!
+//! `tokio_proxy` and `blocking_proxy` include this module (`#[path]`), so both have the
+//! same flags, routes, error bodies, authentication, model cache, process-group handling,
+//! request log and demo. Each proxy keeps only its own sockets, pipes and timers, and
+//! drives [`agentwire::bridge::Bridge`] with them.
+//!
+//! - [`flags`]: the command line, checked (loopback unless a key is set), into [`Settings`].
+//! - [`http`]: routing, authentication, OpenAI-shaped errors, CORS, response headers.
+//! - [`models`]: `/v1/models` from the CLI's listing, cached with a TTL, stale on failure.
+//! - [`agent`]: spawning in a process group, the stop sequence (SIGTERM, grace, SIGKILL).
+//! - [`record`]: the one log line per request, and log setup.
+//! - [`demo`]: the embedded transcript `--demo` answers from.
+
+// Each proxy uses most, not all, of what is shared.
+#![allow(dead_code)]
+
+pub mod agent;
+pub mod demo;
+pub mod flags;
+pub mod http;
+pub mod models;
+pub mod record;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use agentwire::bridge::BridgeParams;
+
+pub use flags::Settings;
+
+/// The proxy's monotonic clock in milliseconds, the `now_ms` every bridge input takes.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    start: Instant,
+}
+
+impl Clock {
+    /// A clock whose zero is now.
+    pub fn new() -> Clock {
+        Clock {
+            start: Instant::now(),
+        }
+    }
+
+    /// Milliseconds since the clock started.
+    pub fn now_ms(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+
+    /// The instant of a bridge deadline given in this clock's milliseconds.
+    pub fn instant(&self, ms: u64) -> Instant {
+        self.start + Duration::from_millis(ms)
+    }
+}
+
+/// Per-request ids: a counter, mixed with the start time so ids differ across restarts.
+#[derive(Debug)]
+pub struct RequestIds {
+    next: AtomicU64,
+    salt: u64,
+}
+
+impl RequestIds {
+    /// Starts counting.
+    pub fn new() -> RequestIds {
+        let salt = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or_default();
+        RequestIds {
+            next: AtomicU64::new(1),
+            salt,
+        }
+    }
+
+    /// The next request number (1, 2, …), for logs.
+    pub fn next(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The bridge parameters of request `number`.
+    pub fn params(&self, number: u64, clock: &Clock) -> BridgeParams {
+        let created_unix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or_default();
+        BridgeParams {
+            now_ms: clock.now_ms(),
+            created_unix,
+            id_seed: self.salt ^ number.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+        }
+    }
+}
