@@ -6,7 +6,7 @@
 # argv and prompt to $AGENTWIRE_E2E_LOGS/<model>.log.
 set -eu
 replay=${AGENTWIRE_REPLAY_AGENT:?the replay agent binary}
-fixtures=$(cd "$(dirname "$0")/../../fixtures" && pwd)
+fixtures=$(cd "$(dirname "$0")/../fixtures" && pwd)
 
 if [ "${1:-}" = models ] || [ "${1:-}" = --list-models ]; then
     exec "$replay" --delay-ms 0 --transcript "$fixtures/e2e/models.txt" "$@"

@@ -67,6 +67,8 @@ def run_opencode(proxy, tmp_path):
     env = {key: value for key, value in os.environ.items() if not key.startswith("OPENCODE_")}
     env.update(ISOLATION)
     env.update(
+        # OpenCode takes its directory from PWD, which a child's cwd does not change.
+        PWD=str(project),
         HOME=str(home),
         XDG_CONFIG_HOME=str(home / ".config"),
         XDG_DATA_HOME=str(home / ".local/share"),
