@@ -2,10 +2,17 @@
 //! proxy (`tokio_proxy` or `blocking_proxy`) over loopback, on `ureq`.
 //!
 //! ```text
+//! proxy_load workloads  DIR                                  writes the transcripts below
 //! proxy_load latency    URL KEY MODEL REQUESTS AGENT_TIMES   one request at a time
 //! proxy_load concurrent URL KEY MODEL STREAMS EXPECTED_TEXT  all streams at once
 //! proxy_load throughput URL KEY MODEL INPUT_BYTES            one stream, as fast as it goes
 //! ```
+//!
+//! `workloads` writes, into DIR: `latency.jsonl` (a short answer whose very first line is
+//! text, so the agent's first byte is the first content), `paced.jsonl` (init, 100 text
+//! deltas and the result: about a second at 10 ms per line) with its answer in
+//! `paced.txt`, and `mix.jsonl`, 64 MiB of the event mix `benches/throughput.rs` measures
+//! (tests/support/mix.rs: the real captures when ../shared is present).
 //!
 //! `latency` pairs each request with the line the replay agent appended to AGENT_TIMES
 //! (`AGENTWIRE_REPLAY_TIMES`; requests are sequential, so lines come in request order) and
@@ -23,11 +30,16 @@
 //! Run through `cargo bench --bench proxy_load -- MODE …` (cargo appends `--bench`, which
 //! is ignored); without a mode it only says how it is used, so a plain `cargo bench` passes.
 
+#[path = "../tests/support/mix.rs"]
+mod mix;
+
 use std::io::Read;
+use std::path::Path;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-const USAGE: &str = "usage: proxy_load latency URL KEY MODEL REQUESTS AGENT_TIMES\n       \
+const USAGE: &str = "usage: proxy_load workloads DIR\n       \
+                     proxy_load latency URL KEY MODEL REQUESTS AGENT_TIMES\n       \
                      proxy_load concurrent URL KEY MODEL STREAMS EXPECTED_TEXT\n       \
                      proxy_load throughput URL KEY MODEL INPUT_BYTES\n\
                      (benches/proxy.sh runs it against both proxies)";
@@ -38,6 +50,7 @@ fn main() {
         .filter(|a| a != "--bench")
         .collect();
     let result = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["workloads", dir] => workloads(Path::new(dir)),
         ["latency", url, key, model, requests, times] => {
             latency(&Target::new(url, key, model), count(requests), times)
         }
@@ -57,6 +70,47 @@ fn main() {
         eprintln!("proxy_load: {message}");
         std::process::exit(1);
     }
+}
+
+const SESSION: &str = r#""session_id":"bench""#;
+
+fn text_line(text: &str) -> String {
+    let text = serde_json::to_string(text).expect("a string serialises");
+    format!(
+        r#"{{"type":"assistant","message":{{"role":"assistant","content":[{{"type":"text","text":{text}}}]}},{SESSION}}}"#
+    ) + "\n"
+}
+
+fn result_line(result: &str) -> String {
+    let result = serde_json::to_string(result).expect("a string serialises");
+    format!(
+        r#"{{"type":"result","subtype":"success","is_error":false,"duration_ms":1000,"result":{result},{SESSION},"usage":{{"inputTokens":100,"outputTokens":20}}}}"#
+    ) + "\n"
+}
+
+fn workloads(dir: &Path) -> Result<(), String> {
+    let write = |name: &str, bytes: &[u8]| {
+        std::fs::write(dir.join(name), bytes)
+            .map_err(|e| format!("{}: {e}", dir.join(name).display()))
+    };
+    let pieces = ["The", " answer", " is", " 42."];
+    let mut latency: String = pieces.iter().map(|p| text_line(p)).collect();
+    latency += &result_line(&pieces.concat());
+    write("latency.jsonl", latency.as_bytes())?;
+
+    let mut paced = format!(
+        r#"{{"type":"system","subtype":"init","apiKeySource":"login","cwd":"/w",{SESSION},"model":"Auto","permissionMode":"default"}}"#
+    ) + "\n";
+    let words: Vec<String> = (0..100).map(|i| format!("word{i} ")).collect();
+    paced.extend(words.iter().map(|w| text_line(w)));
+    paced += &result_line(&words.concat());
+    write("paced.jsonl", paced.as_bytes())?;
+    write("paced.txt", words.concat().as_bytes())?;
+
+    let (files, source) = mix::workload_transcripts();
+    write("mix.jsonl", &mix::event_mix(&files, 64 << 20))?;
+    println!("  workloads written (event mix from the {source})");
+    Ok(())
 }
 
 fn count(text: &str) -> usize {

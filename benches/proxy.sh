@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Load figures for both example proxies (tokio_proxy, blocking_proxy), release builds on
+# loopback, with the replay agent standing in for cursor-agent and benches/proxy_load.rs as
+# the client. Prints, for each proxy:
+#   1. latency: 1,000 sequential streaming requests; the agent's first stdout byte -> the
+#      first content frame at the client, and request sent -> agent running (p50/p99);
+#   2. concurrency: 512 streams at once, replay pacing 10 ms per line; every stream checked
+#      complete and correct, agent processes left afterwards, the proxy's peak RSS;
+#   3. throughput: one stream of a 64 MiB event-mix transcript written as fast as the agent
+#      can, next to `translate` on the same file in the same run (best of 3 each).
+# Nothing is asserted but correctness: the numbers are for the README. Options through the
+# environment: PROXIES ("tokio blocking"), REQUESTS (1000), STREAMS (512), RUNS (3).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+proxies=${PROXIES:-tokio blocking}
+requests=${REQUESTS:-1000}
+streams=${STREAMS:-512}
+runs=${RUNS:-3}
+
+builds=()
+for kind in $proxies; do builds+=(--example "${kind}_proxy"); done
+cargo build --release --quiet "${builds[@]}" --example replay_agent --example translate
+load=$(cargo bench --no-run --bench proxy_load --message-format=json 2>/dev/null |
+    python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "proxy_load" and m.get("executable"):
+        print(m["executable"])')
+target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+examples=$target/release/examples
+replay=$examples/replay_agent
+
+dir=$(mktemp -d)
+pid=
+cleanup() {
+    if [ -n "$pid" ]; then kill -KILL "$pid" 2>/dev/null || true; fi
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+# 512 streams hold a socket and three pipes each in the proxy.
+ulimit -n "$(ulimit -Hn)"
+
+"$load" workloads "$dir"
+for delay in 0 10; do
+    printf '#!/bin/sh\nexec %q --delay-ms %s "$@"\n' "$replay" "$delay" >"$dir/agent-delay-$delay"
+    chmod +x "$dir/agent-delay-$delay"
+done
+key=sk-bench-$RANDOM$RANDOM
+
+# start KIND AGENT TRANSCRIPT [FLAGS...]: starts a proxy, sets $pid and $url.
+start() {
+    local kind=$1 agent=$2 transcript=$3
+    shift 3
+    local port
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    url=http://127.0.0.1:$port
+    : >"$dir/proxy.log"
+    AGENTWIRE_REPLAY_TRANSCRIPT=$transcript AGENTWIRE_REPLAY_TIMES=$dir/times.jsonl \
+        "$examples/${kind}_proxy" --listen "127.0.0.1:$port" --agent-bin "$agent" --api-key "$key" "$@" \
+        >"$dir/proxy.log" 2>&1 &
+    pid=$!
+    local waited=0
+    until grep -q "listening on $url" "$dir/proxy.log"; do
+        if ! kill -0 "$pid" 2>/dev/null || [ $waited -ge 200 ]; then
+            echo "${kind}_proxy did not start:" >&2
+            cat "$dir/proxy.log" >&2
+            exit 1
+        fi
+        sleep 0.05
+        waited=$((waited + 1))
+    done
+}
+
+stop() {
+    kill -TERM "$pid"
+    wait "$pid" || true
+    pid=
+}
+
+# Agent processes still alive (or not reaped) once every response has ended, after up to 5 s.
+leftovers() {
+    local n waited=0
+    while true; do
+        n=$( (pgrep -f "^$replay" || true; ps -o pid= --ppid "$pid" || true) | sort -u | grep -c . || true)
+        if [ "$n" = 0 ] || [ $waited -ge 100 ]; then
+            echo "$n"
+            return
+        fi
+        sleep 0.05
+        waited=$((waited + 1))
+    done
+}
+
+peak_rss_mib() {
+    awk '/^VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$pid/status"
+}
+
+cpu_seconds() {
+    # utime + stime: fields 14 and 15, counted after the parenthesised command name.
+    python3 -c 'import os, sys
+stat = open(f"/proc/{sys.argv[1]}/stat").read()
+fields = stat[stat.rindex(")") + 2:].split()
+print(round((int(fields[11]) + int(fields[12])) / os.sysconf(sys.argv[2]), 2))' "$pid" SC_CLK_TCK
+}
+
+# calc FORMAT EXPRESSION: awk arithmetic (a fresh machine may lack bc).
+calc() {
+    awk "BEGIN { printf \"$1\", $2 }"
+}
+
+mix=$dir/mix.jsonl
+mix_bytes=$(stat -c %s "$mix")
+translate_seconds=
+for attempt in $(seq "$runs"); do
+    begin=$(date +%s%N)
+    "$examples/translate" "$mix" >/dev/null 2>&1
+    end=$(date +%s%N)
+    seconds=$(calc %.6f "($end - $begin) / 1e9")
+    translate_seconds=$(printf '%s\n' $translate_seconds "$seconds" | sort -g | head -1)
+done
+
+echo
+echo "translate on the $((mix_bytes / 1048576)) MiB event mix: best of $runs ${translate_seconds} s," \
+    "$(calc %.1f "$mix_bytes / 1e6 / $translate_seconds") MB/s"
+
+for kind in $proxies; do
+    echo
+    echo "== ${kind}_proxy"
+
+    start "$kind" "$replay" "$dir/latency.jsonl"
+    rm -f "$dir/times.jsonl"
+    "$load" latency "$url" "$key" auto "$requests" "$dir/times.jsonl"
+    echo "  agents left: $(leftovers)"
+    stop
+
+    start "$kind" "$dir/agent-delay-10" "$dir/paced.jsonl" --max-concurrent "$streams"
+    idle=$(peak_rss_mib)
+    "$load" concurrent "$url" "$key" auto "$streams" "$dir/paced.txt" || true
+    echo "  agents left: $(leftovers); proxy peak RSS ${idle} MiB idle, $(peak_rss_mib) MiB after;" \
+        "proxy CPU $(cpu_seconds) s"
+    stop
+
+    start "$kind" "$dir/agent-delay-0" "$mix"
+    proxy_seconds=
+    for attempt in $(seq "$runs"); do
+        "$load" throughput "$url" "$key" auto "$mix_bytes" >"$dir/throughput.out"
+        grep -v '^seconds' "$dir/throughput.out"
+        seconds=$(awk '/^seconds/ { print $2 }' "$dir/throughput.out")
+        proxy_seconds=$(printf '%s\n' $proxy_seconds "$seconds" | sort -g | head -1)
+    done
+    echo "  throughput: best of $runs ${proxy_seconds} s, $(calc %.1f "$mix_bytes / 1e6 / $proxy_seconds") MB/s," \
+        "$(calc %.2f "$translate_seconds / $proxy_seconds")x translate; peak RSS $(peak_rss_mib) MiB"
+    stop
+done
