@@ -21,6 +21,7 @@ runs=${RUNS:-3}
 builds=()
 for kind in $proxies; do builds+=(--example "${kind}_proxy"); done
 cargo build --release --quiet "${builds[@]}" --example replay_agent --example translate
+cargo bench --no-run --quiet --bench proxy_load
 load=$(cargo bench --no-run --bench proxy_load --message-format=json 2>/dev/null |
     python3 -c 'import json, sys
 for line in sys.stdin:
