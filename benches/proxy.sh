@@ -130,8 +130,7 @@ for kind in $proxies; do
     echo "== ${kind}_proxy"
 
     start "$kind" "$replay" "$dir/latency.jsonl"
-    rm -f "$dir/times.jsonl"
-    "$load" latency "$url" "$key" auto "$requests" "$dir/times.jsonl"
+    "$load" latency "$url" "$key" auto "$requests" "$dir" "$replay"
     echo "  agents left: $(leftovers)"
     stop
 

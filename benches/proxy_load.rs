@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! proxy_load workloads  DIR                                  writes the transcripts below
-//! proxy_load latency    URL KEY MODEL REQUESTS AGENT_TIMES   one request at a time
+//! proxy_load latency    URL KEY MODEL REQUESTS DIR REPLAY   one request at a time
 //! proxy_load concurrent URL KEY MODEL STREAMS EXPECTED_TEXT  all streams at once
 //! proxy_load throughput URL KEY MODEL INPUT_BYTES            one stream, as fast as it goes
 //! ```
@@ -14,11 +14,15 @@
 //! `paced.txt`, and `mix.jsonl`, 64 MiB of the event mix `benches/throughput.rs` measures
 //! (tests/support/mix.rs: the real captures when ../shared is present).
 //!
-//! `latency` pairs each request with the line the replay agent appended to AGENT_TIMES
-//! (`AGENTWIRE_REPLAY_TIMES`; requests are sequential, so lines come in request order) and
-//! reports, as p50/p99 over all requests: the agent's first stdout byte → the first content
-//! frame read by this client, and this client sending the request → the agent starting.
-//! Both sides read `CLOCK_REALTIME`, the one clock every process on the machine shares.
+//! `latency` sends `DIR/latency.jsonl`'s request REQUESTS times and pairs each with the line
+//! the replay agent appended to `DIR/times.jsonl` (the proxy's agents run with
+//! `AGENTWIRE_REPLAY_TIMES` pointing there; requests are sequential, so lines come in
+//! request order). It reports p50/p99 of: the agent's first stdout byte → the first content
+//! frame read by this client, and this client sending the request → the agent running.
+//! Each is shown next to its floor, measured in the same run between the requests: this
+//! client spawning the agent (REPLAY) itself and relaying its stdout through a loopback TCP
+//! connection, with no HTTP, JSON or SSE work. Every timestamp is `CLOCK_REALTIME`, the one
+//! clock all processes on the machine share.
 //!
 //! `concurrent` starts every stream together and checks each: status 200, the text
 //! (concatenated `delta.content`) equal to EXPECTED_TEXT, exactly one `finish_reason:
@@ -34,12 +38,14 @@
 mod mix;
 
 use std::io::Read;
+use std::net::{TcpListener, TcpStream};
 use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const USAGE: &str = "usage: proxy_load workloads DIR\n       \
-                     proxy_load latency URL KEY MODEL REQUESTS AGENT_TIMES\n       \
+                     proxy_load latency URL KEY MODEL REQUESTS DIR REPLAY\n       \
                      proxy_load concurrent URL KEY MODEL STREAMS EXPECTED_TEXT\n       \
                      proxy_load throughput URL KEY MODEL INPUT_BYTES\n\
                      (benches/proxy.sh runs it against both proxies)";
@@ -51,9 +57,12 @@ fn main() {
         .collect();
     let result = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["workloads", dir] => workloads(Path::new(dir)),
-        ["latency", url, key, model, requests, times] => {
-            latency(&Target::new(url, key, model), count(requests), times)
-        }
+        ["latency", url, key, model, requests, dir, replay] => latency(
+            &Target::new(url, key, model),
+            count(requests),
+            Path::new(dir),
+            replay,
+        ),
         ["concurrent", url, key, model, streams, expected] => {
             concurrent(&Target::new(url, key, model), count(streams), expected)
         }
@@ -290,10 +299,82 @@ fn percentiles(mut values: Vec<u64>) -> (f64, f64) {
     (at(0.50), at(0.99))
 }
 
-fn latency(target: &Target, requests: usize, times_path: &str) -> Result<(), String> {
-    let _ = std::fs::remove_file(times_path);
-    let mut sent = Vec::with_capacity(requests);
-    let mut first_content = Vec::with_capacity(requests);
+/// `(started_unix_ns, first_line_unix_ns)` of each run the replay agent logged in `path`.
+fn agent_times(path: &Path, expected_runs: usize) -> Result<Vec<(u64, u64)>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut runs = Vec::with_capacity(expected_runs);
+    for line in text.lines() {
+        let run: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("{}: {e}", path.display()))?;
+        let stamp = |key: &str| {
+            run[key]
+                .as_u64()
+                .ok_or_else(|| format!("{}: no {key} in {run}", path.display()))
+        };
+        runs.push((stamp("started_unix_ns")?, stamp("first_line_unix_ns")?));
+    }
+    if runs.len() != expected_runs {
+        return Err(format!(
+            "{expected_runs} runs expected, {} logged in {}",
+            runs.len(),
+            path.display()
+        ));
+    }
+    Ok(runs)
+}
+
+/// The same-run floor of what the proxy path costs: this client spawns the replay agent
+/// itself (no prompt), a relay thread copies its stdout into a loopback TCP connection, and
+/// the first line is timed when it comes out of the other end. Two wake-ups, as through a
+/// proxy, and no HTTP, JSON or SSE work. Returns when the agent was spawned and when its
+/// first line arrived.
+fn floor_run(
+    listener: &TcpListener,
+    replay: &str,
+    transcript: &str,
+    times: &Path,
+) -> Result<(u64, u64), String> {
+    let io = |e: std::io::Error| format!("floor run: {e}");
+    let mut reader = TcpStream::connect(listener.local_addr().map_err(io)?).map_err(io)?;
+    let (mut writer, _) = listener.accept().map_err(io)?;
+    writer.set_nodelay(true).map_err(io)?;
+    let spawned = unix_ns();
+    let mut child = Command::new(replay)
+        .args(["--transcript", transcript])
+        .env("AGENTWIRE_REPLAY_TIMES", times)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{replay}: {e}"))?;
+    let mut stdout = child.stdout.take().expect("piped");
+    let relay = std::thread::spawn(move || std::io::copy(&mut stdout, &mut writer));
+    let mut buf = [0u8; 4096];
+    let mut first_line = None;
+    loop {
+        let n = reader.read(&mut buf).map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        if first_line.is_none() && buf[..n].contains(&b'\n') {
+            first_line = Some(unix_ns());
+        }
+    }
+    relay.join().expect("relay thread").map_err(io)?;
+    child.wait().map_err(io)?;
+    Ok((spawned, first_line.ok_or("floor run: no line arrived")?))
+}
+
+fn latency(target: &Target, requests: usize, dir: &Path, replay: &str) -> Result<(), String> {
+    let proxy_times = dir.join("times.jsonl");
+    let floor_times = dir.join("floor-times.jsonl");
+    let transcript = dir.join("latency.jsonl");
+    let transcript = transcript.to_str().ok_or("a UTF-8 path")?;
+    let _ = std::fs::remove_file(&proxy_times);
+    let _ = std::fs::remove_file(&floor_times);
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let (mut sent, mut first_content) = (Vec::new(), Vec::new());
+    let (mut floor_spawned, mut floor_first_line) = (Vec::new(), Vec::new());
+    // Proxy requests and floor runs alternate, so both meet the same machine load.
     for i in 0..requests {
         let at = unix_ns();
         let stream = Stream::read_all(target.send()?)?;
@@ -302,38 +383,40 @@ fn latency(target: &Target, requests: usize, times_path: &str) -> Result<(), Str
             .ok_or_else(|| format!("request {i}: no content frame"))?;
         sent.push(at);
         first_content.push(first);
+        let (spawned, arrived) = floor_run(&listener, replay, transcript, &floor_times)?;
+        floor_spawned.push(spawned);
+        floor_first_line.push(arrived);
     }
-    let times = std::fs::read_to_string(times_path).map_err(|e| format!("{times_path}: {e}"))?;
-    let runs: Vec<serde_json::Value> = times
-        .lines()
-        .map(serde_json::from_str)
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("{times_path}: {e}"))?;
-    if runs.len() != requests {
-        return Err(format!(
-            "{requests} requests but {} agent runs in {times_path}",
-            runs.len()
-        ));
-    }
-    let stamp = |run: &serde_json::Value, key: &str| {
-        run[key]
-            .as_u64()
-            .ok_or_else(|| format!("{times_path}: no {key} in {run}"))
+    let runs = agent_times(&proxy_times, requests)?;
+    let floor = agent_times(&floor_times, requests)?;
+    let between = |from: &[u64], to: &[u64]| -> Vec<u64> {
+        from.iter()
+            .zip(to)
+            .map(|(a, b)| b.saturating_sub(*a))
+            .collect()
     };
-    let mut overhead = Vec::with_capacity(requests);
-    let mut spawn = Vec::with_capacity(requests);
-    for (i, run) in runs.iter().enumerate() {
-        overhead.push(first_content[i].saturating_sub(stamp(run, "first_line_unix_ns")?));
-        spawn.push(stamp(run, "started_unix_ns")?.saturating_sub(sent[i]));
-    }
-    let (o50, o99) = percentiles(overhead);
-    let (s50, s99) = percentiles(spawn);
-    println!("  {requests} sequential streaming requests, all answered");
+    let started: Vec<u64> = runs.iter().map(|r| r.0).collect();
+    let first_line: Vec<u64> = runs.iter().map(|r| r.1).collect();
+    let floor_started: Vec<u64> = floor.iter().map(|r| r.0).collect();
+    let floor_line: Vec<u64> = floor.iter().map(|r| r.1).collect();
+    let (o50, o99) = percentiles(between(&first_line, &first_content));
+    let (f50, f99) = percentiles(between(&floor_line, &floor_first_line));
+    let (s50, s99) = percentiles(between(&sent, &started));
+    let (g50, g99) = percentiles(between(&floor_spawned, &floor_started));
+    println!(
+        "  {requests} sequential streaming requests, all answered; as many floor runs between them"
+    );
     println!(
         "  agent's first stdout byte -> first content frame at the client: p50 {o50:.3} ms, p99 {o99:.3} ms"
     );
     println!(
+        "    floor (pipe -> relay thread -> loopback TCP, no HTTP):         p50 {f50:.3} ms, p99 {f99:.3} ms"
+    );
+    println!(
         "  request sent -> agent process running:                          p50 {s50:.3} ms, p99 {s99:.3} ms"
+    );
+    println!(
+        "    floor (this client spawning the agent directly):             p50 {g50:.3} ms, p99 {g99:.3} ms"
     );
     Ok(())
 }

@@ -88,6 +88,10 @@ def run_opencode(proxy, tmp_path):
         start_new_session=True,
     )
     try:
+        # `timeout` kills OpenCode; this only guards against a child keeping the pipes open.
+        stdout, stderr = process.communicate(timeout=TIMEOUT_S + 30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
         stdout, stderr = process.communicate()
     finally:
         # Whatever OpenCode started goes with it.
