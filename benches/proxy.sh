@@ -3,20 +3,21 @@
 # loopback, with the replay agent standing in for cursor-agent and benches/proxy_load.rs as
 # the client. Prints, for each proxy:
 #   1. latency: 1,000 sequential streaming requests; the agent's first stdout byte -> the
-#      first content frame at the client, and request sent -> agent running (p50/p99);
+#      first content frame at the client, and request sent -> agent running (p50/p99), each
+#      next to its floor measured between the requests (proxy_load.rs says how);
 #   2. concurrency: 512 streams at once, replay pacing 10 ms per line; every stream checked
 #      complete and correct, agent processes left afterwards, the proxy's peak RSS;
 #   3. throughput: one stream of a 64 MiB event-mix transcript written as fast as the agent
-#      can, next to `translate` on the same file in the same run (best of 3 each).
+#      can, next to `translate` on the same file, runs alternating (best of 5 each).
 # Nothing is asserted but correctness: the numbers are for the README. Options through the
-# environment: PROXIES ("tokio blocking"), REQUESTS (1000), STREAMS (512), RUNS (3).
+# environment: PROXIES ("tokio blocking"), REQUESTS (1000), STREAMS (512), RUNS (5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 proxies=${PROXIES:-tokio blocking}
 requests=${REQUESTS:-1000}
 streams=${STREAMS:-512}
-runs=${RUNS:-3}
+runs=${RUNS:-5}
 
 builds=()
 for kind in $proxies; do builds+=(--example "${kind}_proxy"); done
@@ -110,20 +111,23 @@ calc() {
     awk "BEGIN { printf \"$1\", $2 }"
 }
 
+# timed COMMAND...: "wall-seconds cpu-seconds" of one run, output discarded.
+timed() {
+    python3 -c 'import resource, subprocess, sys, time
+begin = time.perf_counter()
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+wall = time.perf_counter() - begin
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"{wall:.6f} {usage.ru_utime + usage.ru_stime:.2f}")' "$@"
+}
+
+# least A B: the smaller number (B when A is empty).
+least() {
+    printf '%s\n' $1 "$2" | sort -g | head -1
+}
+
 mix=$dir/mix.jsonl
 mix_bytes=$(stat -c %s "$mix")
-translate_seconds=
-for attempt in $(seq "$runs"); do
-    begin=$(date +%s%N)
-    "$examples/translate" "$mix" >/dev/null 2>&1
-    end=$(date +%s%N)
-    seconds=$(calc %.6f "($end - $begin) / 1e9")
-    translate_seconds=$(printf '%s\n' $translate_seconds "$seconds" | sort -g | head -1)
-done
-
-echo
-echo "translate on the $((mix_bytes / 1048576)) MiB event mix: best of $runs ${translate_seconds} s," \
-    "$(calc %.1f "$mix_bytes / 1e6 / $translate_seconds") MB/s"
 
 for kind in $proxies; do
     echo
@@ -141,15 +145,27 @@ for kind in $proxies; do
         "proxy CPU $(cpu_seconds) s"
     stop
 
+    # The baseline runs alternate with the proxy's, so both meet the same machine load.
     start "$kind" "$dir/agent-delay-0" "$mix"
     proxy_seconds=
+    proxy_cpu=
+    translate_seconds=
+    translate_cpu=
     for attempt in $(seq "$runs"); do
+        read -r seconds cpu < <(timed "$examples/translate" "$mix")
+        translate_seconds=$(least "$translate_seconds" "$seconds")
+        translate_cpu=$(least "$translate_cpu" "$cpu")
+        before=$(cpu_seconds)
         "$load" throughput "$url" "$key" auto "$mix_bytes" >"$dir/throughput.out"
         grep -v '^seconds' "$dir/throughput.out"
-        seconds=$(awk '/^seconds/ { print $2 }' "$dir/throughput.out")
-        proxy_seconds=$(printf '%s\n' $proxy_seconds "$seconds" | sort -g | head -1)
+        proxy_seconds=$(least "$proxy_seconds" "$(awk '/^seconds/ { print $2 }' "$dir/throughput.out")")
+        proxy_cpu=$(least "$proxy_cpu" "$(calc %.2f "$(cpu_seconds) - $before")")
     done
-    echo "  throughput: best of $runs ${proxy_seconds} s, $(calc %.1f "$mix_bytes / 1e6 / $proxy_seconds") MB/s," \
-        "$(calc %.2f "$translate_seconds / $proxy_seconds")x translate; peak RSS $(peak_rss_mib) MiB"
+    echo "  throughput on the $((mix_bytes / 1048576)) MiB event mix, best of $runs:" \
+        "$(calc %.1f "$mix_bytes / 1e6 / $proxy_seconds") MB/s through the proxy," \
+        "$(calc %.1f "$mix_bytes / 1e6 / $translate_seconds") MB/s translate:" \
+        "$(calc %.2f "$translate_seconds / $proxy_seconds")x translate"
+    echo "  CPU for one stream: proxy ${proxy_cpu} s, translate ${translate_cpu} s" \
+        "($(calc %.2f "$translate_cpu / $proxy_cpu")x); proxy peak RSS $(peak_rss_mib) MiB"
     stop
 done
