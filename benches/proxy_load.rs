@@ -198,22 +198,33 @@ struct Stream {
     first_content_ns: Option<u64>,
 }
 
+/// Reads `body` to its end in reads of up to `size` bytes, handing each to `each`.
+fn each_read(
+    mut body: impl Read,
+    size: usize,
+    mut each: impl FnMut(&[u8]) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut buf = vec![0u8; size];
+    loop {
+        let n = body
+            .read(&mut buf)
+            .map_err(|e| format!("reading the stream: {e}"))?;
+        if n == 0 {
+            return Ok(());
+        }
+        each(&buf[..n])?;
+    }
+}
+
 impl Stream {
     /// Reads the whole response.
-    fn read_all(mut body: impl Read) -> Result<Stream, String> {
+    fn read_all(body: impl Read) -> Result<Stream, String> {
         let mut stream = Stream::default();
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            let n = body
-                .read(&mut buf)
-                .map_err(|e| format!("reading the stream: {e}"))?;
-            if n == 0 {
-                break;
-            }
+        each_read(body, 64 * 1024, |bytes| {
             let now = unix_ns();
-            stream.pending.extend_from_slice(&buf[..n]);
-            stream.take_frames(now)?;
-        }
+            stream.pending.extend_from_slice(bytes);
+            stream.take_frames(now)
+        })?;
         if !stream.pending.is_empty() {
             return Err(format!(
                 "{} bytes after the last frame",
@@ -475,21 +486,13 @@ fn concurrent(target: &Target, streams: usize, expected_path: &str) -> Result<()
 
 fn throughput(target: &Target, input_bytes: u64) -> Result<(), String> {
     let began = Instant::now();
-    let mut body = target.send()?;
-    let mut buf = vec![0u8; 256 * 1024];
     let (mut received, mut tail) = (0u64, Vec::new());
-    loop {
-        let n = body
-            .read(&mut buf)
-            .map_err(|e| format!("reading the stream: {e}"))?;
-        if n == 0 {
-            break;
-        }
-        received += n as u64;
-        tail.extend_from_slice(&buf[..n]);
-        let keep = tail.len().saturating_sub(64);
-        tail.drain(..keep);
-    }
+    each_read(target.send()?, 256 * 1024, |bytes| {
+        received += bytes.len() as u64;
+        tail.extend_from_slice(bytes);
+        tail.drain(..tail.len().saturating_sub(64));
+        Ok(())
+    })?;
     let seconds = began.elapsed().as_secs_f64();
     if !tail.ends_with(b"data: [DONE]\n\n") {
         return Err("the stream did not end with data: [DONE]".into());

@@ -15,7 +15,7 @@ import tempfile
 import httpx2
 import openai
 import pytest
-from transcripts import assert_usage, capture
+from transcripts import assert_usage, capture, drain
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 TRANSLATE = os.environ.get("AGENTWIRE_TRANSLATE", str(ROOT / "target/debug/examples/translate"))
@@ -99,37 +99,17 @@ def test_raw_stream(transcript, include_usage):
     want = capture(transcript)
     client = client_for(transcript)
     options = {"stream_options": {"include_usage": True}} if include_usage else {}
-    text, reasoning, finishes, usages, roles, frame_ids = "", "", [], [], [], set()
-    choice_chunks = 0
-    for chunk in client.chat.completions.create(model="auto", messages=MESSAGES, stream=True, **options):
-        assert chunk.object == "chat.completion.chunk"
-        assert chunk.model == "auto"
-        frame_ids.add(chunk.id)
-        if chunk.usage is not None:
-            assert chunk.choices == [], "usage rides on its own choices: [] chunk"
-            usages.append(chunk.usage)
-        for choice in chunk.choices:
-            assert choice.index == 0
-            assert not finishes, "nothing follows the finish chunk but usage"
-            choice_chunks += 1
-            if choice.delta.role is not None:
-                roles.append((choice_chunks, choice.delta.role))
-            text += choice.delta.content or ""
-            reasoning += getattr(choice.delta, "reasoning_content", None) or ""
-            assert not choice.delta.tool_calls, "agent mode never emits tool_calls"
-            if choice.finish_reason is not None:
-                finishes.append(choice.finish_reason)
-    assert len(frame_ids) == 1 and next(iter(frame_ids)).startswith("chatcmpl-")
-    assert roles == [(1, "assistant")], "role once, on the first chunk"
-    assert text == want.expected
-    assert finishes == ["stop"]
+    got = drain(client.chat.completions.create(model="auto", messages=MESSAGES, stream=True, **options), "auto")
+    assert got.roles == [(1, "assistant")], "role once, on the first chunk"
+    assert got.text == want.expected
+    assert got.finishes == ["stop"]
     if want.thinking:
-        assert reasoning, "the capture thinks, so reasoning_content reaches the client"
+        assert got.reasoning, "the capture thinks, so reasoning_content reaches the client"
     if include_usage and want.usage:
-        assert len(usages) == 1
-        assert_usage(usages[0], want.usage)
+        assert len(got.usages) == 1
+        assert_usage(got.usages[0], want.usage)
     else:
-        assert usages == []
+        assert got.usages == []
 
 
 @pytest.mark.parametrize("include_usage", [True, False], ids=["usage", "no-usage"])

@@ -9,7 +9,7 @@ import json
 import openai
 import pytest
 from conftest import FIXTURES
-from transcripts import assert_usage, capture
+from transcripts import assert_usage, capture, drain
 
 TEXT = capture(FIXTURES / "multibyte.jsonl")
 TOOLS = capture(FIXTURES / "client_native_batch.jsonl")
@@ -22,45 +22,24 @@ def client(proxy, key=None):
     return openai.OpenAI(api_key=key or proxy.key, base_url=proxy.url + "/v1", max_retries=0, timeout=30)
 
 
-def drain(stream):
-    """Text, reasoning, finish reasons, usage chunks and (chunk number, role) pairs of a raw stream."""
-    text, reasoning, finishes, usages, roles, ids = "", "", [], [], [], set()
-    for number, chunk in enumerate(stream):
-        assert chunk.object == "chat.completion.chunk"
-        ids.add(chunk.id)
-        if chunk.usage is not None:
-            assert chunk.choices == [], "usage rides on its own choices: [] chunk"
-            usages.append(chunk.usage)
-        for choice in chunk.choices:
-            assert not finishes, "nothing follows the finish chunk but usage"
-            if choice.delta.role is not None:
-                roles.append((number, choice.delta.role))
-            text += choice.delta.content or ""
-            reasoning += getattr(choice.delta, "reasoning_content", None) or ""
-            if choice.finish_reason is not None:
-                finishes.append(choice.finish_reason)
-    assert len(ids) == 1 and next(iter(ids)).startswith("chatcmpl-")
-    return text, reasoning, finishes, usages, roles
-
-
 def test_streaming_text(proxy):
     stream = client(proxy).chat.completions.create(model="e2e-text", messages=MESSAGES, stream=True)
-    text, reasoning, finishes, usages, roles = drain(stream)
-    assert text == TEXT.expected
-    assert reasoning, "the agent thought, so reasoning_content reaches the client"
-    assert finishes == ["stop"]
-    assert roles == [(0, "assistant")], "role once, on the first chunk"
-    assert usages == [], "no usage chunk unless stream_options.include_usage asks"
+    got = drain(stream, "e2e-text")
+    assert got.text == TEXT.expected
+    assert got.reasoning, "the agent thought, so reasoning_content reaches the client"
+    assert got.finishes == ["stop"]
+    assert got.roles == [(1, "assistant")], "role once, on the first chunk"
+    assert got.usages == [], "no usage chunk unless stream_options.include_usage asks"
 
 
 def test_usage_only_with_include_usage(proxy):
     stream = client(proxy).chat.completions.create(
         model="e2e-text", messages=MESSAGES, stream=True, stream_options={"include_usage": True}
     )
-    text, _, finishes, usages, _ = drain(stream)
-    assert text == TEXT.expected and finishes == ["stop"]
-    assert len(usages) == 1
-    assert_usage(usages[0], TEXT.usage)
+    got = drain(stream, "e2e-text")
+    assert got.text == TEXT.expected and got.finishes == ["stop"]
+    assert len(got.usages) == 1
+    assert_usage(got.usages[0], TEXT.usage)
 
 
 def test_stream_helper(proxy):
