@@ -123,15 +123,16 @@ class Proxy:
     def assert_idle(self):
         """No request in flight, and every agent the proxy started is gone and reaped.
 
-        Agents are reaped right after their response ends, so this waits for that (bounded)."""
+        A run's agent is reaped and its slot freed just after its response ends, so this
+        waits for that (bounded)."""
         deadline = time.monotonic() + IDLE_TIMEOUT_S
         while True:
             left = descendants(self.process.pid)
-            if not left or time.monotonic() > deadline:
+            health = self.get("/health")
+            if (not left and health["in_flight"] == 0) or time.monotonic() > deadline:
                 break
             time.sleep(0.01)
         assert left == {}, f"{self.kind}_proxy left processes behind (pid: state): {left}"
-        health = self.get("/health")
         assert health["in_flight"] == 0, health
 
     def stop(self):
