@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: Rust (unit, integration, real-capture conformance, doc tests),
-# lints and docs, and the real OpenAI clients judging the output. Run from the repository
+# The whole test suite: Rust (unit, integration, real-capture conformance, doc tests, and
+# both example proxies over loopback with the replay agent — tests/proxy.rs), lints and
+# docs, and the real OpenAI clients judging the output. Run from the repository
 # root; `.ci/run` installs what a fresh machine lacks and then runs this.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -33,10 +33,8 @@ use std::time::{Duration, Instant};
 
 use agentwire::bridge::{Bridge, Head, Output};
 use agentwire::cursor::ExitStatus;
-use clap::Parser;
 
 use common::agent::{Signal, Stopper, exit_status, signal_group};
-use common::flags::Flags;
 use common::http::{self, Reply, Route};
 use common::models::ModelCache;
 use common::record::{AgentEnd, RequestRecord, ResponseEnd};
@@ -66,17 +64,9 @@ struct Server {
 }
 
 fn main() -> ExitCode {
-    if let Some(code) = common::demo::run_as_agent() {
-        return code;
-    }
-    let flags = Flags::parse();
-    common::record::init_logging(flags.log_format);
-    let settings = match flags.settings() {
+    let settings = match common::start("blocking_proxy") {
         Ok(settings) => settings,
-        Err(message) => {
-            eprintln!("blocking_proxy: {message}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let listener = match TcpListener::bind(settings.listen) {
         Ok(listener) => listener,
@@ -640,14 +630,7 @@ impl Run<'_> {
         while !self.ended && !self.client_gone {
             let clock = self.server.clock;
             let due = self.next_due();
-            let wait = due.map(|at| at.saturating_duration_since(Instant::now()));
-            let event = match wait {
-                Some(wait) => self.events.recv_timeout(wait),
-                None => self
-                    .events
-                    .recv()
-                    .map_err(|_| RecvTimeoutError::Disconnected),
-            };
+            let event = recv_until(&self.events, due);
             let now = clock.now_ms();
             match event {
                 Ok(event) => self.handle(event),
@@ -817,17 +800,7 @@ impl Run<'_> {
         if let Some(agent) = &mut self.agent {
             agent.stopper.response_over(Instant::now());
             while agent.status.is_none() {
-                let wait = agent
-                    .stopper
-                    .deadline()
-                    .map(|at| at.saturating_duration_since(Instant::now()));
-                let event = match wait {
-                    Some(wait) => self.events.recv_timeout(wait),
-                    None => self
-                        .events
-                        .recv()
-                        .map_err(|_| RecvTimeoutError::Disconnected),
-                };
+                let event = recv_until(&self.events, agent.stopper.deadline());
                 match event {
                     // Stdout and stderr are read to their end and dropped: nobody listens.
                     Ok(Event::Exited(status)) => {
@@ -851,6 +824,14 @@ impl Run<'_> {
             };
         }
         self.record.log();
+    }
+}
+
+/// The next event, waiting until `due` at the most (forever without one).
+fn recv_until(events: &Receiver<Event>, due: Option<Instant>) -> Result<Event, RecvTimeoutError> {
+    match due {
+        Some(at) => events.recv_timeout(at.saturating_duration_since(Instant::now())),
+        None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
     }
 }
 

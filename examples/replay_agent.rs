@@ -18,6 +18,8 @@
 //! - `--spawn-child`: first start a long-sleeping child (sharing stdout and the process
 //!   group), so tests can see that the whole group is stopped.
 //! - `--version`: print a version line and exit.
+//! - `models` (the subcommand) or `--list-models`: print a model listing in the
+//!   CLI's format and exit.
 //! - Every other argument (the flags cursor-agent takes, and their values) is ignored.
 //!
 //! With env `AGENTWIRE_REPLAY_LOG=FILE`, each run appends one JSON line to FILE:
@@ -37,6 +39,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agentwire::openai::prompt::read_blocks;
 
+/// What `models` prints: the CLI's listing format, markers included.
+const MODELS: &str = "Available models\n\nauto - Auto (default)\ncomposer-2.5 - Composer 2.5 (current)\ngpt-5 - GPT-5\nsonnet-4.5-thinking - Claude 4.5 Sonnet (Thinking)\n\nTip: use --model <id> to switch.\n";
+
 /// The hidden mode of the child `--spawn-child` starts.
 const SLEEPER: &str = "--replay-agent-sleeper";
 
@@ -54,6 +59,7 @@ struct Args {
 enum Parsed {
     Run(Args),
     Version,
+    Models,
     Sleeper,
 }
 
@@ -67,6 +73,14 @@ fn parse_args(argv: &[String]) -> Result<Parsed, String> {
         hang: false,
         spawn_child: false,
     };
+    // The `models` subcommand, wherever wrapper flags put it (not a `--model` value).
+    let subcommand = argv
+        .iter()
+        .enumerate()
+        .any(|(i, a)| a == "models" && (i == 0 || argv[i - 1] != "--model"));
+    if subcommand {
+        return Ok(Parsed::Models);
+    }
     let mut it = argv.iter();
     while let Some(arg) = it.next() {
         let mut value = |name: &str| {
@@ -77,6 +91,7 @@ fn parse_args(argv: &[String]) -> Result<Parsed, String> {
         match arg.as_str() {
             SLEEPER => return Ok(Parsed::Sleeper),
             "--version" => return Ok(Parsed::Version),
+            "--list-models" => return Ok(Parsed::Models),
             "--transcript" => args.transcript = Some(value("--transcript")?.into()),
             "--scenario" => args.scenario = Some(value("--scenario")?.into()),
             "--delay-ms" => {
@@ -251,6 +266,10 @@ fn main() -> ExitCode {
         Ok(Parsed::Run(args)) => args,
         Ok(Parsed::Version) => {
             println!("agentwire-replay-agent {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        Ok(Parsed::Models) => {
+            print!("{MODELS}");
             return ExitCode::SUCCESS;
         }
         Ok(Parsed::Sleeper) => sleep_forever(),

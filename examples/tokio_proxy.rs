@@ -37,7 +37,6 @@ use std::time::{Duration, Instant};
 use agentwire::bridge::{Bridge, Head, Output};
 use agentwire::cursor::ExitStatus;
 use bytes::{Bytes, BytesMut};
-use clap::Parser;
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited, StreamBody};
 use hyper::body::{Frame, Incoming};
@@ -55,7 +54,6 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use common::agent::{Signal, Stopper, exit_status, signal_group};
-use common::flags::Flags;
 use common::http::{self, Reply, Route};
 use common::models::ModelCache;
 use common::record::{AgentEnd, RequestRecord, ResponseEnd};
@@ -84,17 +82,9 @@ impl Server {
 }
 
 fn main() -> ExitCode {
-    if let Some(code) = common::demo::run_as_agent() {
-        return code;
-    }
-    let flags = Flags::parse();
-    common::record::init_logging(flags.log_format);
-    let settings = match flags.settings() {
+    let settings = match common::start("tokio_proxy") {
         Ok(settings) => settings,
-        Err(message) => {
-            eprintln!("tokio_proxy: {message}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -209,6 +209,15 @@ impl Proxy {
         conn.reply()
     }
 
+    /// A streaming request whose 200 head has arrived.
+    fn open_stream(&self) -> Conn {
+        let mut conn = self.connect();
+        conn.post_chat(&stream_body("hi"));
+        let (status, _) = conn.head();
+        assert_eq!(status, 200);
+        conn
+    }
+
     fn chat(&self, body: &str) -> Reply {
         self.request(
             "POST",
@@ -252,8 +261,19 @@ impl Proxy {
 }
 
 impl Drop for Proxy {
+    /// Shuts the proxy down as an operator would (SIGTERM: it stops every agent group it
+    /// still has); SIGKILL only if that fails, which would orphan those groups.
     fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
+        if self.child.try_wait().ok().flatten().is_some() {
+            return;
+        }
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let child = &mut self.child;
+        if !wait_until(Duration::from_secs(15), || {
+            child.try_wait().ok().flatten().is_some()
+        }) {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
@@ -410,6 +430,15 @@ impl Conn {
 
     fn send(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).unwrap();
+    }
+
+    fn post_chat(&mut self, body: &str) {
+        self.send(&raw(
+            "POST",
+            "/v1/chat/completions",
+            &[("content-type", "application/json")],
+            body.as_bytes(),
+        ));
     }
 
     /// Reads more; false at end of stream (or a reset).
@@ -669,6 +698,9 @@ fn routes_errors_and_cors(kind: Kind) {
     assert_eq!(reply.status, 400);
     assert!(scratch.runs().is_empty());
 
+    let models = proxy.request("GET", "/v1/models", &[], b"").json();
+    assert_eq!(models["data"][0]["id"], "auto", "{models}");
+
     let health = proxy.health();
     assert_eq!(health["status"], "ok");
     assert_eq!(health["agentwire"], env!("CARGO_PKG_VERSION"));
@@ -694,15 +726,7 @@ fn client_gone_mid_stream_stops_the_group(kind: Kind) {
         "--hang",
     ]);
     let proxy = Proxy::start(kind, &agent, &scratch, &[]);
-    let mut conn = proxy.connect();
-    conn.send(&raw(
-        "POST",
-        "/v1/chat/completions",
-        &[("content-type", "application/json")],
-        stream_body("hi").as_bytes(),
-    ));
-    let (status, _) = conn.head();
-    assert_eq!(status, 200);
+    let mut conn = proxy.open_stream();
     let mut seen = Vec::new();
     while !String::from_utf8_lossy(&seen).contains("\"content\"") {
         seen.extend(conn.chunk().expect("frames before the end"));
@@ -729,12 +753,7 @@ fn client_gone_before_the_answer_stops_the_group(kind: Kind) {
     let proxy = Proxy::start(kind, &agent, &scratch, &[]);
     for (i, body) in [plain_body("hi"), stream_body("hi")].iter().enumerate() {
         let mut conn = proxy.connect();
-        conn.send(&raw(
-            "POST",
-            "/v1/chat/completions",
-            &[("content-type", "application/json")],
-            body.as_bytes(),
-        ));
+        conn.post_chat(body);
         assert!(
             wait_until(Duration::from_secs(10), || scratch.runs().len() > i),
             "the agent started"
@@ -851,6 +870,7 @@ fn random_cancellations_leak_nothing(kind: Kind) {
     assert_eq!(health["in_flight"], 0);
     // And it still answers.
     assert_eq!(proxy.chat(&stream_body("hi")).status, 200);
+    proxy.wait_idle();
 }
 
 fn silent_agent_times_out_with_504(kind: Kind) {
@@ -863,7 +883,8 @@ fn silent_agent_times_out_with_504(kind: Kind) {
         assert_eq!(reply.status, 504, "{}", reply.text());
         assert_eq!(reply.error_code(), "agent_timeout");
         assert_eq!(reply.header("x-should-retry"), Some("true"));
-        assert!(started.elapsed() >= Duration::from_millis(300));
+        // Not at once: at the idle timeout (the clock has millisecond resolution).
+        assert!(started.elapsed() >= Duration::from_millis(250));
     }
     let groups: HashSet<u32> = scratch.runs().iter().map(|r| r.pid).collect();
     assert_eq!(groups.len(), 2);
@@ -1057,12 +1078,7 @@ fn excess_requests_get_429(kind: Kind) {
     let agent = scratch.agent(&["--hang"]);
     let proxy = Proxy::start(kind, &agent, &scratch, &["--max-concurrent", "1"]);
     let mut first = proxy.connect();
-    first.send(&raw(
-        "POST",
-        "/v1/chat/completions",
-        &[("content-type", "application/json")],
-        stream_body("hi").as_bytes(),
-    ));
+    first.post_chat(&stream_body("hi"));
     assert!(wait_until(Duration::from_secs(10), || scratch.runs().len() == 1));
     assert_eq!(proxy.in_flight(), 1);
     let reply = proxy.chat(&stream_body("hi"));
@@ -1140,15 +1156,7 @@ fn shutdown_ends_streams_in_band(kind: Kind) {
         "--hang",
     ]);
     let mut proxy = Proxy::start(kind, &agent, &scratch, &[]);
-    let mut conn = proxy.connect();
-    conn.send(&raw(
-        "POST",
-        "/v1/chat/completions",
-        &[("content-type", "application/json")],
-        stream_body("hi").as_bytes(),
-    ));
-    let (status, _) = conn.head();
-    assert_eq!(status, 200);
+    let mut conn = proxy.open_stream();
     let mut body = conn.chunk().expect("a first frame");
     let status = proxy.stop();
     assert!(status.success(), "{status:?}");
@@ -1291,6 +1299,34 @@ fn replay_agent_plays_the_turn_the_prompt_is_at() {
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("turn-1.jsonl"));
+    for args in [&["models"][..], &["--print", "--list-models"]] {
+        let listing = Command::new(example("replay_agent"))
+            .args(args)
+            .output()
+            .unwrap();
+        let models = agentwire::cursor::parse_models(&listing.stdout);
+        assert_eq!(models.len(), 4, "{args:?}");
+        assert!(models[0].is_default && models[1].is_current);
+    }
+    // The transcript from the environment, with cursor-agent's flags ignored.
+    let mut child = Command::new(example("replay_agent"))
+        .args([
+            "--print",
+            "--output-format",
+            "stream-json",
+            "--model",
+            "gpt-5",
+            "--delay-ms",
+            "0",
+        ])
+        .env("AGENTWIRE_REPLAY_TRANSCRIPT", dir.join("turn-2.jsonl"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdin.take());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), "{\"turn\":2}\n");
     let version = Command::new(example("replay_agent"))
         .arg("--version")
         .output()

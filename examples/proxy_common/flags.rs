@@ -14,7 +14,7 @@ use super::http::Auth;
 
 /// An OpenAI-compatible server (Chat Completions) on top of the cursor-agent CLI.
 #[derive(Debug, Parser)]
-#[command(version, about, long_about = None)]
+#[command(version)]
 pub struct Flags {
     /// Address to listen on. Binding anything but loopback needs --api-key (or
     /// --allow-unauthenticated).

@@ -22,12 +22,29 @@ pub mod http;
 pub mod models;
 pub mod record;
 
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use agentwire::bridge::BridgeParams;
+use clap::Parser;
 
 pub use flags::Settings;
+
+/// What `main` does first: play the demo agent if that is this process's role, else read
+/// the flags, start logging and check the settings. `Err` is the exit code to return at
+/// once (the demo agent's, or 2 after printing why the flags are refused).
+pub fn start(program: &str) -> Result<Settings, ExitCode> {
+    if let Some(code) = demo::run_as_agent() {
+        return Err(code);
+    }
+    let flags = flags::Flags::parse();
+    record::init_logging(flags.log_format);
+    flags.settings().map_err(|message| {
+        eprintln!("{program}: {message}");
+        ExitCode::from(2)
+    })
+}
 
 /// The proxy's monotonic clock in milliseconds, the `now_ms` every bridge input takes.
 #[derive(Debug, Clone, Copy)]
