@@ -54,16 +54,14 @@ key=sk-bench-$RANDOM$RANDOM
 start() {
     local kind=$1 agent=$2 transcript=$3
     shift 3
-    local port
-    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    url=http://127.0.0.1:$port
     : >"$dir/proxy.log"
     AGENTWIRE_REPLAY_TRANSCRIPT=$transcript AGENTWIRE_REPLAY_TIMES=$dir/times.jsonl \
-        "$examples/${kind}_proxy" --listen "127.0.0.1:$port" --agent-bin "$agent" --api-key "$key" "$@" \
+        "$examples/${kind}_proxy" --listen 127.0.0.1:0 --agent-bin "$agent" --api-key "$key" "$@" \
         >"$dir/proxy.log" 2>&1 &
     pid=$!
     local waited=0
-    until grep -q "listening on $url" "$dir/proxy.log"; do
+    # It binds a free port and announces it.
+    until url=$(sed -n 's|.*listening on \(http://127\.0\.0\.1:[0-9]*\)/v1.*|\1|p' "$dir/proxy.log") && [ -n "$url" ]; do
         if ! kill -0 "$pid" 2>/dev/null || [ $waited -ge 200 ]; then
             echo "${kind}_proxy did not start:" >&2
             cat "$dir/proxy.log" >&2

@@ -27,7 +27,7 @@ for example in translate replay_agent tokio_proxy blocking_proxy; do
     export "AGENTWIRE_${example^^}=$target/debug/examples/$example"
 done
 
-echo "openai-python judges the output (offline), then talks to both proxies (with the AI SDK and OpenCode)"
+echo "openai-python judges the output offline; openai-python, the AI SDK and OpenCode against both proxies"
 python3 -m pytest -q -p no:cacheprovider tests/clients/python
 echo "the AI SDK (openai-compatible) judges the output (offline)"
 (cd tests/clients/node && node --test --test-reporter=spec)

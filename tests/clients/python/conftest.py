@@ -9,10 +9,10 @@ that it shuts down cleanly on SIGTERM.
 
 import json
 import os
+import re
 import pathlib
 import secrets
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -36,12 +36,6 @@ def example(name):
     if not path:
         pytest.fail(f"{variable} is not set: run the end-to-end tests through tests/clients/run.sh")
     return path
-
-
-def free_loopback_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def descendants(pid):
@@ -76,33 +70,34 @@ class Proxy:
         self.agent_logs = scratch / "agent-logs"
         self.agent_logs.mkdir()
         self.output_path = scratch / "proxy.log"
-        address = f"127.0.0.1:{free_loopback_port()}"
-        self.url = f"http://{address}"
         env = dict(os.environ)
         env.update(AGENTWIRE_REPLAY_AGENT=example("replay_agent"), AGENTWIRE_E2E_LOGS=str(self.agent_logs))
         env.pop("AGENTWIRE_API_KEY", None)
         self.process = subprocess.Popen(
-            [example(f"{kind}_proxy"), "--listen", address, "--agent-bin", str(AGENT), "--api-key", self.key],
+            [example(f"{kind}_proxy"), "--listen", "127.0.0.1:0", "--agent-bin", str(AGENT), "--api-key", self.key],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             env=env,
         )
-        # The proxy announces its address once it listens; its output is kept for failures.
+        # The proxy binds a free port and announces it; its output is kept for failures.
+        self.url = None
         self.listening = threading.Event()
         self.output = []
-        threading.Thread(target=self._read_output, args=(address,), daemon=True).start()
+        threading.Thread(target=self._read_output, daemon=True).start()
         if not self.listening.wait(STARTUP_TIMEOUT_S):
             self.process.kill()
-            pytest.fail(f"{kind}_proxy did not report listening on {address}:\n{self.log()}")
+            pytest.fail(f"{kind}_proxy did not report where it listens:\n{self.log()}")
 
-    def _read_output(self, address):
+    def _read_output(self):
         with open(self.output_path, "wb") as log:
             for line in self.process.stdout:
                 log.write(line)
                 log.flush()
                 self.output.append(line.decode(errors="replace"))
-                if address in self.output[-1]:
+                bound = re.search(r"listening on (http://127\.0\.0\.1:\d+)/v1", self.output[-1])
+                if bound and self.url is None:
+                    self.url = bound.group(1)
                     self.listening.set()
 
     def log(self):
