@@ -27,7 +27,7 @@ step "Python package (built from source, pytest)"
 bindings/python/run-tests.sh
 
 if [ -x tests/clients/run.sh ]; then
-    step "real clients (openai-python, AI SDK)"
+    step "real clients (openai-python, AI SDK, OpenCode; offline and against both proxies)"
     tests/clients/run.sh
 fi
 

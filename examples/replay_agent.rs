@@ -25,12 +25,17 @@
 //! With env `AGENTWIRE_REPLAY_LOG=FILE`, each run appends one JSON line to FILE:
 //! `{"pid":…,"child_pid":…|null,"argv":[…],"prompt":"…"}`, written after the whole prompt
 //! was read and before the first line is replayed.
+//!
+//! With env `AGENTWIRE_REPLAY_TIMES=FILE`, each run appends
+//! `{"pid":…,"started_unix_ns":…,"first_line_unix_ns":…}` once its first line is out: when
+//! the process started and when it began writing its first line, on the system clock every
+//! process shares (benches/proxy.sh measures the proxies' latency against them).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agentwire::openai::prompt::read_blocks;
 
@@ -148,13 +153,42 @@ fn append_log(path: &Path, argv: &[String], prompt: &str, child: Option<u32>) ->
         .write_all(&line)
 }
 
-fn replay(path: &Path, delay: Duration) -> io::Result<()> {
+fn unix_ns() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+/// `AGENTWIRE_REPLAY_TIMES`: where this run's start and first-line times go.
+struct Times {
+    file: PathBuf,
+    started_unix_ns: u128,
+}
+
+impl Times {
+    fn first_line(&self, at_unix_ns: u128) -> io::Result<()> {
+        let line = format!(
+            "{{\"pid\":{},\"started_unix_ns\":{},\"first_line_unix_ns\":{at_unix_ns}}}\n",
+            std::process::id(),
+            self.started_unix_ns
+        );
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.file)?
+            .write_all(line.as_bytes())
+    }
+}
+
+fn replay(path: &Path, delay: Duration, times: Option<&Times>) -> io::Result<()> {
     let file = File::open(path)?;
     let stdout = io::stdout();
     let mut out = stdout.lock();
     if delay.is_zero() {
+        let at = unix_ns();
         io::copy(&mut BufReader::with_capacity(64 * 1024, file), &mut out)?;
-        return out.flush();
+        out.flush()?;
+        return times.map_or(Ok(()), |t| t.first_line(at));
     }
     let mut lines = BufReader::new(file);
     let mut line = Vec::new();
@@ -167,13 +201,17 @@ fn replay(path: &Path, delay: Duration) -> io::Result<()> {
         if !first {
             std::thread::sleep(delay);
         }
-        first = false;
+        let at = unix_ns();
         out.write_all(&line)?;
         out.flush()?;
+        if first && let Some(times) = times {
+            times.first_line(at)?;
+        }
+        first = false;
     }
 }
 
-fn run(args: &Args, argv: &[String]) -> Result<(), String> {
+fn run(args: &Args, argv: &[String], times: Option<&Times>) -> Result<(), String> {
     let mut prompt = Vec::new();
     io::stdin()
         .read_to_end(&mut prompt)
@@ -195,7 +233,7 @@ fn run(args: &Args, argv: &[String]) -> Result<(), String> {
             .map_err(|e| format!("AGENTWIRE_REPLAY_LOG: {e}"))?;
     }
     if let Some(path) = transcript_for(args, &prompt)? {
-        match replay(&path, args.delay) {
+        match replay(&path, args.delay, times) {
             Ok(()) => {}
             // The reader hung up: nobody is listening any more.
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
@@ -219,6 +257,10 @@ fn sleep_forever() -> ! {
 }
 
 fn main() -> ExitCode {
+    let times = std::env::var_os("AGENTWIRE_REPLAY_TIMES").map(|file| Times {
+        file: file.into(),
+        started_unix_ns: unix_ns(),
+    });
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let args = match parse_args(&argv) {
         Ok(Parsed::Run(args)) => args,
@@ -236,7 +278,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(&args, &argv) {
+    match run(&args, &argv, times.as_ref()) {
         Ok(()) => ExitCode::from(args.exit),
         Err(message) => {
             eprintln!("replay_agent: {message}");

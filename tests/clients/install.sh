@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the pinned real clients (openai-python with pytest, the AI SDK) on a fresh
-# machine. Idempotent, and quick when they are already there.
+# Installs the pinned real clients (openai-python with pytest, the AI SDK, OpenCode) on a
+# fresh machine. Idempotent, and quick when they are already there.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -11,4 +11,30 @@ python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ig
 # the copy npm keeps of what it last installed (or nothing is installed yet).
 if [ ! -f node/node_modules/.package-lock.json ] || [ node/package-lock.json -nt node/node_modules/.package-lock.json ]; then
     (cd node && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# OpenCode: `opencode-ai` on npm is a stub whose postinstall copies in the binary of a
+# per-platform package; unpack that package directly instead (same binary, no install
+# scripts). The variant is the one the postinstall would pick: arm64 or x64, `-baseline`
+# on x64 CPUs without AVX2, `-musl` on musl systems.
+version=$(cat opencode/version)
+bin=opencode/$version/bin/opencode
+if [ ! -x "$bin" ]; then
+    case "$(uname -m)" in
+        x86_64 | amd64) arch=x64 ;;
+        aarch64 | arm64) arch=arm64 ;;
+        *) echo "tests/clients/install.sh: no OpenCode build for $(uname -m)" >&2; exit 1 ;;
+    esac
+    package=opencode-linux-$arch
+    if [ "$arch" = x64 ] && ! grep -qw avx2 /proc/cpuinfo; then package=$package-baseline; fi
+    if ldd --version 2>&1 | grep -qi musl; then package=$package-musl; fi
+    scratch=$(mktemp -d)
+    trap 'rm -rf "$scratch"' EXIT
+    (cd "$scratch" && npm pack --silent --loglevel=error "$package@$version" >/dev/null)
+    mkdir -p "opencode/$version"
+    tar -xzf "$scratch"/*.tgz -C "opencode/$version" --strip-components=1
+    if [ "$("$bin" --version)" != "$version" ]; then
+        echo "tests/clients/install.sh: $bin --version is not $version" >&2
+        exit 1
+    fi
 fi

@@ -6,17 +6,16 @@ cursor-agent transcript) and answers with the status and body it produced. The S
 SSE decoder, chunk models and stream accumulator then parse those bytes.
 """
 
-import functools
 import json
 import os
 import pathlib
 import subprocess
 import tempfile
-from dataclasses import dataclass
 
 import httpx2
 import openai
 import pytest
+from transcripts import assert_usage, capture, drain
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 TRANSLATE = os.environ.get("AGENTWIRE_TRANSLATE", str(ROOT / "target/debug/examples/translate"))
@@ -27,48 +26,6 @@ TRANSCRIPTS = PROJECT + SHARED
 CLIENT_TOOLS = json.loads((ROOT / "tests/fixtures/requests/client_tools.json").read_text())["tools"]
 MESSAGES = [{"role": "user", "content": "hi"}]
 SCRATCH = pathlib.Path(tempfile.mkdtemp(prefix="agentwire-openai-python-"))
-
-
-@dataclass(frozen=True)
-class Capture:
-    """What a transcript says the client must end up with."""
-
-    expected: "str | None"  # `result.result`, or None when the run failed (no result, or an error result)
-    usage: "dict | None"  # the OpenAI usage the CLI's counts map to, or None when unreported
-    thinking: bool  # the CLI streamed thinking, so the client must see reasoning
-    lines: tuple  # the raw lines, to build truncated variants
-
-
-@functools.lru_cache(maxsize=None)
-def capture(path):
-    expected, usage, thinking = None, None, False
-    lines = tuple(path.read_text(encoding="utf-8").splitlines(keepends=True))
-    for line in lines:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(event, dict):
-            continue
-        if event.get("type") == "thinking" and event.get("subtype") == "delta" and event.get("text"):
-            thinking = True
-        if event.get("type") == "result" and expected is None:
-            if event.get("is_error") is True or event.get("subtype", "success") != "success":
-                break  # an error result is a failure: its text is never the answer
-            expected = event.get("result") or ""
-            counts = event.get("usage")
-            if isinstance(counts, dict):
-                prompt = counts.get("inputTokens", 0) + counts.get("cacheReadTokens", 0) + counts.get("cacheWriteTokens", 0)
-                completion = counts.get("outputTokens", 0)
-                usage = {
-                    "prompt_tokens": prompt,
-                    "completion_tokens": completion,
-                    "total_tokens": prompt + completion,
-                    "cached_tokens": counts.get("cacheReadTokens", 0),
-                    "cache_write_tokens": counts.get("cacheWriteTokens", 0),
-                    "cost": event.get("cost", counts.get("cost")),
-                }
-    return Capture(expected, usage, thinking, lines)
 
 
 def truncated(path):
@@ -115,20 +72,6 @@ def client_for(transcript, exit_code=0, replies=None):
     return openai.OpenAI(api_key="sk-test", base_url="http://127.0.0.1:1/v1", http_client=http, max_retries=0)
 
 
-def assert_usage(usage, want):
-    assert usage is not None
-    assert usage.prompt_tokens == want["prompt_tokens"]
-    assert usage.completion_tokens == want["completion_tokens"]
-    assert usage.total_tokens == want["total_tokens"]
-    assert usage.prompt_tokens_details.cached_tokens == want["cached_tokens"]
-    # Fields the SDK's models do not declare are kept, readable as attributes.
-    assert usage.prompt_tokens_details.cache_write_tokens == want["cache_write_tokens"]
-    if want["cost"] is None:
-        assert getattr(usage, "cost", None) is None, "a cost is never invented"
-    else:
-        assert usage.cost == want["cost"]
-
-
 # The exception class openai-python raises for each status agentwire sends before a head.
 STATUS_ERRORS = {
     401: openai.AuthenticationError,
@@ -164,37 +107,17 @@ def test_raw_stream(transcript, include_usage):
     want = capture(transcript)
     client = client_for(transcript)
     options = {"stream_options": {"include_usage": True}} if include_usage else {}
-    text, reasoning, finishes, usages, roles, frame_ids = "", "", [], [], [], set()
-    choice_chunks = 0
-    for chunk in client.chat.completions.create(model="auto", messages=MESSAGES, stream=True, **options):
-        assert chunk.object == "chat.completion.chunk"
-        assert chunk.model == "auto"
-        frame_ids.add(chunk.id)
-        if chunk.usage is not None:
-            assert chunk.choices == [], "usage rides on its own choices: [] chunk"
-            usages.append(chunk.usage)
-        for choice in chunk.choices:
-            assert choice.index == 0
-            assert not finishes, "nothing follows the finish chunk but usage"
-            choice_chunks += 1
-            if choice.delta.role is not None:
-                roles.append((choice_chunks, choice.delta.role))
-            text += choice.delta.content or ""
-            reasoning += getattr(choice.delta, "reasoning_content", None) or ""
-            assert not choice.delta.tool_calls, "agent mode never emits tool_calls"
-            if choice.finish_reason is not None:
-                finishes.append(choice.finish_reason)
-    assert len(frame_ids) == 1 and next(iter(frame_ids)).startswith("chatcmpl-")
-    assert roles == [(1, "assistant")], "role once, on the first chunk"
-    assert text == want.expected
-    assert finishes == ["stop"]
+    got = drain(client.chat.completions.create(model="auto", messages=MESSAGES, stream=True, **options), "auto")
+    assert got.roles == [(1, "assistant")], "role once, on the first chunk"
+    assert got.text == want.expected
+    assert got.finishes == ["stop"]
     if want.thinking:
-        assert reasoning, "the capture thinks, so reasoning_content reaches the client"
+        assert got.reasoning, "the capture thinks, so reasoning_content reaches the client"
     if include_usage and want.usage:
-        assert len(usages) == 1
-        assert_usage(usages[0], want.usage)
+        assert len(got.usages) == 1
+        assert_usage(got.usages[0], want.usage)
     else:
-        assert usages == []
+        assert got.usages == []
 
 
 @pytest.mark.parametrize("include_usage", [True, False], ids=["usage", "no-usage"])

@@ -1,0 +1,152 @@
+"""Both example proxies on loopback, for the end-to-end tests.
+
+The `proxy` fixture starts `tokio_proxy` and `blocking_proxy` in turn (one instance each for
+the whole session), both with `tests/clients/agent.sh` as their cursor-agent: the replay
+agent playing the fixture the requested model names. When a proxy's tests are done, the
+fixture checks that it is idle (no request in flight, no agent process left, no zombie) and
+that it shuts down cleanly on SIGTERM.
+"""
+
+import json
+import os
+import re
+import pathlib
+import secrets
+import signal
+import subprocess
+import threading
+import time
+import urllib.request
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+FIXTURES = ROOT / "tests/fixtures"
+AGENT = ROOT / "tests/clients/agent.sh"
+PROXIES = ("tokio", "blocking")
+STARTUP_TIMEOUT_S = 30
+IDLE_TIMEOUT_S = 5
+SHUTDOWN_TIMEOUT_S = 10
+
+
+def example(name):
+    """The path of a built example; tests/clients/run.sh builds them and exports the paths."""
+    variable = f"AGENTWIRE_{name.upper()}"
+    path = os.environ.get(variable)
+    if not path:
+        pytest.fail(f"{variable} is not set: run the end-to-end tests through tests/clients/run.sh")
+    return path
+
+
+def descendants(pid):
+    """Every live or zombie process below `pid`, from /proc."""
+    parents = {}
+    for entry in pathlib.Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # The command name is parenthesised and may hold spaces: fields resume after ')'.
+        fields = stat[stat.rindex(")") + 2 :].split()
+        parents[int(entry.name)] = (int(fields[1]), fields[0])
+    found, frontier = {}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, (ppid, state) in parents.items():
+            if ppid == parent and child not in found:
+                found[child] = state
+                frontier.append(child)
+    return found
+
+
+class Proxy:
+    """One running proxy: its base URL, API key and the logs of the agents it ran."""
+
+    def __init__(self, kind, scratch):
+        self.kind = kind
+        self.key = "sk-e2e-" + secrets.token_hex(12)
+        self.agent_logs = scratch / "agent-logs"
+        self.agent_logs.mkdir()
+        self.output_path = scratch / "proxy.log"
+        env = dict(os.environ)
+        env.update(AGENTWIRE_REPLAY_AGENT=example("replay_agent"), AGENTWIRE_E2E_LOGS=str(self.agent_logs))
+        env.pop("AGENTWIRE_API_KEY", None)
+        self.process = subprocess.Popen(
+            [example(f"{kind}_proxy"), "--listen", "127.0.0.1:0", "--agent-bin", str(AGENT), "--api-key", self.key],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        # The proxy binds a free port and announces it; its output is kept for failures.
+        self.url = None
+        self.listening = threading.Event()
+        self.output = []
+        threading.Thread(target=self._read_output, daemon=True).start()
+        if not self.listening.wait(STARTUP_TIMEOUT_S):
+            self.process.kill()
+            pytest.fail(f"{kind}_proxy did not report where it listens:\n{self.log()}")
+
+    def _read_output(self):
+        with open(self.output_path, "wb") as log:
+            for line in self.process.stdout:
+                log.write(line)
+                log.flush()
+                self.output.append(line.decode(errors="replace"))
+                bound = re.search(r"listening on (http://127\.0\.0\.1:\d+)/v1", self.output[-1])
+                if bound and self.url is None:
+                    self.url = bound.group(1)
+                    self.listening.set()
+
+    def log(self):
+        return "".join(self.output)
+
+    def get(self, path, key=None):
+        request = urllib.request.Request(self.url + path, headers={"Authorization": f"Bearer {key or self.key}"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.load(response)
+
+    def agent_runs(self, model):
+        """What the replay agent logged for `model`: one entry per run, in order."""
+        path = self.agent_logs / f"{model}.log"
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+    def assert_idle(self):
+        """No request in flight, and every agent the proxy started is gone and reaped.
+
+        A run's agent is reaped and its slot freed just after its response ends, so this
+        waits for that (bounded)."""
+        deadline = time.monotonic() + IDLE_TIMEOUT_S
+        while True:
+            left = descendants(self.process.pid)
+            health = self.get("/health")
+            if (not left and health["in_flight"] == 0) or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        assert left == {}, f"{self.kind}_proxy left processes behind (pid: state): {left}"
+        assert health["in_flight"] == 0, health
+
+    def stop(self):
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(SHUTDOWN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            pytest.fail(f"{self.kind}_proxy ignored SIGTERM for {SHUTDOWN_TIMEOUT_S} s:\n{self.log()}")
+        assert code == 0, f"{self.kind}_proxy exited with {code} on SIGTERM:\n{self.log()}"
+
+
+@pytest.fixture(scope="session", params=PROXIES)
+def proxy(request, tmp_path_factory):
+    running = Proxy(request.param, tmp_path_factory.mktemp(f"{request.param}-proxy"))
+    try:
+        yield running
+        running.assert_idle()
+    finally:
+        if running.process.poll() is None:
+            running.stop()
