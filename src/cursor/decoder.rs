@@ -306,6 +306,27 @@ enum Next {
     Transparent,
 }
 
+impl Next {
+    /// Whether this event continues `channel` with the low half of a surrogate pair.
+    fn pairs_surrogate_of(self, channel: Channel) -> bool {
+        match (self, channel) {
+            (
+                Next::Text {
+                    starts_with_low_surrogate,
+                },
+                Channel::Text,
+            )
+            | (
+                Next::Reasoning {
+                    starts_with_low_surrogate,
+                },
+                Channel::Reasoning,
+            ) => starts_with_low_surrogate,
+            _ => false,
+        }
+    }
+}
+
 impl Decoder {
     /// A decoder with the given limits.
     pub fn new(config: DecoderConfig) -> Self {
@@ -637,23 +658,14 @@ impl Inner {
                 self.text.restart();
             }
         }
-        let text_paired = matches!(
-            next,
-            Next::Text {
-                starts_with_low_surrogate: true
+        for channel in [Channel::Text, Channel::Reasoning] {
+            let high = match channel {
+                Channel::Text => &mut self.text_high,
+                Channel::Reasoning => &mut self.reasoning_high,
+            };
+            if !next.pairs_surrogate_of(channel) && high.take().is_some() {
+                self.commit_replacement(channel);
             }
-        );
-        if !text_paired && self.text_high.take().is_some() {
-            self.commit_replacement(Channel::Text);
-        }
-        let reasoning_paired = matches!(
-            next,
-            Next::Reasoning {
-                starts_with_low_surrogate: true
-            }
-        );
-        if !reasoning_paired && self.reasoning_high.take().is_some() {
-            self.commit_replacement(Channel::Reasoning);
         }
     }
 

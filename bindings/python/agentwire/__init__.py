@@ -33,6 +33,10 @@ from ._lib import (
     PanicError,
     PoisonedError,
 )
+from . import _lib as _errors
+from . import bridge as _bridge
+from . import config as _config
+from . import decoder as _decoder
 from ._native import ffi as _ffi
 from ._native import lib as _c
 from .bridge import Body, Bridge, End, Head, Invocation, Output, StopAgent
@@ -59,51 +63,9 @@ from .decoder import (
 #: The version of the native library.
 __version__: str = _ffi.string(_c.aw_version()).decode()
 
-__all__ = [
-    "__version__",
-    # Bridge
-    "Bridge",
-    "Invocation",
-    "Output",
-    "Head",
-    "Body",
-    "StopAgent",
-    "End",
-    # Config
-    "Config",
-    "ToolStrategy",
-    "ReasoningField",
-    # Decoder
-    "Decoder",
-    "DecoderStats",
-    "Event",
-    "TextDelta",
-    "ReasoningDelta",
-    "ToolCall",
-    "AgentActivity",
-    "ActivityPhase",
-    "ToolOutcome",
-    "Progress",
-    "ProgressKind",
-    "Usage",
-    "Finish",
-    "FinishReason",
-    "Failed",
-    "FailureKind",
-    # Errors
-    "AgentwireError",
-    "MisuseError",
-    "InvalidInputError",
-    "NullParameterError",
-    "PanicError",
-    "PoisonedError",
-    "LengthTooLargeError",
-    "IndexOutOfRangeError",
-    "InvalidEnumError",
-    "AfterExitError",
-    "ExitedTwiceError",
-    "AfterEofError",
-    "InvalidUtf8Error",
-    "InteriorNulError",
-    "ClosedError",
-]
+# Everything each part of the package exports, once (in a form type checkers follow).
+__all__ = ["__version__"]
+__all__ += _bridge.__all__
+__all__ += _config.__all__
+__all__ += _decoder.__all__
+__all__ += _errors.__all__
