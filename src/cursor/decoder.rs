@@ -427,10 +427,23 @@ impl Decoder {
         let (replay, input) = self.bom.skip(bytes);
         self.frame(replay, false);
         let used = self.frame(input, one_line);
-        // The last line's text is in the arena now: a long line's buffer is not kept
-        // while the caller encodes it (memory stays about twice the longest line).
-        self.framer.reclaim();
+        self.reclaim_line();
         Ok(bytes.len() - input.len() + used)
+    }
+
+    /// Gives a long line's buffer back when keeping it would double what is held: when
+    /// the line's decoded text is as long as the line (the caller encodes it next), and at
+    /// the end of a turn (the caller then writes out the whole answer, and no further line
+    /// of this turn can reuse the buffer). A long line the decoder skipped mid-turn (a tool
+    /// result) keeps its buffer for the next one: file contents come in series.
+    fn reclaim_line(&mut self) {
+        let inner = &self.inner;
+        if inner.turn_done
+            || inner.arena.len() > RETAINED_CAPACITY
+            || inner.text.held_text.len() > RETAINED_CAPACITY
+        {
+            self.framer.reclaim();
+        }
     }
 
     /// Frames and decodes `input`; with `one_line`, stops after the first line that
@@ -470,7 +483,7 @@ impl Decoder {
             Some(Ok(line)) => inner.handle_line(line),
             Some(Err(error)) => inner.bad_line(&error),
         }
-        self.framer.reclaim();
+        self.reclaim_line();
         let inner = &mut self.inner;
         inner.settle(Next::End);
         if !self.inner.turn_done {

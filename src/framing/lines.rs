@@ -132,9 +132,11 @@ impl LineFramer {
         self.line_no - 1
     }
 
-    /// Ends the loan of the last line delivered from the buffer, giving the buffer's
-    /// memory back if that line was long (see [`RETAINED_CAPACITY`]). The next call does
-    /// this anyway; call it when a long pause in the input may follow a long line.
+    /// Ends the loan of the last line delivered from the buffer and gives the buffer's
+    /// memory back if that line was long (see [`RETAINED_CAPACITY`]). Otherwise the buffer
+    /// keeps its capacity for the next long line (lines of megabytes tend to come in
+    /// series: file contents in tool results); call this when what was made of the line
+    /// is as large as the line, so the two are not both kept.
     pub fn reclaim(&mut self) {
         if self.lent {
             reclaim(&mut self.partial);
@@ -142,10 +144,18 @@ impl LineFramer {
         }
     }
 
+    /// Ends the loan of the last line delivered from the buffer; keeps its capacity.
+    fn end_loan(&mut self) {
+        if self.lent {
+            self.partial.clear();
+            self.lent = false;
+        }
+    }
+
     /// Takes bytes from `input` up to and including the next newline (or all of it) and
     /// returns the line that completed, if any. See [`Framed`].
     pub fn next_line<'a>(&'a mut self, input: &'a [u8]) -> Framed<'a> {
-        self.reclaim();
+        self.end_loan();
         let Some(newline) = memchr::memchr(b'\n', input) else {
             return self.buffer_tail(input);
         };
@@ -186,7 +196,7 @@ impl LineFramer {
     /// Ends the input: returns the last line if it had no terminating newline. The framer is
     /// then empty and may be reused for a new stream.
     pub fn finish(&mut self) -> Option<Result<&str, LineError>> {
-        self.reclaim();
+        self.end_loan();
         if std::mem::take(&mut self.discarding) || self.partial.is_empty() {
             return None;
         }
