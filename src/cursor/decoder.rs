@@ -424,8 +424,14 @@ impl Decoder {
             return Err(DecoderError::AfterEof);
         }
         self.inner.recycle_arena();
-        let (replay, input) = self.bom.skip(bytes);
-        self.frame(replay, false);
+        let mut input = bytes;
+        if !self.bom.done {
+            let (replay, rest) = self.bom.skip(bytes);
+            if !replay.is_empty() {
+                self.frame(replay, false);
+            }
+            input = rest;
+        }
         let used = self.frame(input, one_line);
         self.reclaim_line();
         Ok(bytes.len() - input.len() + used)

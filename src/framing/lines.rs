@@ -154,6 +154,7 @@ impl LineFramer {
 
     /// Takes bytes from `input` up to and including the next newline (or all of it) and
     /// returns the line that completed, if any. See [`Framed`].
+    #[inline]
     pub fn next_line<'a>(&'a mut self, input: &'a [u8]) -> Framed<'a> {
         self.end_loan();
         let Some(newline) = memchr::memchr(b'\n', input) else {
