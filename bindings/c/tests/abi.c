@@ -11,17 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
+#include "check.h"
+
 /* Every result value seen returned by a call, indexed by value - 7000. */
 static int seen[300];
-
-#define CHECK(cond)                                                                            \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);           \
-            failures++;                                                                        \
-        }                                                                                      \
-    } while (0)
 
 /* Checks that `call` returns `expected`, and records the value as reached. */
 #define EXPECT(call, expected)                                                                 \

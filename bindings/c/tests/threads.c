@@ -26,6 +26,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "check.h"
+
 #define THREADS 4
 
 static const char STREAM_BODY[] =
@@ -58,16 +60,21 @@ static void count(struct tally *t, aw_result r)
     }
 }
 
-/* Makes a call until it is not refused as BUSY (letting the thread inside go on), then
-   counts its result. */
-#define CALL(t, call)                                                                          \
+/* Makes a call until it is not refused as BUSY (letting the thread inside go on), leaving
+   its result in `r` and counting it. */
+#define RETRY(t, r, call)                                                                      \
     do {                                                                                       \
-        aw_result r_;                                                                          \
-        while ((r_ = (call)) == AW_RESULT_BUSY) {                                              \
+        while (((r) = (call)) == AW_RESULT_BUSY) {                                             \
             (t)->busy++;                                                                       \
             sched_yield();                                                                     \
         }                                                                                      \
-        count((t), r_);                                                                        \
+        count((t), (r));                                                                       \
+    } while (0)
+
+#define CALL(t, call)                                                                          \
+    do {                                                                                       \
+        aw_result r_;                                                                          \
+        RETRY(t, r_, call);                                                                    \
     } while (0)
 
 static aw_bridge *bridge;
@@ -79,13 +86,8 @@ static void poll_bridge(struct tally *t)
 {
     aw_output out;
     for (;;) {
-        aw_result r = aw_bridge_poll_output(bridge, &out);
-        if (r == AW_RESULT_BUSY) {
-            t->busy++;
-            sched_yield();
-            continue;
-        }
-        count(t, r);
+        aw_result r;
+        RETRY(t, r, aw_bridge_poll_output(bridge, &out));
         if (r != AW_RESULT_OK) {
             return;
         }
@@ -134,13 +136,8 @@ static void *decoder_pusher(void *arg)
     for (i = 0; i < rounds; i++) {
         CALL(t, aw_decoder_push_stdout(decoder, (const uint8_t *)TEXT, strlen(TEXT)));
         for (;;) {
-            aw_result r = aw_decoder_poll_event(decoder, &event);
-            if (r == AW_RESULT_BUSY) {
-                t->busy++;
-                sched_yield();
-                continue;
-            }
-            count(t, r);
+            aw_result r;
+            RETRY(t, r, aw_decoder_poll_event(decoder, &event));
             if (r != AW_RESULT_OK) {
                 break;
             }
@@ -208,16 +205,6 @@ static int run(void *(*bodies[THREADS])(void *), struct tally *sum)
     }
     return 1;
 }
-
-static int failures;
-
-#define CHECK(cond)                                                                            \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);           \
-            failures++;                                                                        \
-        }                                                                                      \
-    } while (0)
 
 /* A bridge: pushers and pollers and timers at once, then the answer's end alone. */
 static void bridge_round(struct tally *b)

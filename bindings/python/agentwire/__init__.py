@@ -61,8 +61,9 @@ from .decoder import (
 #: The version of the native library.
 __version__: str = _ffi.string(_c.aw_version()).decode()
 
-# A literal list, for type checkers: `from agentwire import Bridge` must type-check under
-# `mypy --strict`. A test checks it is the union of the modules' own `__all__`.
+# The public names, as a literal list: type checkers read no other form (`from agentwire
+# import Bridge` under `mypy --strict`). A test checks every public class of the modules is
+# here.
 __all__ = [
     "__version__",
     # bridge

@@ -7,24 +7,6 @@ from typing import Any, Callable, Dict, Optional, Type, TypeVar, Union
 
 from ._native import ffi, lib
 
-__all__ = [
-    "AgentwireError",
-    "MisuseError",
-    "InvalidInputError",
-    "NullParameterError",
-    "PanicError",
-    "PoisonedError",
-    "LengthTooLargeError",
-    "IndexOutOfRangeError",
-    "InvalidEnumError",
-    "AfterExitError",
-    "ExitedTwiceError",
-    "AfterEofError",
-    "BusyError",
-    "InvalidUtf8Error",
-    "InteriorNulError",
-    "ClosedError",
-]
 
 OK = lib.AW_RESULT_OK
 DRAINED = lib.AW_RESULT_DRAINED

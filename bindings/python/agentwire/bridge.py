@@ -22,7 +22,6 @@ from ._lib import (
 from ._native import ffi, lib
 from .config import Config
 
-__all__ = ["Bridge", "Invocation", "Head", "Body", "StopAgent", "End", "Output"]
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,6 @@ from typing import (
 from ._lib import NOT_AVAILABLE, Handle, InvalidEnumError, check, copy_str, encode
 from ._native import ffi, lib
 
-__all__ = ["Config", "ToolStrategy", "ReasoningField"]
 
 #: What a field reads as, and what it may be set to.
 G = TypeVar("G")

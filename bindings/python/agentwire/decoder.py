@@ -11,24 +11,6 @@ from ._lib import DRAINED, NOT_AVAILABLE, BytesLike, Handle, check, copy_str, in
 from ._native import ffi, lib
 from .config import Config
 
-__all__ = [
-    "Decoder",
-    "DecoderStats",
-    "Event",
-    "TextDelta",
-    "ReasoningDelta",
-    "ToolCall",
-    "AgentActivity",
-    "ActivityPhase",
-    "ToolOutcome",
-    "Progress",
-    "ProgressKind",
-    "Usage",
-    "Finish",
-    "FinishReason",
-    "Failed",
-    "FailureKind",
-]
 
 
 class ActivityPhase(enum.IntEnum):
