@@ -53,10 +53,11 @@
  *   Breaking the rule is detected, never a data race: each call takes the handle's
  *   in-use flag (an atomic) for its duration, and a call that finds it taken does nothing
  *   and returns AW_RESULT_BUSY (predicates return their NULL answer, *_last_error a
- *   message saying so). *_free on a handle in a call is refused: the handle stays valid,
- *   to be freed once the call returned. BUSY means the program has a race to fix:
- *   serialise each handle's calls (a mutex per handle). Views a call handed out are
- *   invalidated by the next call on the handle, from any thread.
+ *   message saying so). *_free on a handle in a call is refused: the handle stays valid
+ *   (free it again once that call returned). What cannot be detected is a call that
+ *   starts after another thread freed the handle: a use after free. BUSY means the
+ *   program has a race to fix: serialise each handle's calls (a mutex per handle). Views
+ *   a call handed out are invalidated by the next call on the handle, from any thread.
  *
  * LINKING
  *   cargo build --release, then
