@@ -32,8 +32,8 @@
 
 static const char STREAM_BODY[] =
     "{\"model\":\"auto\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
-/* Three lines a push: reasoning the bridge streams (text would be compared with what
-   streamed before it, for recaps, which grows with the rounds), lines the decoder counts. */
+/* Three lines a push, reasoning deltas: each is one line, one event and one frame (text
+   may be held back a line to tell a recap), so the outputs can be counted. */
 #define LINES_PER_PUSH 3
 static const char TEXT[] =
     "{\"type\":\"thinking\",\"subtype\":\"delta\",\"text\":\"a\"}\n"
