@@ -44,3 +44,8 @@ pub mod framing;
 pub mod fuzzing;
 pub mod openai;
 pub mod tools;
+
+// The README's Rust snippets run as doc tests (`cargo test --doc`): they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

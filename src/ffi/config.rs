@@ -88,8 +88,9 @@ impl aw_reasoning_field {
     }
 }
 
-/// The config behind `config`, for a bridge or decoder being created: the defaults when
-/// NULL.
+/// A copy of the config behind `config`, for a bridge or decoder being created: the
+/// defaults when NULL; `AW_RESULT_POISONED` or `AW_RESULT_BUSY` (the config is in a call
+/// on another thread).
 ///
 /// # Safety
 /// `config` is NULL or a live `aw_config`.
@@ -99,16 +100,13 @@ pub(crate) unsafe fn config_or_default(config: *const aw_config) -> Result<Confi
     }
     // SAFETY: forwarded contract; not NULL.
     let guarded = unsafe { aw_config::from_ptr(config) }?;
-    if guarded.is_poisoned() {
-        return Err(aw_result::Poisoned);
-    }
-    Ok(guarded.get(Config::default(), Config::clone))
+    guarded.read(Config::clone)
 }
 
 /// Applies `f` to the config behind `config`.
 ///
 /// # Safety
-/// `config` is NULL or a live `aw_config` used by no other thread.
+/// `config` is NULL or a live `aw_config`.
 unsafe fn set(
     config: *mut aw_config,
     f: impl FnOnce(&mut Config) -> Result<(), Error>,
@@ -177,6 +175,11 @@ pub unsafe extern "C" fn aw_config_new(out_config: *mut *mut aw_config) -> aw_re
 
 /// Frees a config. NULL does nothing. Bridges and decoders created from it are not
 /// affected.
+///
+/// Freeing a config while another thread is inside a call on it is a caller bug. It is
+/// detected and the free is refused: the config stays valid (free it once that call has
+/// returned) rather than being freed under the call. A call that starts after the free is
+/// a use after free, which nothing can detect.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn aw_config_free(config: *mut aw_config) {
     // SAFETY: the pointer rules: `config` is NULL or a live config, freed once.
@@ -184,9 +187,11 @@ pub unsafe extern "C" fn aw_config_free(config: *mut aw_config) {
 }
 
 /// The message of the last call on `config` that failed, NUL-terminated; `""` when none
-/// failed or `config` is NULL.
+/// failed or `config` is NULL; a message saying the config is in use while another thread is
+/// inside a call on it.
 ///
-/// Memory and lifetimes: valid until the next call on `config` or its free.
+/// Memory and lifetimes: valid until the next call on `config` (from any thread) or its
+/// free.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn aw_config_last_error(config: *const aw_config) -> *const c_char {
     // SAFETY: the pointer rules: `config` is NULL or a live config.

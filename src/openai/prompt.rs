@@ -299,33 +299,35 @@ fn tools_section(conversation: &Conversation, plan: &ToolPlan) -> String {
 /// free one exists whenever the contents hold fewer than 2^32 windows. Linear in the
 /// contents, with 264 KiB of tables.
 fn nonce(conversation: &Conversation, tools: &str) -> String {
-    let contents = || {
-        conversation
-            .messages
-            .iter()
-            .flat_map(|m| {
-                std::iter::once(m.content.as_str()).chain(
-                    m.tool_calls
-                        .iter()
-                        .flat_map(|c| [c.id.as_str(), c.name.as_str(), c.arguments.as_str()]),
-                )
-            })
-            .chain(std::iter::once(tools))
-    };
+    // Every text the marker must stay out of, gathered once for the three passes (hash,
+    // count, mark) as plain slices: a nested iterator chain rebuilt per pass compiled, in
+    // release builds, to branches valgrind cannot follow.
+    let mut contents = Vec::with_capacity(conversation.messages.len() + 1);
+    for message in &conversation.messages {
+        contents.push(message.content.as_str());
+        for call in &message.tool_calls {
+            contents.extend([
+                call.id.as_str(),
+                call.name.as_str(),
+                call.arguments.as_str(),
+            ]);
+        }
+    }
+    contents.push(tools);
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for text in contents() {
+    for text in &contents {
         for byte in text.bytes().chain(std::iter::once(0xff)) {
             hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
         }
     }
     let start = (hash >> 32) as u32 ^ hash as u32;
-    format!("{:08x}", absent_window(start, contents))
+    format!("{:08x}", absent_window(start, &contents))
 }
 
 /// An eight-hex-digit value, counted up from `start`, that is no window of the contents.
-fn absent_window<'a, I: Iterator<Item = &'a str>>(start: u32, contents: impl Fn() -> I) -> u32 {
+fn absent_window(start: u32, contents: &[&str]) -> u32 {
     let mut per_prefix = vec![0u32; 1 << 16];
-    for text in contents() {
+    for text in contents {
         hex_windows(text, |window| {
             let count = &mut per_prefix[(window >> 16) as usize];
             *count = count.saturating_add(1);
@@ -339,7 +341,7 @@ fn absent_window<'a, I: Iterator<Item = &'a str>>(start: u32, contents: impl Fn(
 
     let mut suffix_seen = vec![0u64; (1 << 16) / 64];
     if per_prefix[prefix as usize] > 0 {
-        for text in contents() {
+        for text in contents {
             hex_windows(text, |window| {
                 if window >> 16 == prefix {
                     let low = (window & 0xffff) as usize;
@@ -616,16 +618,10 @@ mod tests {
         let every: String = (0..=0xffffu32)
             .map(|p| format!("{:08x} ", (p << 16) | 0x5678))
             .collect();
-        assert_eq!(
-            absent_window(start, || std::iter::once(every.as_str())),
-            0x1234_5679
-        );
+        assert_eq!(absent_window(start, &[every.as_str()]), 0x1234_5679);
         // One more window in that prefix: the next prefix is least used instead.
         let more = format!("{every}1234abcd");
-        assert_eq!(
-            absent_window(start, || std::iter::once(more.as_str())),
-            0x1235_5679
-        );
+        assert_eq!(absent_window(start, &[more.as_str()]), 0x1235_5679);
         // Overlapping windows in a long hex run all count.
         let run = "0123456789abcdef".repeat(4);
         let mut seen = Vec::new();
