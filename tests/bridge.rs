@@ -5,7 +5,7 @@ mod support;
 
 use std::path::Path;
 
-use agentwire::bridge::{Bridge, BridgeParams, Config, Output};
+use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect, Output};
 use agentwire::cursor::ExitStatus;
 use serde_json::Value;
 use support::check_stream;
@@ -32,7 +32,7 @@ impl Run {
             id_seed: 42,
         };
         let mut run = Run {
-            bridge: Bridge::new(body, config, params),
+            bridge: Bridge::new(Dialect::ChatCompletions, body, config, params),
             seen: Vec::new(),
         };
         run.drain();

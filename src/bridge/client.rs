@@ -196,10 +196,11 @@ impl ClientTools {
                     }
                     emitter.emit(&Event::TextDelta(&text));
                 }
-                ScanItem::Envelope(Ok(envelope)) => match self
-                    .plan
-                    .check_envelope(&envelope.name, &envelope.arguments)
-                {
+                ScanItem::Envelope(Ok(envelope)) => match self.plan.check_envelope(
+                    &envelope.name,
+                    &envelope.arguments,
+                    envelope.input.as_deref(),
+                ) {
                     Ok(mapped) => {
                         let index = u32::try_from(self.batch.len()).unwrap_or(u32::MAX);
                         let id = ids::envelope_call_id(self.id_seed, index, &mapped.arguments);
@@ -294,7 +295,7 @@ impl ClientTools {
 mod tests {
     use std::cell::Cell;
 
-    use crate::bridge::{Bridge, BridgeParams, Config, Output};
+    use crate::bridge::{Bridge, BridgeParams, Config, Dialect, Output};
 
     thread_local! {
         /// `BatchId` comparisons made on this thread.
@@ -327,7 +328,12 @@ mod tests {
             created_unix: 0,
             id_seed: 1,
         };
-        let mut bridge = Bridge::new(&request, &Config::default(), params);
+        let mut bridge = Bridge::new(
+            Dialect::ChatCompletions,
+            &request,
+            &Config::default(),
+            params,
+        );
         ID_COMPARISONS.with(|count| count.set(0));
         bridge.push_stdout(&stdout, 1).unwrap();
         let mut body = Vec::new();

@@ -140,6 +140,9 @@ class Config(Handle):
     request_max_messages: _Field[int] = _Field("size_t", int)
     #: Most tools a request may offer.
     request_max_tools: _Field[int] = _Field("size_t", int)
+    #: Whether a request holding an image, audio clip or file is refused (400) instead of
+    #: passing each on as a text placeholder.
+    request_reject_attachments: _Field[bool] = _Field("bool", bool)
     #: Repeated-call limit for calls whose results were failures.
     loop_guard_max_failed_repeats: _Field[int] = _Field("uint32_t", int)
     #: Repeated-call limit for any call.
@@ -167,6 +170,7 @@ class Config(Handle):
         "request_max_body_bytes",
         "request_max_messages",
         "request_max_tools",
+        "request_reject_attachments",
         "loop_guard_max_failed_repeats",
         "loop_guard_max_repeats",
     )
