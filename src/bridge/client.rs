@@ -18,10 +18,10 @@ use crate::tools::{Delivery, MappedCall, ToolPlan, ids};
 /// - Text passes through an [`EnvelopeScanner`] when some client tool is taught as a text
 ///   envelope; complete envelopes in a row form one batch.
 /// - A batch closes at the next event that is not part of it, at the end of the answer, or
-///   after [`Config::batch_window_ms`]. Closing writes the calls with indices `0..n`, then
-///   `finish_reason: "tool_calls"`: the turn is over and the agent is stopped.
+///   after [`Config::batch_window_ms`]. Closing emits the calls with indices `0..n`, then
+///   [`FinishReason::ToolCalls`]: the turn is over and the agent is stopped.
 /// - A call the [`LoopGuard`] refuses ends the turn with an answer saying which call was
-///   refused and why, and `finish_reason: "stop"`; when calls were batched before it, the
+///   refused and why, and [`FinishReason::Stop`]; when calls were batched before it, the
 ///   batch is handed over without it.
 /// - A malformed or schema-invalid envelope is not passed to the client: a short note in
 ///   the answer text reports it, so the model sees it on the next turn.

@@ -1,4 +1,7 @@
-//! One request's state machine: the object adapters drive.
+//! One request's state machine: the object adapters drive. It holds every decision that is
+//! not about a dialect's bytes, the same for every [`Dialect`]; the dialect the caller
+//! chose (from the route) parses the body and writes the responses (`dialect.rs` is the
+//! one place that knows the dialect modules).
 //!
 //! ```text
 //!  request body ──► Bridge::new ──► invocation() ──► adapter spawns cursor-agent, writes stdin
@@ -39,7 +42,7 @@ pub struct BridgeParams {
     /// Now, on the caller's monotonic millisecond clock. Every later `now_ms` is on the
     /// same clock.
     pub now_ms: u64,
-    /// Now in Unix seconds, for the response's `created`.
+    /// Now in Unix seconds, for the response's creation time (`created`).
     pub created_unix: u64,
     /// A number unique to this request (a counter, mixed with the start time, is fine);
     /// the response id and generated tool-call ids derive from it.
@@ -54,7 +57,7 @@ pub struct Head {
     /// `text/event-stream` for a stream, `application/json` otherwise.
     pub content_type: &'static str,
     /// For errors: whether retrying may help. Send it as `x-should-retry: true|false`
-    /// (openai-python honours it over the status).
+    /// (the OpenAI and Anthropic SDKs honour it over the status).
     pub retryable: Option<bool>,
 }
 
@@ -84,8 +87,8 @@ pub enum BridgeError {
     ExitedTwice,
 }
 
-/// One request's protocol state machine: everything between an OpenAI request body and
-/// the HTTP response, with no I/O of its own.
+/// One request's protocol state machine: everything between a request body, in the
+/// [`Dialect`] the caller names, and the HTTP response, with no I/O of its own.
 ///
 /// A `Bridge` has four kinds of methods:
 /// - **getters** (`&self`): [`invocation`](Self::invocation), [`is_stream`](Self::is_stream),
@@ -102,18 +105,21 @@ pub enum BridgeError {
 /// Rules it keeps:
 /// - **The head waits for evidence.** A stream's head (200) is sent at the first answer
 ///   event (text, reasoning, a tool call, agent activity, the finish), or at
-///   [`Config::head_deadline_ms`], after which keep-alive comments start. A failure
-///   before the head gets its true status and an OpenAI error body (401 not logged in,
-///   404 model unavailable, 429 limits, 500 misconfiguration, 502 crash, 503 unreachable,
-///   504 timeout); after it, an in-band error frame then `[DONE]`.
+///   [`Config::head_deadline_ms`], after which the dialect's keep-alive frames start. A
+///   failure before the head gets its true status and the dialect's error body (401 not
+///   logged in, 404 model unavailable, 429 limits, 500 misconfiguration, 502 crash, 503
+///   unreachable, 504 timeout) with [`Head::retryable`]; after it, the dialect's in-band
+///   error frame(s) then its terminator (Chat Completions: `[DONE]`).
 /// - **Nothing is held back without a reason**: only a possible recap, an open batch of
 ///   client tool calls, and a possible text envelope.
-/// - **Client-owned tools end the turn**: the tool calls, `finish_reason: "tool_calls"`,
-///   `[DONE]`, then [`Output::StopAgent`], then [`Output::End`].
+/// - **Client-owned tools end the turn**: the tool calls, the finish (Chat Completions:
+///   `finish_reason: "tool_calls"`, `[DONE]`), then [`Output::StopAgent`], then
+///   [`Output::End`].
 /// - **Exactly one [`Output::End`]**, whatever happens. After it every `poll_*` returns
 ///   `None` and inputs are ignored.
 /// - An invalid request never spawns anything: [`invocation`](Self::invocation) is `None`
-///   and the outputs are the 400 head, the error body and `End`.
+///   and the outputs are the error head (400; 413 for an over-limit body; 501 for a
+///   dialect not implemented yet), the dialect's error body and `End`.
 ///
 /// Non-streaming requests run through the same machine; the body is assembled as events
 /// arrive and sent, with its status, at the end.
@@ -378,7 +384,7 @@ impl Bridge {
     }
 
     /// The adapter is shutting down: the response ends now as a failure the client may
-    /// retry (503 before the head; an in-band error frame and `[DONE]` after it), and the
+    /// retry (503 before the head; the dialect's in-band error and terminator after it), and the
     /// agent is stopped. Nothing happens if the response is already ending.
     pub fn shutdown(&mut self, now_ms: u64) {
         if self.core.ending() {

@@ -52,7 +52,7 @@
 //! when missing); control characters in the one-line labels (a client's tool-call id, a
 //! tool name from the history) are escaped. The output is deterministic for a given
 //! conversation; `tests/fixtures/prompts/` holds the prompts of the project's request
-//! bodies (`tests/prompt.rs`).
+//! bodies (`tests/requests.rs`).
 
 use std::borrow::Cow;
 use std::fmt::Write as _;

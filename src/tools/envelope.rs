@@ -617,6 +617,31 @@ mod tests {
     }
 
     #[test]
+    fn text_inputs_and_input_objects() {
+        // A freeform tool's text, with the raw line breaks models write inside strings.
+        let items = every_split(
+            "<tool_call>\n{\"name\": \"apply_patch\", \"input\": \"*** Begin Patch\n*** Add File: a\n+x\n*** End Patch\n\"}\n</tool_call>",
+        );
+        let call = envelope(&items[0]);
+        assert_eq!(
+            (call.name.as_str(), call.input.as_deref()),
+            (
+                "apply_patch",
+                Some("*** Begin Patch\n*** Add File: a\n+x\n*** End Patch\n")
+            )
+        );
+        assert_eq!(call.arguments, json!({}));
+        // An `input` object is the arguments (Anthropic's `tool_use` shape), unless
+        // `arguments` is there too.
+        let items = every_split(
+            "<tool_call>{\"name\":\"read\",\"input\":{\"path\":\"a\"}}</tool_call><tool_call>{\"name\":\"read\",\"input\":{\"path\":\"a\"},\"arguments\":{\"path\":\"b\"}}</tool_call>",
+        );
+        assert_eq!(envelope(&items[0]).arguments, json!({"path":"a"}));
+        assert_eq!(envelope(&items[0]).input, None);
+        assert_eq!(envelope(&items[1]).arguments, json!({"path":"b"}));
+    }
+
+    #[test]
     fn lenient_shapes() {
         let cases = [
             (r#"{"name":"a","arguments":"{\"x\":1}"}"#, json!({"x":1})),

@@ -264,6 +264,22 @@ pub fn shared_captures() -> Option<Vec<PathBuf>> {
     dir.is_dir().then(|| mix::jsonl_files(&dir))
 }
 
+/// The real OpenCode request bodies in `../shared/fixtures/opencode`, or `None` (with a
+/// line saying the test was skipped) when the shared fixtures are absent.
+pub fn opencode_bodies() -> Option<Vec<Vec<u8>>> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/opencode/opencode-1.18.33-requests-toolround.jsonl");
+    let Ok(text) = std::fs::read_to_string(path) else {
+        println!("skipped: ../shared fixtures absent");
+        return None;
+    };
+    let bodies = text.lines().map(|line| {
+        let record: Value = serde_json::from_str(line).unwrap();
+        serde_json::to_vec(&record["body"]).unwrap()
+    });
+    Some(bodies.collect())
+}
+
 /// `result.result` of the transcript's `result` line, if it has one and it reports success
 /// (an error result is a failure, whose text is never the answer).
 pub fn expected_result(bytes: &[u8]) -> Option<String> {

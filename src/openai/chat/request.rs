@@ -552,22 +552,6 @@ pub(crate) mod tests {
     use super::*;
     use crate::event::invites_retry;
 
-    /// The real OpenCode request bodies in `../shared/fixtures/opencode`, or `None` (with a
-    /// line saying the test was skipped) when the shared fixtures are absent.
-    fn opencode_bodies() -> Option<Vec<Vec<u8>>> {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/fixtures/opencode/opencode-1.18.33-requests-toolround.jsonl");
-        let Ok(text) = std::fs::read_to_string(path) else {
-            println!("skipped: ../shared fixtures absent");
-            return None;
-        };
-        let bodies = text.lines().map(|line| {
-            let record: serde_json::Value = serde_json::from_str(line).unwrap();
-            serde_json::to_vec(&record["body"]).unwrap()
-        });
-        Some(bodies.collect())
-    }
-
     fn parse(body: &str) -> Result<Request, RequestError> {
         parse_request(body.as_bytes(), &RequestLimits::default())
     }
@@ -1257,45 +1241,5 @@ pub(crate) mod tests {
             seen += 1;
         }
         assert!(seen >= 3);
-    }
-
-    #[test]
-    fn real_opencode_bodies() {
-        let Some(bodies) = opencode_bodies() else {
-            return;
-        };
-        let mut requests = Vec::new();
-        for body in bodies {
-            let request = parse_request(&body, &RequestLimits::default()).unwrap();
-            assert!(request.stream && request.include_usage);
-            assert_eq!(request.conversation.tools.len(), 10);
-            assert_eq!(request.conversation.tool_choice, ToolChoice::Auto);
-            assert!(request.ignored.contains(&"max_tokens"));
-            requests.push(request);
-        }
-        // The tool round: an assistant turn with `content: ""` and calls, then one result
-        // per call, in order.
-        let round = requests.last().unwrap();
-        let roles: Vec<Role> = round.conversation.messages.iter().map(|m| m.role).collect();
-        assert_eq!(
-            roles,
-            [
-                Role::System,
-                Role::User,
-                Role::Assistant,
-                Role::Tool,
-                Role::Tool
-            ]
-        );
-        let calls: Vec<&str> = round.conversation.messages[2]
-            .tool_calls
-            .iter()
-            .map(|c| c.id.as_str())
-            .collect();
-        let answered: Vec<&str> = round.conversation.messages[3..]
-            .iter()
-            .filter_map(|m| m.tool_call_id.as_deref())
-            .collect();
-        assert_eq!(calls, answered);
     }
 }

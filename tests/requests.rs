@@ -1,14 +1,17 @@
-//! The prompts the agent is given for real request bodies: the project's Chat Completions
-//! bodies against their golden prompts in `tests/fixtures/prompts`, and the real OpenCode
-//! bodies read back block by block.
+//! Real request bodies: parsed into the neutral request, and the prompts the agent is
+//! given for them — the project's Chat Completions bodies against their golden prompts in
+//! `tests/fixtures/prompts`, the real OpenCode bodies read back block by block.
+
+mod support;
 
 use std::path::Path;
 
 use agentwire::api::{Request, RequestLimits};
-use agentwire::conversation::Role;
+use agentwire::conversation::{Role, ToolChoice};
 use agentwire::cursor::prompt::{read_blocks, render_prompt};
 use agentwire::openai::chat::parse_request;
 use agentwire::tools::{ToolPlan, ToolStrategy};
+use support::opencode_bodies;
 
 fn render(request: &Request) -> String {
     render_prompt(
@@ -53,24 +56,48 @@ fn project_bodies_match_their_golden_prompts() {
     }
 }
 
-/// The real OpenCode request bodies in `../shared/fixtures/opencode`, or `None` (with a
-/// line saying the test was skipped) when the shared fixtures are absent.
-fn opencode_bodies() -> Option<Vec<Vec<u8>>> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/opencode/opencode-1.18.33-requests-toolround.jsonl");
-    let Ok(text) = std::fs::read_to_string(path) else {
-        println!("skipped: ../shared fixtures absent");
-        return None;
+#[test]
+fn real_opencode_bodies_parse() {
+    let Some(bodies) = opencode_bodies() else {
+        return;
     };
-    let bodies = text.lines().map(|line| {
-        let record: serde_json::Value = serde_json::from_str(line).unwrap();
-        serde_json::to_vec(&record["body"]).unwrap()
-    });
-    Some(bodies.collect())
+    let mut requests = Vec::new();
+    for body in bodies {
+        let request = parse_request(&body, &RequestLimits::default()).unwrap();
+        assert!(request.stream && request.include_usage);
+        assert_eq!(request.conversation.tools.len(), 10);
+        assert_eq!(request.conversation.tool_choice, ToolChoice::Auto);
+        assert!(request.ignored.contains(&"max_tokens"));
+        requests.push(request);
+    }
+    // The tool round: an assistant turn with `content: ""` and calls, then one result
+    // per call, in order.
+    let round = requests.last().unwrap();
+    let roles: Vec<Role> = round.conversation.messages.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [
+            Role::System,
+            Role::User,
+            Role::Assistant,
+            Role::Tool,
+            Role::Tool
+        ]
+    );
+    let calls: Vec<&str> = round.conversation.messages[2]
+        .tool_calls
+        .iter()
+        .map(|c| c.id.as_str())
+        .collect();
+    let answered: Vec<&str> = round.conversation.messages[3..]
+        .iter()
+        .filter_map(|m| m.tool_call_id.as_deref())
+        .collect();
+    assert_eq!(calls, answered);
 }
 
 #[test]
-fn real_opencode_bodies() {
+fn real_opencode_prompts() {
     let Some(bodies) = opencode_bodies() else {
         return;
     };
