@@ -22,6 +22,22 @@
 //! the limits (lone UTF-16 surrogate escapes read as U+FFFD), the model-name rules, the
 //! typed errors naming each `param`, and the sizes of inline attachments.
 
+//!
+//! # Adding a dialect
+//!
+//! 1. Its module (`anthropic`, `openai::responses`; nothing below it changes): a
+//!    `parse_request` built on the shared helpers, so that limits, model names and
+//!    lone surrogates behave as in every other dialect and every error names its `param`;
+//!    a [`StreamEncoder`] and a [`BodyBuilder`], which take their ids from the caller's
+//!    seed (`json::seeded_hex`) and may show the agent's own activity as notes
+//!    (`notes`); and its error body for an [`ErrorReply`].
+//! 2. Its arms in `bridge::Dialect::prepare` (parse, then build the writer from the
+//!    request and the bridge's configuration) and `bridge::Dialect::write_error`.
+//! 3. Its tests: one line per response kind in `tests/dialects.rs` (every transcript and
+//!    real capture, every chunking, its own stream checker), its unit tests; it is already
+//!    listed in `tests/allocations.rs`, in `benches/throughput.rs` (`encoder`) and in
+//!    `translate --api`, and is measured as soon as it answers.
+
 mod error;
 pub(crate) mod json;
 pub(crate) mod notes;
