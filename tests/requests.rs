@@ -147,3 +147,77 @@ fn real_opencode_prompts() {
         )
     );
 }
+
+/// The tools of the first request in a real client capture of `../shared/fixtures/clients`
+/// (`input_schema` or `parameters`; tools of other types left out), or `None` when absent.
+fn client_tools(file: &str) -> Option<Vec<agentwire::conversation::ToolSpec>> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/clients")
+        .join(file);
+    let Ok(text) = std::fs::read_to_string(path) else {
+        println!("skipped: ../shared fixtures absent");
+        return None;
+    };
+    let body = text
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .find(|record| record["body"].is_object())?["body"]
+        .clone();
+    let tools = body["tools"].as_array()?.iter().filter_map(|tool| {
+        let schema = tool
+            .get("input_schema")
+            .or_else(|| tool.get("parameters"))?;
+        Some(agentwire::conversation::ToolSpec::function(
+            tool["name"].as_str()?,
+            tool["description"].as_str().unwrap_or_default(),
+            schema.clone(),
+        ))
+    });
+    Some(tools.collect())
+}
+
+#[test]
+fn real_claude_code_and_codex_tools_reach_the_agents_own() {
+    let (Some(claude), Some(codex)) = (
+        client_tools("claude-code-2.1.330-requests.jsonl"),
+        client_tools("codex-0.169.0-requests.jsonl"),
+    ) else {
+        return;
+    };
+    let natives = |tools: &[agentwire::conversation::ToolSpec]| -> Vec<String> {
+        ToolPlan::new(tools, ToolStrategy::ReadOnly)
+            .catalogue()
+            .filter(|entry| matches!(entry.delivery, agentwire::tools::Delivery::Native { .. }))
+            .map(|entry| entry.name.to_owned())
+            .collect()
+    };
+    assert_eq!(natives(&claude), ["Bash", "Read"]);
+    let plan = ToolPlan::new(&claude, ToolStrategy::ReadOnly);
+    let read = plan
+        .map_native("read", Some(r#"{"path":"/w/notes.txt","limit":20}"#))
+        .unwrap();
+    assert_eq!(
+        (read.name.as_str(), read.arguments.as_str()),
+        ("Read", r#"{"file_path":"/w/notes.txt","limit":20}"#)
+    );
+    let bash = plan
+        .map_native("shell", Some(r#"{"command":"ls"}"#))
+        .unwrap();
+    assert_eq!(
+        (bash.name.as_str(), bash.arguments.as_str()),
+        ("Bash", r#"{"command":"ls"}"#)
+    );
+    // Codex's shell tool takes `cmd` (and `workdir`).
+    assert_eq!(natives(&codex), ["exec_command"]);
+    let plan = ToolPlan::new(&codex, ToolStrategy::ReadOnly);
+    let shell = plan
+        .map_native(
+            "shell",
+            Some(r#"{"command":"cat notes.txt","workingDirectory":"/w"}"#),
+        )
+        .unwrap();
+    assert_eq!(
+        (shell.name.as_str(), shell.arguments.as_str()),
+        ("exec_command", r#"{"cmd":"cat notes.txt","workdir":"/w"}"#)
+    );
+}
