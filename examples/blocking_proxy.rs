@@ -31,7 +31,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use agentwire::bridge::{Bridge, Head, Output};
+use agentwire::bridge::{Bridge, Dialect, Head, Output};
 use agentwire::cursor::ExitStatus;
 
 use common::agent::{Signal, Stopper, exit_status, signal_group};
@@ -500,7 +500,12 @@ fn chat(server: &Server, mut stream: TcpStream, mut head: RequestHead, mut recor
         return write_reply(&mut stream, reply, false, &mut record);
     };
     let params = server.ids.params(record.number, &server.clock);
-    let bridge = Bridge::new(&body, &server.settings.config, params);
+    let bridge = Bridge::new(
+        Dialect::ChatCompletions,
+        &body,
+        &server.settings.config,
+        params,
+    );
     let (events_tx, events) = mpsc::sync_channel(PIPE_CHUNKS);
     server
         .runs

@@ -34,7 +34,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentwire::bridge::{Bridge, Head, Output};
+use agentwire::bridge::{Bridge, Dialect, Head, Output};
 use agentwire::cursor::ExitStatus;
 use bytes::{Bytes, BytesMut};
 use http_body_util::combinators::UnsyncBoxBody;
@@ -291,7 +291,12 @@ async fn chat(
         return reply_response(http::busy(server.settings.max_concurrent), &mut record);
     };
     let params = server.ids.params(record.number, &server.clock);
-    let bridge = Bridge::new(&body, &server.settings.config, params);
+    let bridge = Bridge::new(
+        Dialect::ChatCompletions,
+        &body,
+        &server.settings.config,
+        params,
+    );
     let mut run = Run::start(server, bridge, permit, record);
     let Some(Step::Head(head)) = run.next().await else {
         unreachable!("a bridge's first output is its head");

@@ -615,7 +615,7 @@ typedef struct {
      */
     uint32_t index;
     /**
-     * OpenAI-safe call id (`call_…`).
+     * The call id (`call_…`), safe in every dialect.
      */
     aw_str id;
     /**
@@ -1163,6 +1163,18 @@ aw_result aw_config_set_request_max_tools(aw_config *config,
  */
 aw_result aw_config_get_request_max_tools(const aw_config *config,
                                           size_t *out_value);
+
+/**
+ * Sets `request_reject_attachments`: whether a request holding an image, audio clip or file is answered with 400 instead of passing each on to the agent as a text placeholder naming its kind, media type and size (default false).
+ */
+aw_result aw_config_set_request_reject_attachments(aw_config *config,
+                                                   bool value);
+
+/**
+ * Reads `request_reject_attachments` (see `aw_config_set_request_reject_attachments`) into `*out_value`.
+ */
+aw_result aw_config_get_request_reject_attachments(const aw_config *config,
+                                                   bool *out_value);
 
 /**
  * Sets `loop_guard_max_failed_repeats`: after this many identical calls in a row in the

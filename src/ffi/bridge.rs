@@ -9,7 +9,7 @@ use super::boundary::{
 use super::config::{aw_config, config_or_default};
 use super::result::{Error, aw_result};
 use super::views::{aw_bytes, aw_str};
-use crate::bridge::{Bridge, BridgeParams, Output};
+use crate::bridge::{Bridge, BridgeParams, Dialect, Output};
 use crate::cursor::{ExitStatus, Invocation};
 
 /// One request, from its OpenAI body to the end of its HTTP response: an opaque handle
@@ -254,7 +254,7 @@ pub unsafe extern "C" fn aw_bridge_new(
             created_unix,
             id_seed,
         };
-        let bridge = Bridge::new(body, &config, params);
+        let bridge = Bridge::new(Dialect::ChatCompletions, body, &config, params);
         let invocation = match bridge.invocation().map(CInvocation::of).transpose() {
             Ok(invocation) => invocation,
             Err(error) => return error.code,

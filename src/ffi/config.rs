@@ -10,7 +10,7 @@ use super::boundary::{
 use super::result::{Error, aw_result};
 use super::views::aw_str;
 use crate::bridge::Config;
-use crate::openai::ReasoningField;
+use crate::openai::chat::ReasoningField;
 use crate::tools::ToolStrategy;
 
 /// Settings for `aw_bridge_new` and `aw_decoder_new`: an opaque handle, created with the
@@ -770,6 +770,35 @@ pub unsafe extern "C" fn aw_config_get_request_max_tools(
     unsafe { get(config, out_value, |c| Some(c.request_limits.max_tools)) }
 }
 
+/// Sets `request_reject_attachments`: whether a request holding an image, audio clip or file is answered with 400 instead of passing each on to the agent as a text placeholder naming its kind, media type and size (default false).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_config_set_request_reject_attachments(
+    config: *mut aw_config,
+    value: bool,
+) -> aw_result {
+    // SAFETY: forwarded contract (the module's pointer rules).
+    unsafe {
+        set(config, |c| {
+            c.request_limits.reject_attachments = value;
+            Ok(())
+        })
+    }
+}
+
+/// Reads `request_reject_attachments` (see `aw_config_set_request_reject_attachments`) into `*out_value`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_config_get_request_reject_attachments(
+    config: *const aw_config,
+    out_value: *mut bool,
+) -> aw_result {
+    // SAFETY: forwarded contract (the module's pointer rules).
+    unsafe {
+        get(config, out_value, |c| {
+            Some(c.request_limits.reject_attachments)
+        })
+    }
+}
+
 /// Sets `loop_guard_max_failed_repeats`: after this many identical calls in a row in the
 /// current turn that all failed, the next identical one is refused (default 2; 0 turns
 /// the limit off; see the Rust `LoopGuardConfig`).
@@ -827,8 +856,8 @@ pub unsafe extern "C" fn aw_config_get_loop_guard_max_repeats(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::RequestLimits;
     use crate::cursor::DecoderConfig;
-    use crate::openai::request::RequestLimits;
     use crate::tools::loop_guard::LoopGuardConfig;
 
     /// Every `Config` field has a setter: the expected value below is a struct literal
@@ -859,6 +888,7 @@ mod tests {
                 max_body_bytes: 10,
                 max_messages: 11,
                 max_tools: 12,
+                reject_attachments: true,
             },
             loop_guard: LoopGuardConfig {
                 max_failed_repeats: 13,
@@ -890,6 +920,7 @@ mod tests {
                 aw_config_set_request_max_body_bytes(config, 10),
                 aw_config_set_request_max_messages(config, 11),
                 aw_config_set_request_max_tools(config, 12),
+                aw_config_set_request_reject_attachments(config, true),
                 aw_config_set_loop_guard_max_failed_repeats(config, 13),
                 aw_config_set_loop_guard_max_repeats(config, 14),
             ];

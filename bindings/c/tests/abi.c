@@ -128,6 +128,7 @@ static void test_config(void)
     EXPECT(aw_config_set_request_max_body_bytes(config, 20), AW_RESULT_OK);
     EXPECT(aw_config_set_request_max_messages(config, 21), AW_RESULT_OK);
     EXPECT(aw_config_set_request_max_tools(config, 22), AW_RESULT_OK);
+    EXPECT(aw_config_set_request_reject_attachments(config, true), AW_RESULT_OK);
     EXPECT(aw_config_set_loop_guard_max_failed_repeats(config, 23), AW_RESULT_OK);
     EXPECT(aw_config_set_loop_guard_max_repeats(config, 24), AW_RESULT_OK);
 
@@ -171,6 +172,8 @@ static void test_config(void)
     CHECK(size == 21);
     EXPECT(aw_config_get_request_max_tools(config, &size), AW_RESULT_OK);
     CHECK(size == 22);
+    EXPECT(aw_config_get_request_reject_attachments(config, &b), AW_RESULT_OK);
+    CHECK(b);
     EXPECT(aw_config_get_loop_guard_max_failed_repeats(config, &u32), AW_RESULT_OK);
     CHECK(u32 == 23);
     EXPECT(aw_config_get_loop_guard_max_repeats(config, &u32), AW_RESULT_OK);

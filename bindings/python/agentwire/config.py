@@ -272,6 +272,10 @@ class Config(Handle):
         "size_t", "Most messages a request may have; more is answered with 400."
     )
     request_max_tools = _int("size_t", "Most tools a request may offer; more is answered with 400.")
+    request_reject_attachments = _bool(
+        "Whether a request holding an image, audio clip or file is refused (400) instead of "
+        "each attachment becoming a short text placeholder naming its media type and size."
+    )
     loop_guard_max_failed_repeats = _int(
         "uint32_t",
         "After this many identical calls in a row in the current turn that all failed, the "
@@ -309,6 +313,7 @@ class Config(Handle):
         request_max_body_bytes: Optional[int] = None,
         request_max_messages: Optional[int] = None,
         request_max_tools: Optional[int] = None,
+        request_reject_attachments: Optional[bool] = None,
         loop_guard_max_failed_repeats: Optional[int] = None,
         loop_guard_max_repeats: Optional[int] = None,
     ) -> None:

@@ -28,6 +28,7 @@ VALUES = {
     "request_max_body_bytes": 10,
     "request_max_messages": 11,
     "request_max_tools": 12,
+    "request_reject_attachments": True,
     "loop_guard_max_failed_repeats": 13,
     "loop_guard_max_repeats": 14,
 }

@@ -1,0 +1,93 @@
+//! Every API dialect through the Bridge: each encoder gives the same response whatever the
+//! chunking of the agent's output, on every project transcript and real capture, and keeps
+//! its own contract on each. A dialect adds itself here with one line per response kind.
+
+mod support;
+
+use std::path::Path;
+
+use agentwire::bridge::Dialect;
+use serde_json::Value;
+use support::check_stream;
+use support::drive::{Response, drive, every_transcript_in_every_chunking, hello};
+
+/// Chat Completions: a stream that keeps the chunk contract, or an error body.
+fn check_chat_stream(path: &Path, _: &[u8], response: &Response) {
+    if response.status == 200 {
+        assert_eq!(
+            response.content_type,
+            "text/event-stream",
+            "{}",
+            path.display()
+        );
+        let summary = check_stream(&response.body);
+        assert_eq!(summary.done, 1, "{}", path.display());
+    } else {
+        check_chat_error(path, response);
+    }
+}
+
+/// Chat Completions: one JSON body, the completion or an error.
+fn check_chat_body(path: &Path, _: &[u8], response: &Response) {
+    assert_eq!(response.content_type, "application/json");
+    if response.status == 200 {
+        let body: Value = serde_json::from_slice(&response.body).unwrap();
+        assert_eq!(body["object"], "chat.completion", "{}", path.display());
+    } else {
+        check_chat_error(path, response);
+    }
+}
+
+fn check_chat_error(path: &Path, response: &Response) {
+    assert!(response.status >= 400, "{}", path.display());
+    assert!(response.retryable.is_some(), "{}", path.display());
+    let body: Value = serde_json::from_slice(&response.body).unwrap();
+    assert!(body["error"]["message"].is_string(), "{}", path.display());
+}
+
+#[test]
+fn chat_completions_stream() {
+    let request = hello(Dialect::ChatCompletions, true);
+    every_transcript_in_every_chunking(Dialect::ChatCompletions, &request, check_chat_stream);
+}
+
+#[test]
+fn chat_completions_body() {
+    let request = hello(Dialect::ChatCompletions, false);
+    every_transcript_in_every_chunking(Dialect::ChatCompletions, &request, check_chat_body);
+}
+
+#[test]
+fn dialects_not_implemented_answer_501_in_their_error_body_and_spawn_nothing() {
+    for (dialect, error_type) in [
+        (Dialect::Responses, "/error/type"),
+        (Dialect::Messages, "/error/type"),
+    ] {
+        for stream in [true, false] {
+            let response = drive(dialect, &hello(dialect, stream), &[b"never read\n"]);
+            assert_eq!(
+                (
+                    response.status,
+                    response.content_type,
+                    response.retryable,
+                    response.stops
+                ),
+                (501, "application/json", Some(false), 0),
+                "{dialect:?}"
+            );
+            let body: Value = serde_json::from_slice(&response.body).unwrap();
+            assert!(
+                body.pointer(error_type).is_some_and(Value::is_string),
+                "{body}"
+            );
+            let message = body
+                .pointer("/error/message")
+                .and_then(Value::as_str)
+                .unwrap();
+            assert!(message.ends_with("is not implemented yet."), "{message}");
+        }
+    }
+    let messages = drive(Dialect::Messages, &hello(Dialect::Messages, true), &[]);
+    let body: Value = serde_json::from_slice(&messages.body).unwrap();
+    assert_eq!(body["type"], "error", "the Anthropic shape: {body}");
+}
