@@ -33,6 +33,11 @@ cargo build --quiet --all-features --lib --example translate --example events
 lib=target/debug
 translate=$lib/examples/translate
 events=$lib/examples/events
+# Programs linked to the shared library load it by its SONAME (libagentwire.so.MAJOR, set
+# by build.rs), which cargo does not create: a link by that name, as install.sh makes one.
+soname_dir=$out/soname
+mkdir -p "$soname_dir"
+ln -sfn "$root/$lib/libagentwire.so" "$soname_dir/$(readelf -d "$lib/libagentwire.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]$/\1/p')"
 
 echo "==> header"
 printf '#include "agentwire.h"\nint main(void) { return aw_version() == 0; }\n' >"$out/header.c"
@@ -49,7 +54,7 @@ build() { # build NAME SOURCE FLAGS...
 for prog in abi drive; do
     src=bindings/c/tests/$prog.c
     check "$prog static" build "$prog-static" "$src" -DAW_TEST_HOOKS "$lib/libagentwire.a" "${LIBS[@]}"
-    check "$prog shared" build "$prog-shared" "$src" -DAW_TEST_HOOKS -L"$lib" -lagentwire -Wl,-rpath,"$root/$lib"
+    check "$prog shared" build "$prog-shared" "$src" -DAW_TEST_HOOKS -L"$lib" -lagentwire -Wl,-rpath,"$root/$soname_dir"
     check "$prog asan" build "$prog-asan" "$src" -DAW_TEST_HOOKS "${SAN[@]}" "$lib/libagentwire.a" "${LIBS[@]}"
 done
 # The same test compiled and linked as C++17: the header serves C++ callers too.
@@ -63,7 +68,7 @@ prefix=$out/prefix
 rm -rf "$prefix"
 check "install.sh" bindings/c/install.sh "$prefix" "$lib"
 export PKG_CONFIG_PATH=$root/$prefix/lib/pkgconfig
-check "pkg-config version" test "$(pkg-config --modversion agentwire)" = "$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
+check "pkg-config version" test "$(pkg-config --modversion agentwire)" = "$(sed -n 's/^#define AW_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' include/agentwire.h | paste -sd.)"
 # shellcheck disable=SC2046
 check "abi via pkg-config" gcc "${STRICT[@]}" -DAW_TEST_HOOKS bindings/c/tests/abi.c \
     $(pkg-config --cflags --libs agentwire) -Wl,-rpath,"$root/$prefix/lib" -o "$out/abi-pkgconfig"
