@@ -112,7 +112,8 @@ lib/pkgconfig/agentwire.pc"
     (
         cd "$build"
         export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
-        # The README's lines, with PREFIX for $HOME/.local.
+        # The README's lines, with this prefix for its $HOME/.local (and the static line
+        # taking the archive from the prefix rather than from target/release).
         # shellcheck disable=SC2046
         {
             cc abi.c -I"$prefix/include" "$prefix/lib/libagentwire.a" -lgcc_s -lutil -lrt -lpthread -lm -ldl -o abi-static

@@ -5,8 +5,9 @@
 #
 #   source  builds the package from the source tree into .venv, with the `ffi-test-hooks`
 #           feature so that the poisoned-handle tests run, and tests it there;
-#   wheel   builds what a release publishes, with maturin, into target/python-dist: the
-#           sdist, then a wheel built from that sdist (so the sdist is known to be complete);
+#   wheel   builds what a release publishes into target/python-dist, with `python -m build`
+#           and maturin: the sdist, then a wheel built from that sdist (so the sdist is known
+#           to be complete);
 #           checks both with `twine check --strict`; installs the wheel, and nothing else
 #           of the package, into a fresh virtualenv, offline; checks the installed metadata
 #           and licence files; and runs tests/ against the installed package, from outside
@@ -39,14 +40,15 @@ from_wheel() {
     local dist=$root/target/python-dist fresh=$root/target/python-wheel-venv start=$SECONDS
     rm -rf "$dist" "$fresh"
     mkdir -p "$dist"
-    (cd bindings/python && maturin sdist --out "$dist" 2>&1) | sed "s/^/    /"
-    local sdist
-    sdist=$(echo "$dist"/agentwire-*.tar.gz)
-    # `--compatibility pypi`: a platform tag PyPI accepts (manylinux_2_X, X from the glibc
-    # symbols the library uses). The crates are shared with the other builds' target dir.
+    # `python -m build` as a release runs it: the sdist, then a wheel built from the
+    # unpacked sdist. `--compatibility pypi`: a platform tag PyPI accepts (manylinux_2_X,
+    # X from the glibc symbols the library uses). The crates are shared with the other
+    # builds' target directory.
     CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target} MATURIN_PEP517_ARGS="--compatibility pypi" \
-        "${pip[@]}" wheel --quiet --no-deps --no-build-isolation --no-cache-dir -w "$dist" "$sdist"
-    local wheel
+        "$venv/bin/python" -m build --no-isolation --outdir "$dist" bindings/python >"$dist/build.log" 2>&1 ||
+        { cat "$dist/build.log"; exit 1; }
+    local sdist wheel
+    sdist=$(echo "$dist"/agentwire-*.tar.gz)
     wheel=$(echo "$dist"/agentwire-*.whl)
     echo "    sdist and wheel built in $((SECONDS - start)) s: $(basename "$sdist") $(du -k "$sdist" | cut -f1) KiB, $(basename "$wheel") $(du -k "$wheel" | cut -f1) KiB"
     "$venv/bin/twine" check --strict "$sdist" "$wheel"
