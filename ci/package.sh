@@ -79,7 +79,7 @@ check_python() {
 
 check_c() {
     echo "==> the C library, installed into a prefix"
-    cargo build --release --lib --quiet
+    cargo build -p agentwire --release --lib --quiet
     local work=$target/package-c
     rm -rf "$work"
     mkdir -p "$work"

@@ -58,7 +58,9 @@ fi
 
 if [ -d benches ] && ls benches/*.rs >/dev/null 2>&1; then
     step "benches compile"
-    cargo bench --no-run --quiet
+    # Only that they build: without the bench profile's fat LTO and single codegen unit,
+    # which cost most of this step and matter only to the figures (benches/run.sh).
+    CARGO_PROFILE_BENCH_LTO=false CARGO_PROFILE_BENCH_CODEGEN_UNITS=16 cargo bench --no-run --quiet
 fi
 
 step "all tests passed"
