@@ -29,8 +29,11 @@ check_crate() {
     local log=$target/package-check.log
     mkdir -p "$target"
     # --allow-dirty: the suite also runs on work not yet committed. --offline: ci/setup.sh
-    # fetched every crate the verification build needs.
-    if ! cargo package -p agentwire --allow-dirty --all-features --offline >"$log" 2>&1; then
+    # fetched every crate the verification build needs. A target directory of its own: the
+    # verification rebuilds dependencies with the package's features, and in the shared one
+    # that would make every later build of the crate and its tests start over.
+    if ! cargo package -p agentwire --allow-dirty --all-features --offline \
+        --target-dir "$target/package-check" >"$log" 2>&1; then
         cat "$log"
         echo "ci/package.sh: cargo package failed" >&2
         exit 1
@@ -44,7 +47,7 @@ check_crate() {
     local version crate_file
     version=$(cargo metadata --format-version 1 --no-deps --offline |
         python3 -c 'import json, sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "agentwire"))')
-    crate_file=$target/package/agentwire-$version.crate
+    crate_file=$target/package-check/package/agentwire-$version.crate
     local unexpected=() oversized=() files=0 name size
     while IFS=' ' read -r size name; do
         name=${name#agentwire-"$version"/}
