@@ -63,8 +63,15 @@
  *   cargo build --release, then
  *   static: cc app.c -Iinclude target/release/libagentwire.a -lgcc_s -lutil -lrt -lpthread
  *           -lm -ldl  (what `cargo rustc -- --print native-static-libs` lists)
- *   shared: cc app.c -Iinclude -Ltarget/release -lagentwire
- *   There is no ABI stability between versions yet: link the version this header is of.
+ *   shared: bindings/c/install.sh PREFIX (the header, both libraries with the SONAME
+ *           links, agentwire.pc), then with PKG_CONFIG_PATH=PREFIX/lib/pkgconfig:
+ *           cc app.c $(pkg-config --cflags --libs agentwire) -Wl,-rpath,PREFIX/lib
+ *
+ * VERSIONS
+ *   AW_VERSION_* below is the version of the C ABI, apart from the Rust crate's. The major
+ *   changes when the ABI breaks, and with it the shared library's SONAME
+ *   (libagentwire.so.MAJOR); the minor when functions or enum values are added; the patch
+ *   for anything else. aw_version() gives the linked library's.
  */
 
 
@@ -75,7 +82,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/** The version of this header (aw_version() gives the library's). */
+/** The C ABI version of this header (aw_version() gives the linked library's). */
 #define AW_VERSION_MAJOR 0
 #define AW_VERSION_MINOR 1
 #define AW_VERSION_PATCH 0
@@ -847,9 +854,10 @@ const char *aw_result_name(uint32_t result);
 bool aw_result_is_status(uint32_t result);
 
 /**
- * The version of the linked library, `"MAJOR.MINOR.PATCH"` (compare with the header's
- * `AW_VERSION_MAJOR`, `AW_VERSION_MINOR`, `AW_VERSION_PATCH` to detect a header and a
- * library that do not match; there is no ABI stability between versions yet).
+ * The C ABI version of the linked library, `"MAJOR.MINOR.PATCH"`. Compare it with the
+ * header's `AW_VERSION_MAJOR`, `AW_VERSION_MINOR`, `AW_VERSION_PATCH` to detect a header
+ * and a library that do not match: the major changes when the ABI breaks (and with it the
+ * SONAME, `libagentwire.so.MAJOR`), the minor when functions or values are added.
  *
  * Memory and lifetimes: static and NUL-terminated; do not free it.
  */

@@ -37,6 +37,14 @@ cargo build --quiet --all-features --lib --example translate --example events
 lib=target/debug
 translate=$lib/examples/translate
 events=$lib/examples/events
+# Programs linked to the shared library load it by its SONAME (libagentwire.so.MAJOR, set
+# by build.rs), which cargo does not create: a link by that name, as install.sh makes one.
+soname_link() { # soname_link LIBDIR LINKDIR: LINKDIR/<SONAME> → LIBDIR/libagentwire.so
+    mkdir -p "$2"
+    ln -sfn "$root/$1/libagentwire.so" "$2/$(readelf -d "$1/libagentwire.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]$/\1/p')"
+}
+soname_dir=$out/soname
+soname_link "$lib" "$soname_dir"
 
 echo "==> header"
 printf '#include "agentwire.h"\nint main(void) { return aw_version() == 0; }\n' >"$out/header.c"
@@ -56,7 +64,7 @@ check "README has a C block" test -s "$out/readme_loop.inc"
 for prog in abi drive threads readme; do
     src=bindings/c/tests/$prog.c
     check "$prog static" build "$prog-static" "$src" -DAW_TEST_HOOKS -I"$out" "$lib/libagentwire.a" "${LIBS[@]}"
-    check "$prog shared" build "$prog-shared" "$src" -DAW_TEST_HOOKS -I"$out" -L"$lib" -lagentwire -Wl,-rpath,"$root/$lib"
+    check "$prog shared" build "$prog-shared" "$src" -DAW_TEST_HOOKS -I"$out" -L"$lib" -lagentwire -Wl,-rpath,"$root/$soname_dir"
     check "$prog asan" build "$prog-asan" "$src" -DAW_TEST_HOOKS -I"$out" "${SAN[@]}" "$lib/libagentwire.a" "${LIBS[@]}"
 done
 # The same test compiled and linked as C++17: the header serves C++ callers too.
@@ -67,20 +75,21 @@ check "plugin asan" build plugin-asan bindings/c/examples/plugin.c "${SAN[@]}" "
 
 echo "==> build against the release library"
 # What users link: optimised, without the test hooks.
-cargo build --quiet --release --lib
+cargo build --quiet --release --lib -p agentwire
 release=target/release
+soname_link "$release" "$out/soname-release"
 for prog in abi drive threads readme; do
     check "$prog release" build "$prog-release" bindings/c/tests/$prog.c -I"$out" "$release/libagentwire.a" "${LIBS[@]}"
 done
 check "readme release shared" build readme-release-shared bindings/c/tests/readme.c -I"$out" \
-    -L"$release" -lagentwire -Wl,-rpath,"$root/$release"
+    -L"$release" -lagentwire -Wl,-rpath,"$root/$out/soname-release"
 
 echo "==> install + pkg-config"
 prefix=$out/prefix
 rm -rf "$prefix"
 check "install.sh" bindings/c/install.sh "$prefix" "$lib"
 export PKG_CONFIG_PATH=$root/$prefix/lib/pkgconfig
-check "pkg-config version" test "$(pkg-config --modversion agentwire)" = "$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
+check "pkg-config version" test "$(pkg-config --modversion agentwire)" = "$(sed -n 's/^#define AW_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' include/agentwire.h | paste -sd.)"
 # shellcheck disable=SC2046
 check "abi via pkg-config" gcc "${STRICT[@]}" -DAW_TEST_HOOKS bindings/c/tests/abi.c \
     $(pkg-config --cflags --libs agentwire) -Wl,-rpath,"$root/$prefix/lib" -o "$out/abi-pkgconfig"

@@ -238,5 +238,6 @@ def optional_symbol(name: str) -> Optional[Any]:
     """A library function that may be absent (the test hooks)."""
     try:
         return getattr(lib, name)
-    except AttributeError:
+    except (AttributeError, ffi.error):
+        # cffi's ABI mode reports a symbol the library lacks as ffi.error.
         return None
