@@ -48,14 +48,14 @@ from_wheel() {
         "$venv/bin/python" -m build --no-isolation --outdir "$dist" bindings/python >"$dist/build.log" 2>&1 ||
         { cat "$dist/build.log"; exit 1; }
     local sdist wheel
-    sdist=$(echo "$dist"/agentwire-*.tar.gz)
-    wheel=$(echo "$dist"/agentwire-*.whl)
+    sdist=$(echo "$dist"/agentwire_bridge-*.tar.gz)
+    wheel=$(echo "$dist"/agentwire_bridge-*.whl)
     echo "    sdist and wheel built in $((SECONDS - start)) s: $(basename "$sdist") $(du -k "$sdist" | cut -f1) KiB, $(basename "$wheel") $(du -k "$wheel" | cut -f1) KiB"
     "$venv/bin/twine" check --strict "$sdist" "$wheel"
 
     python3 -m venv --without-pip "$fresh"
     "${pip[@]}" --python "$fresh/bin/python" install --quiet --no-index \
-        --find-links "$root/.tools/wheelhouse" -c bindings/python/requirements-test.txt "$wheel[test]"
+        --find-links "$root/.tools/wheelhouse" -r bindings/python/requirements-test.txt "$wheel"
 
     # Everything below runs from an empty directory, so nothing but the installed package
     # can be imported as `agentwire` (pytest adds only tests/ itself to sys.path).
@@ -76,7 +76,7 @@ FRESH = Path(os.environ["AGENTWIRE_WHEEL_VENV"]).resolve()
 
 
 def check_installed():
-    dist = importlib.metadata.distribution("agentwire")
+    dist = importlib.metadata.distribution("agentwire-bridge")
     meta = dist.metadata
     assert meta["License-Expression"] == "MIT OR Apache-2.0", meta["License-Expression"]
     licences = sorted(f.name for f in dist.files if "licenses" in f.parts)
