@@ -22,7 +22,7 @@
 //! neutral model of what the client asked, which [`tools`] (the agent's tool use mapped
 //! onto the client's tools, and the loop guard) and [`openai::prompt`] read; [`bridge`]
 //! composes them all into one request's state machine — the object adapters drive;
-//! [`ffi`] is its C ABI.
+//! [`ffi`] is its C ABI (the default `capi` feature).
 //!
 //! The one rule every driver keeps: **after every input, drain the outputs (`poll_*`)
 //! until they return `None`.** See [`bridge::Bridge`] for the whole loop, and
@@ -35,7 +35,9 @@ pub mod bridge;
 pub mod conversation;
 pub mod cursor;
 pub mod event;
-// The C ABI: the one module allowed `unsafe` (each block says why it is sound).
+// The C ABI: the one module allowed `unsafe` (each block says why it is sound). Behind the
+// default `capi` feature, so that bindings with their own boundary do not carry it.
+#[cfg(feature = "capi")]
 #[allow(unsafe_code)]
 pub mod ffi;
 pub mod framing;
