@@ -6,6 +6,7 @@
 
 import { RawError, takePanicMessage } from '../wasm/agentwire_js.js';
 import { AgentwireError, isErrorCode } from './errors.js';
+import { recoverFromTrap } from './module.js';
 
 /** {@link Handle.call} from outside the class hierarchy, for the package's tests (`testing.ts`). */
 let callOn: <R extends RawObject, T>(handle: Handle<R>, call: (raw: R) => T) => T;
@@ -96,18 +97,27 @@ export abstract class Handle<R extends RawObject> implements Disposable {
       this.#poisoned = true;
       // Unregistered from the finalizer too: it must never be freed.
       raw?.__destroy_into_raw?.();
-      const message = takePanicMessage() || error.message;
-      return new AgentwireError('panic', `agentwire panicked (a bug in agentwire): ${message}; this ${this.#what} is now unusable`);
+      return panicked(error, `; this ${this.#what} is now unusable`);
     }
     return convert(error);
   }
 }
 
-/** A `RawError` as an {@link AgentwireError}; anything else as it is. */
+/**
+ * What to throw for `error`, caught from a call that has no object (yet): a `RawError` as
+ * an {@link AgentwireError} with its code, a trap as `panic`, anything else as it is.
+ */
 export function convert(error: unknown): unknown {
+  if (error instanceof WebAssembly.RuntimeError) return panicked(error, '');
   if (!(error instanceof RawError)) return error;
   const code = error.code;
   const message = error.message;
   error.free();
   return new AgentwireError(isErrorCode(code) ? code : 'invalidArgument', message);
+}
+
+function panicked(trap: WebAssembly.RuntimeError, consequence: string): AgentwireError {
+  recoverFromTrap();
+  const message = takePanicMessage() || trap.message;
+  return new AgentwireError('panic', `agentwire panicked (a bug in agentwire): ${message}${consequence}`);
 }

@@ -5,10 +5,33 @@
  * @module
  */
 
-import initWasm, { initSync as initWasmSync } from '../wasm/agentwire_js.js';
+import initWasm, { type InitOutput, initSync as initWasmSync } from '../wasm/agentwire_js.js';
 import { AgentwireError } from './errors.js';
 
-let loaded = false;
+let loaded: InitOutput | undefined;
+/** The stack pointer between calls (see {@link recoverFromTrap}). */
+let stackTop: number | undefined;
+
+/** The module's own exports beyond wasm-bindgen's: `build.rs` exports its stack pointer. */
+interface StackPointer {
+  __stack_pointer?: WebAssembly.Global;
+}
+
+function loadedWith(exports: InitOutput): InitOutput {
+  stackTop = (exports as InitOutput & StackPointer).__stack_pointer?.value as number | undefined;
+  return exports;
+}
+
+/**
+ * After a trap (a panic): gives back the stack the trapped call was using. A trap leaves
+ * the module's stack pointer where the call was; no call of the module is ever active when
+ * JavaScript catches one (the module calls back into no JavaScript that calls it again), so
+ * the pointer belongs where it rests between calls.
+ */
+export function recoverFromTrap(): void {
+  const pointer = (loaded as (InitOutput & StackPointer) | undefined)?.__stack_pointer;
+  if (pointer !== undefined && stackTop !== undefined) pointer.value = stackTop;
+}
 
 /** The module's bytes or a compiled module. */
 export type WasmSource = BufferSource | WebAssembly.Module;
@@ -20,8 +43,7 @@ export type WasmSource = BufferSource | WebAssembly.Module;
  */
 export function initSync(source: WasmSource): void {
   if (loaded) return;
-  initWasmSync({ module: source });
-  loaded = true;
+  loaded = loadedWith(initWasmSync({ module: source }));
 }
 
 /** Where {@link init} can load the module from. */
@@ -34,13 +56,17 @@ export type WasmInput = RequestInfo | URL | Response | WasmSource;
  */
 export async function init(source?: WasmInput | Promise<WasmInput>): Promise<void> {
   if (loaded) return;
-  await initWasm(source === undefined ? undefined : { module_or_path: source });
-  loaded = true;
+  loaded = loadedWith(await initWasm(source === undefined ? undefined : { module_or_path: source }));
 }
 
 /** Whether the module is loaded. */
 export function isLoaded(): boolean {
-  return loaded;
+  return loaded !== undefined;
+}
+
+/** The module's linear memory, once loaded. Not part of the package's API (its tests watch it). */
+export function wasmMemory(): WebAssembly.Memory | undefined {
+  return loaded?.memory;
 }
 
 /** Throws `notLoaded` unless the module is loaded. */

@@ -9,6 +9,8 @@ import type { Bridge } from './bridge.js';
 import type { Decoder } from './decoder.js';
 import { internalCall } from './handle.js';
 
+export { wasmMemory } from './module.js';
+
 interface Panicking {
   testPanic?(): void;
 }
