@@ -2,9 +2,9 @@
 # The whole test suite: Rust (unit, integration, real-capture conformance, doc tests, the
 # C header's freshness, and both example proxies over loopback with the replay agent —
 # tests/proxy.rs), lints and docs, the C ABI from C (strict, static and shared, sanitizers,
-# valgrind), the Python package built from source, and the real OpenAI clients judging the
-# output. Run from the repository root; `.ci/run` installs what a fresh machine lacks and
-# then runs this.
+# valgrind), the Python package built from source, the JavaScript package (WebAssembly,
+# under Node, Bun and Deno), and the real OpenAI clients judging the output. Run from the
+# repository root; `.ci/run` installs what a fresh machine lacks and then runs this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +17,9 @@ cargo test --all-features
 step "cargo clippy"
 cargo clippy --all-targets --all-features -- -D warnings
 
+step "the core without the C ABI (default features off, as the WebAssembly package builds it)"
+cargo clippy --lib --no-default-features -- -D warnings
+
 step "cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --all-features --quiet
 
@@ -25,6 +28,9 @@ bindings/c/run-tests.sh
 
 step "Python package (built from source, pytest)"
 bindings/python/run-tests.sh
+
+step "JavaScript package (WebAssembly; Node, Bun and Deno; real clients; npm install and pack)"
+bindings/js/run-tests.sh
 
 if [ -x tests/clients/run.sh ]; then
     step "real clients (openai-python, AI SDK, OpenCode; offline and against both proxies)"

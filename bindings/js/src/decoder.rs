@@ -92,20 +92,22 @@ impl RawDecoder {
         None
     }
 
-    /// Every pending event, as a JSON array (`[]` when none).
+    /// Every pending event, as a JSON array; the empty string when none (nothing to parse).
     pub fn drain(&mut self) -> String {
         self.json.clear();
-        self.json.push(b'[');
+        let mut first = true;
         while let Some(event) = self.decoder.poll_event() {
             let mark = self.json.len();
-            if mark > 1 {
-                self.json.push(b',');
-            }
-            if !events::write(&mut self.json, &event) {
+            self.json.push(if first { b'[' } else { b',' });
+            if events::write(&mut self.json, &event) {
+                first = false;
+            } else {
                 self.json.truncate(mark);
             }
         }
-        self.json.push(b']');
+        if !first {
+            self.json.push(b']');
+        }
         self.take_json()
     }
 

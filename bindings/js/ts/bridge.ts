@@ -248,6 +248,7 @@ function readInvocation(raw: RawBridge): Invocation | undefined {
 /** Reads the module's output records (`src/bridge.rs` documents them). */
 function decodeOutputs(records: Uint8Array): BridgeOutput[] {
   const outputs: BridgeOutput[] = [];
+  if (records.length === 0) return outputs;
   const view = new DataView(records.buffer, records.byteOffset, records.byteLength);
   let at = 0;
   while (at < records.length) {

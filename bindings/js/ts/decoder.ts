@@ -96,7 +96,7 @@ export class Decoder extends Handle<RawDecoder> {
     } catch (error) {
       throw this.failure(error);
     }
-    return JSON.parse(json) as AgentEvent[];
+    return json.length === 0 ? [] : (JSON.parse(json) as AgentEvent[]);
   }
 
   /** The next event, or `undefined` until the next input. */
