@@ -330,45 +330,11 @@ fn set<T>(field: &mut T, value: Option<T>) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use agentwire::cursor::DecoderConfig;
+    use agentwire::openai::RequestLimits as CoreRequestLimits;
+    use agentwire::tools::loop_guard::LoopGuardConfig;
 
-    /// Every field of the Rust `Config`, named so that a field added there fails to
-    /// compile here until the package's `Config` has it.
-    fn fields(config: &Config) -> String {
-        let Config {
-            cursor_binary,
-            workspace,
-            cli_config_dir,
-            allow_force,
-            tool_strategy,
-            partial_output,
-            reasoning,
-            activity_notes,
-            head_deadline_ms,
-            keep_alive_ms,
-            idle_timeout_ms,
-            max_duration_ms,
-            batch_window_ms,
-            stderr_tail_bytes,
-            max_envelope_bytes,
-            decoder,
-            request_limits,
-            loop_guard,
-        } = config;
-        format!(
-            "{cursor_binary} {workspace:?} {cli_config_dir:?} {allow_force} {tool_strategy:?} \
-             {partial_output} {reasoning:?} {activity_notes} {head_deadline_ms} {keep_alive_ms} \
-             {idle_timeout_ms} {max_duration_ms:?} {batch_window_ms} {stderr_tail_bytes} \
-             {max_envelope_bytes} {} {} {} {} {} {} {}",
-            decoder.max_line_len,
-            decoder.max_notes,
-            request_limits.max_body_bytes,
-            request_limits.max_messages,
-            request_limits.max_tools,
-            loop_guard.max_failed_repeats,
-            loop_guard.max_repeats,
-        )
-    }
+    use super::*;
 
     #[test]
     fn every_field_reaches_its_rust_field() {
@@ -382,25 +348,53 @@ mod tests {
             "requestLimits": {"maxBodyBytes": 10, "maxMessages": 11, "maxTools": 12},
             "loopGuard": {"maxFailedRepeats": 13, "maxRepeats": 14}
         }"#;
-        let config = parse(Some(json)).unwrap();
-        assert_eq!(
-            fields(&config),
-            r#"/opt/agent Some("/srv") Some("/cfg") true EnvelopeOnly false Omitted false 1 2 3 Some(4) 5 6 7 8 9 10 11 12 13 14"#
-        );
+        // Every field named, none defaulted: a field added to the Rust `Config` fails to
+        // compile here until the package's `Config` has it.
+        let expected = Config {
+            cursor_binary: "/opt/agent".into(),
+            workspace: Some("/srv".into()),
+            cli_config_dir: Some("/cfg".into()),
+            allow_force: true,
+            tool_strategy: ToolStrategy::EnvelopeOnly,
+            partial_output: false,
+            reasoning: ReasoningField::Omitted,
+            activity_notes: false,
+            head_deadline_ms: 1,
+            keep_alive_ms: 2,
+            idle_timeout_ms: 3,
+            max_duration_ms: Some(4),
+            batch_window_ms: 5,
+            stderr_tail_bytes: 6,
+            max_envelope_bytes: 7,
+            decoder: DecoderConfig {
+                max_line_len: 8,
+                max_notes: 9,
+            },
+            request_limits: CoreRequestLimits {
+                max_body_bytes: 10,
+                max_messages: 11,
+                max_tools: 12,
+            },
+            loop_guard: LoopGuardConfig {
+                max_failed_repeats: 13,
+                max_repeats: 14,
+            },
+        };
+        assert_eq!(format!("{:?}", parse(Some(json)).unwrap()), format!("{expected:?}"));
     }
 
     #[test]
     fn left_out_fields_keep_the_defaults_and_null_clears_an_option() {
+        let defaults = format!("{:?}", Config::default());
         let config = parse(Some(r#"{"maxDurationMs": 9, "decoder": {}}"#)).unwrap();
-        assert_eq!(config.max_duration_ms, Some(9));
         let expected = Config {
             max_duration_ms: Some(9),
             ..Config::default()
         };
-        assert_eq!(fields(&config), fields(&expected));
+        assert_eq!(format!("{config:?}"), format!("{expected:?}"));
         let config = parse(Some(r#"{"workspace": null, "maxDurationMs": null}"#)).unwrap();
-        assert_eq!(fields(&config), fields(&Config::default()));
-        assert_eq!(fields(&parse(None).unwrap()), fields(&Config::default()));
+        assert_eq!(format!("{config:?}"), defaults);
+        assert_eq!(format!("{:?}", parse(None).unwrap()), defaults);
     }
 
     #[test]
@@ -450,7 +444,7 @@ mod tests {
     fn the_defaults_read_back_as_the_patch_that_sets_them() {
         let json = default_json();
         let config = parse(Some(&json)).unwrap();
-        assert_eq!(fields(&config), fields(&Config::default()));
+        assert_eq!(format!("{config:?}"), format!("{:?}", Config::default()));
         assert!(
             json.contains(r#""workspace":null"#) && json.contains(r#""toolStrategy":"readOnly""#)
         );

@@ -11,6 +11,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, jsonSchema, streamText, tool } from 'ai';
 import OpenAI from 'openai';
 import { createAgentFetch } from 'agentwire/node';
+import { assertTextAnswer, assertToolCallTurn, offeredTools, reasonOf, resultOf, streamParts } from '../../../tests/clients/node/judge.mjs';
 import { FIXTURES, PACKAGE, rustProgram } from './support/paths.mjs';
 import { aliveIn, waitUntil, zombies } from './support/procs.mjs';
 
@@ -33,29 +34,6 @@ const runsIn = (log) =>
         .filter(Boolean)
         .map((line) => JSON.parse(line))
     : [];
-const events = (name) =>
-  readFileSync(join(FIXTURES, name), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line));
-const resultOf = (name) => events(name).find((e) => e.type === 'result');
-const thinkingOf = (name) =>
-  events(name)
-    .filter((e) => e.type === 'thinking' && e.subtype === 'delta')
-    .map((e) => e.text)
-    .join('');
-const reasonOf = (fr) => (typeof fr === 'string' ? fr : fr?.unified);
-const deltaText = (p) => p.text ?? p.delta;
-
-async function streamParts(options) {
-  const errors = [];
-  const result = streamText({ maxRetries: 0, onError: ({ error }) => errors.push(error), ...options });
-  const parts = [];
-  for await (const part of result.fullStream) parts.push(part);
-  assert.deepEqual(parts.filter((p) => p.type === 'error'), [], 'no chunk failed validation');
-  assert.deepEqual(errors, []);
-  return { result, parts };
-}
 
 /** Every agent a log names is gone, its group empty, and none is left a zombie of ours. */
 async function assertAgentsGone(log, ms) {
@@ -67,32 +45,16 @@ async function assertAgentsGone(log, ms) {
 
 test('AI SDK streamText: text, reasoning, usage and finish reason', async () => {
   const provider = createOpenAICompatible({ name: 'cursor', baseURL: BASE_URL, fetch: agentFetch(), includeUsage: true });
-  const { result, parts } = await streamParts({ model: provider('e2e-text'), prompt: 'hi' });
-  const want = resultOf('multibyte.jsonl');
-  assert.equal(parts.filter((p) => p.type === 'text-delta').map(deltaText).join(''), want.result);
-  assert.equal(parts.filter((p) => p.type === 'text-start').length, 1);
-  assert.equal(parts.filter((p) => p.type === 'reasoning-delta').map(deltaText).join(''), thinkingOf('multibyte.jsonl'));
-  assert.equal(reasonOf(parts.find((p) => p.type === 'finish').finishReason), 'stop');
-  const usage = await result.usage;
-  const counts = want.usage;
-  assert.equal(usage.inputTokens, counts.inputTokens + counts.cacheReadTokens + counts.cacheWriteTokens);
-  assert.equal(usage.outputTokens, counts.outputTokens);
+  const { result, parts } = await streamParts(streamText, { model: provider('e2e-text'), prompt: 'hi' });
+  await assertTextAnswer(result, parts);
 });
 
 test('AI SDK streamText with tools: two parallel tool calls, then the agent is stopped', async () => {
   const log = logFile();
   const provider = createOpenAICompatible({ name: 'cursor', baseURL: BASE_URL, fetch: agentFetch({ log }) });
-  const offered = JSON.parse(readFileSync(join(FIXTURES, 'requests/client_tools.json'), 'utf8')).tools;
-  const tools = Object.fromEntries(
-    offered.map((t) => [t.function.name, tool({ description: t.function.description, inputSchema: jsonSchema(t.function.parameters) })]),
-  );
-  const { parts } = await streamParts({ model: provider('e2e-tools'), prompt: 'fix the failing test', tools });
-  const calls = parts.filter((p) => p.type === 'tool-call');
-  assert.deepEqual(calls.map((c) => c.toolName), ['bash', 'read']);
-  assert.ok(calls.every((c) => !c.invalid && typeof c.input === 'object'), 'inputs parse and match the schemas');
-  assert.equal(calls[0].input.command, 'ls -la');
-  assert.equal(new Set(calls.map((c) => c.toolCallId)).size, 2);
-  assert.equal(reasonOf(parts.find((p) => p.type === 'finish').finishReason), 'tool-calls');
+  const tools = offeredTools(tool, jsonSchema);
+  const { parts } = await streamParts(streamText, { model: provider('e2e-tools'), prompt: 'fix the failing test', tools });
+  assertToolCallTurn(parts);
   await assertAgentsGone(log, 5_000);
 });
 

@@ -138,23 +138,20 @@ export class Bridge extends Handle<RawBridge> {
 
   /** Bytes the agent wrote to stdout, in any chunking. */
   pushStdout(data: Uint8Array, nowMs: number): void {
-    const raw = this.raw();
-    requireBytes(data, 'data');
-    requireNumber(nowMs, 'nowMs');
-    try {
-      raw.pushStdout(data, nowMs);
-    } catch (error) {
-      throw this.failure(error);
-    }
+    this.#push(RawBridge.prototype.pushStdout, data, nowMs);
   }
 
   /** Bytes the agent wrote to stderr, in any chunking (only the tail is kept, for failure messages). */
   pushStderr(data: Uint8Array, nowMs: number): void {
+    this.#push(RawBridge.prototype.pushStderr, data, nowMs);
+  }
+
+  #push(push: (this: RawBridge, data: Uint8Array, nowMs: number) => void, data: Uint8Array, nowMs: number): void {
     const raw = this.raw();
     requireBytes(data, 'data');
     requireNumber(nowMs, 'nowMs');
     try {
-      raw.pushStderr(data, nowMs);
+      push.call(raw, data, nowMs);
     } catch (error) {
       throw this.failure(error);
     }
@@ -205,14 +202,7 @@ export class Bridge extends Handle<RawBridge> {
 
   /** Every pending output, in order (an empty array when none): call it after every input. */
   drain(): BridgeOutput[] {
-    const raw = this.raw();
-    let records: Uint8Array;
-    try {
-      records = raw.drain();
-    } catch (error) {
-      throw this.failure(error);
-    }
-    return decodeOutputs(records);
+    return decodeOutputs(this.call((raw) => raw.drain()));
   }
 
   /** The next output, or `undefined` until the next input. */

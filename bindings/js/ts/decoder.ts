@@ -89,13 +89,7 @@ export class Decoder extends Handle<RawDecoder> {
 
   /** Every pending event (an empty array when none). */
   drain(): AgentEvent[] {
-    const raw = this.raw();
-    let json: string;
-    try {
-      json = raw.drain();
-    } catch (error) {
-      throw this.failure(error);
-    }
+    const json = this.call((raw) => raw.drain());
     return json.length === 0 ? [] : (JSON.parse(json) as AgentEvent[]);
   }
 
