@@ -73,7 +73,8 @@ JS
 step "npm pack: what the package holds"
 (cd $js && npm pack --dry-run --json --ignore-scripts --loglevel=error) >"$scratch/pack.json"
 node - "$scratch/pack.json" <<'JS'
-const [pack] = JSON.parse(require('node:fs').readFileSync(process.argv[2], 'utf8'));
+const { readFileSync } = require('node:fs');
+const [pack] = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const files = pack.files.map((f) => f.path).sort();
 const required = ['package.json', 'README.md', 'wasm/agentwire_js_bg.wasm', 'wasm/agentwire_js.js', 'wasm/agentwire_js.d.ts',
   'dist/index.js', 'dist/index.d.ts', 'dist/web.js', 'dist/web.d.ts', 'dist/node/index.js', 'dist/node/index.d.ts'];
@@ -85,6 +86,14 @@ for (const f of files.filter((f) => f.startsWith('dist/') && f.endsWith('.js')))
 if (missing.length || unwanted.length) {
   console.error(`npm pack: missing ${JSON.stringify(missing)}, unwanted ${JSON.stringify(unwanted)}`);
   process.exit(1);
+}
+// No `any` in the public types: the declarations, comments stripped.
+for (const f of files.filter((f) => f.endsWith('.d.ts'))) {
+  const code = readFileSync(`bindings/js/${f}`, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
+  if (/\bany\b/.test(code)) {
+    console.error(`npm pack: ${f} declares something as any`);
+    process.exit(1);
+  }
 }
 const wasm = pack.files.find((f) => f.path === 'wasm/agentwire_js_bg.wasm').size;
 console.log(`    ${files.length} files, ${pack.size} bytes packed (${pack.unpackedSize} unpacked); wasm ${wasm} bytes`);

@@ -30,9 +30,11 @@ if [ "$(.tools/bin/wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $want" 
     fi
 fi
 
-# npm ci rebuilds node_modules from scratch: only when the lock file is newer than what npm
-# last installed. No install scripts run (the package's own `prepare` would build it), but
-# Bun's and Deno's, which link their binaries.
+# Only when the lock file is newer than what npm last installed. No install scripts run (the
+# package's own `prepare` would build it), but Bun's and Deno's, which link their binaries.
+# The test project installs with `npm install --no-save` from its lock file, not `npm ci`:
+# the registry does not serve every platform's binary package (the optional dependencies of
+# Deno and of msgpackr-extract), so the lock file cannot list them all, which `npm ci` refuses.
 stale() {
     [ ! -f "$1/node_modules/.package-lock.json" ] || [ "$1/package-lock.json" -nt "$1/node_modules/.package-lock.json" ]
 }
@@ -40,5 +42,6 @@ if stale bindings/js; then
     (cd bindings/js && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
 fi
 if stale bindings/js/test; then
-    (cd bindings/js/test && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error && npm rebuild --loglevel=error bun deno)
+    (cd bindings/js/test && npm install --no-save --ignore-scripts --no-audit --no-fund --loglevel=error &&
+        npm rebuild --loglevel=error bun deno)
 fi

@@ -106,7 +106,7 @@ export class Bridge extends Handle<RawBridge> {
     if (typeof idSeed !== 'bigint' || idSeed < 0n || idSeed >= 1n << 64n) {
       throw new AgentwireError('invalidArgument', `idSeed must be a bigint from 0 to 2^64 - 1, not ${describe(idSeed)}`);
     }
-    // The place a dialect choice will go (`options.dialect`), beside the config.
+    // An API dialect choice, once the core has one, is one more option passed on here.
     let raw: RawBridge;
     try {
       raw = new RawBridge(bytes, configJson(config), nowMs, created, idSeed);

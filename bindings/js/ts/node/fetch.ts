@@ -10,7 +10,10 @@ import { AgentRun, type AgentRunOptions } from './run.js';
 /** Settings of {@link createAgentFetch}: those of an {@link AgentRun}, for every request. */
 export type AgentFetchOptions = Omit<AgentRunOptions, 'signal' | 'created' | 'idSeed'>;
 
-/** The routes answered, by the end of the URL's path (any base URL works). */
+/**
+ * The route answered, by the end of the URL's path (any base URL works). Each API dialect the
+ * core speaks would be one more route here, handed to the bridge with the request.
+ */
 const CHAT_COMPLETIONS = /\/chat\/completions\/?$/;
 
 /**
