@@ -2,13 +2,15 @@
 //! measured on, in the same run.
 //!
 //! ```text
-//! native MIX_FILE           writes the event mix (tests/support/mix.rs: every event line of
-//!                           the real captures, or of the project's transcripts without them,
-//!                           repeated to 64 MiB) to MIX_FILE, then measures on it
+//! native MIX_FILE [RUNS]    measures on MIX_FILE, first writing the event mix there when it
+//!                           does not exist (tests/support/mix.rs: every event line of the
+//!                           real captures, or of the project's transcripts without them,
+//!                           repeated to 64 MiB)
 //! ```
 //!
-//! Prints one JSON object: the mix's size and the best of five runs, in MB/s, of the Bridge
-//! (`push_stdout` in 4 KiB chunks, every output polled) and of the Decoder (events polled).
+//! Prints one JSON object: the mix's size and the best of RUNS runs (default 1), in MB/s, of
+//! the Bridge (`push_stdout` in 4 KiB chunks, every output polled) and of the Decoder (events
+//! polled). bench.mjs runs it between its own runs, so that both sides see the same load.
 
 #[path = "../../../tests/support/mix.rs"]
 mod mix;
@@ -21,7 +23,6 @@ use agentwire::bridge::{Bridge, BridgeParams, Config, Output};
 use agentwire::cursor::Decoder;
 
 const CHUNK: usize = 4096;
-const RUNS: usize = 5;
 const STREAM: &[u8] =
     br#"{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
 
@@ -57,11 +58,11 @@ fn decoder(input: &[u8]) -> usize {
     events
 }
 
-/// The best of `RUNS` runs of `run` over `input`, in MB/s, and what the run counted.
-fn best(input: &[u8], run: fn(&[u8]) -> usize) -> (f64, usize) {
+/// The best of `runs` runs of `run` over `input`, in MB/s, and what the run counted.
+fn best(input: &[u8], runs: usize, run: fn(&[u8]) -> usize) -> (f64, usize) {
     let mut best = f64::MAX;
     let mut counted = 0;
-    for _ in 0..RUNS {
+    for _ in 0..runs {
         let started = Instant::now();
         counted = black_box(run(black_box(input)));
         best = best.min(started.elapsed().as_secs_f64());
@@ -70,7 +71,9 @@ fn best(input: &[u8], run: fn(&[u8]) -> usize) -> (f64, usize) {
 }
 
 fn main() {
-    let path = std::env::args().nth(1).expect("usage: native MIX_FILE");
+    let mut args = std::env::args().skip(1);
+    let path = args.next().expect("usage: native MIX_FILE [RUNS]");
+    let runs = args.next().map_or(1, |n| n.parse().expect("RUNS is a number"));
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let shared = root.join("../shared/fixtures/cursor-agent");
     let (files, source) = if shared.is_dir() {
@@ -78,10 +81,12 @@ fn main() {
     } else {
         (mix::jsonl_files(&root.join("tests/fixtures")), "project transcripts")
     };
-    let input = mix::event_mix(&files, 64 << 20);
-    std::fs::write(&path, &input).expect("the mix is written");
-    let (bridge_mbs, body_bytes) = best(&input, bridge);
-    let (decoder_mbs, events) = best(&input, decoder);
+    if !Path::new(&path).exists() {
+        std::fs::write(&path, mix::event_mix(&files, 64 << 20)).expect("the mix is written");
+    }
+    let input = std::fs::read(&path).expect("the mix is read");
+    let (bridge_mbs, body_bytes) = best(&input, runs, bridge);
+    let (decoder_mbs, events) = best(&input, runs, decoder);
     println!(
         "{{\"source\":\"{source}\",\"bytes\":{},\"bridge_mbs\":{bridge_mbs:.1},\"body_bytes\":{body_bytes},\"decoder_mbs\":{decoder_mbs:.1},\"events\":{events}}}",
         input.len()
