@@ -73,13 +73,18 @@ fn best(input: &[u8], runs: usize, run: fn(&[u8]) -> usize) -> (f64, usize) {
 fn main() {
     let mut args = std::env::args().skip(1);
     let path = args.next().expect("usage: native MIX_FILE [RUNS]");
-    let runs = args.next().map_or(1, |n| n.parse().expect("RUNS is a number"));
+    let runs = args
+        .next()
+        .map_or(1, |n| n.parse().expect("RUNS is a number"));
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let shared = root.join("../shared/fixtures/cursor-agent");
     let (files, source) = if shared.is_dir() {
         (mix::jsonl_files(&shared), "real captures")
     } else {
-        (mix::jsonl_files(&root.join("tests/fixtures")), "project transcripts")
+        (
+            mix::jsonl_files(&root.join("tests/fixtures")),
+            "project transcripts",
+        )
     };
     if !Path::new(&path).exists() {
         std::fs::write(&path, mix::event_mix(&files, 64 << 20)).expect("the mix is written");

@@ -380,7 +380,10 @@ mod tests {
                 max_repeats: 14,
             },
         };
-        assert_eq!(format!("{:?}", parse(Some(json)).unwrap()), format!("{expected:?}"));
+        assert_eq!(
+            format!("{:?}", parse(Some(json)).unwrap()),
+            format!("{expected:?}")
+        );
     }
 
     #[test]
