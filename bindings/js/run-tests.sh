@@ -37,7 +37,7 @@ step "the Rust answers to compare with"
 node $js/test/expect.mjs "$AGENTWIRE_JS_EXPECTED"
 
 step "the suite under Node $(node --version)"
-(cd $js/test && node --test --test-reporter=dot --test-reporter-destination=stdout ./*.test.mjs)
+(cd $js/test && node --test --test-reporter=tap ./*.test.mjs | grep -Ev '^ *(ok |# Subtest|---|\.\.\.|duration_ms|[0-9]+\.\.[0-9]+$)')
 step "the suite under Bun $($js/test/node_modules/.bin/bun --version)"
 (cd $js/test && node_modules/.bin/bun test --timeout 60000 2>&1 | grep -Ev '^\(pass\)|^$')
 step "the suite under Deno $($js/test/node_modules/.bin/deno --version | head -1 | cut -d' ' -f2)"
