@@ -2,7 +2,8 @@
 # The whole test suite: Rust (unit, integration, real-capture conformance, doc tests, the
 # C header's freshness, and both example proxies over loopback with the replay agent —
 # tests/proxy.rs), lints and docs, the C ABI from C (strict, static and shared, sanitizers,
-# valgrind), the Python package built from source, the packages as users get them (the
+# valgrind), the Python package built from source, the JavaScript package (WebAssembly,
+# under Node, Bun and Deno), the packages as users get them (the
 # crate, the Python sdist and wheel, the C library installed into a prefix), the real
 # OpenAI clients judging the output, and a fuzz smoke run.
 #
@@ -34,6 +35,9 @@ cargo test --all-features
 step "cargo clippy"
 cargo clippy --all-targets --all-features -- -D warnings
 
+step "the core without the C ABI (default features off, as the WebAssembly package builds it)"
+cargo clippy --lib --no-default-features -- -D warnings
+
 step "cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --all-features --quiet
 
@@ -45,6 +49,9 @@ bindings/python/run-tests.sh source
 
 step "packages (the crate, the Python sdist and installed wheel, the C library installed into a prefix)"
 ci/package.sh
+
+step "JavaScript package (WebAssembly; Node, Bun and Deno; real clients; npm install and pack)"
+bindings/js/run-tests.sh
 
 if [ -x tests/clients/run.sh ]; then
     step "real clients (openai-python, AI SDK, OpenCode; offline and against both proxies)"

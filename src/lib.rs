@@ -31,7 +31,7 @@
 //! module parses its requests into the neutral ones and writes events in its frames, and
 //! nothing below it knows its names; [`bridge`] composes them all into one request's state
 //! machine — the object adapters drive, told the dialect by the route; [`ffi`] is its C
-//! ABI.
+//! ABI (the default `capi` feature).
 //!
 //! The one rule every driver keeps: **after every input, drain the outputs (`poll_*`)
 //! until they return `None`.** See [`bridge::Bridge`] for the whole loop, and
@@ -46,7 +46,9 @@ pub mod bridge;
 pub mod conversation;
 pub mod cursor;
 pub mod event;
-// The C ABI: the one module allowed `unsafe` (each block says why it is sound).
+// The C ABI: the one module allowed `unsafe` (each block says why it is sound). Behind the
+// default `capi` feature, so that bindings with their own boundary do not carry it.
+#[cfg(feature = "capi")]
 #[allow(unsafe_code)]
 pub mod ffi;
 pub mod framing;
