@@ -3,19 +3,21 @@
 //! # Why an honest 404 and not an estimate
 //!
 //! The endpoint promises the number of input tokens the model would be charged for. That
-//! number cannot be known here: it depends on cursor-agent's own system prompt (tens of
-//! thousands of tokens, never shown — a one-word request is billed ~20,000 cached input
-//! tokens) and on the tokenizer of whichever model Cursor routes to. Any number sent would
-//! be a guess that a client cannot tell from a count, and the project reports usage only
-//! as the agent reports it.
+//! number cannot be known here: it depends on cursor-agent's own prompt, which is never
+//! shown (every real capture reports over 16,000 input tokens, fresh and cached, for a
+//! prompt of a line or two), and on the tokenizer of whichever model Cursor routes to.
+//! Any number sent would be a guess that a client cannot tell from a count, and the
+//! project reports usage only as the agent reports it.
 //!
-//! What the clients do with a refusal instead (the project's research notes, §2.1; the SDK
-//! checked against a loopback server):
+//! What the clients do with a refusal instead (the project's research notes, §2.1;
+//! anthropic-python 2.12.0 checked against a loopback server, `max_retries=2`):
 //! - Claude Code calls the endpoint for `/context` (about 25 calls) and from its IDE
 //!   extension; when a call fails with a 4xx it shows its own local estimate, and it
 //!   retries 5xx replies (doubling the calls) — so never a 5xx.
-//! - anthropic-python raises `NotFoundError` (status 404, the message below), once: it
-//!   retries neither a 404 nor a reply carrying `x-should-retry: false`.
+//! - anthropic-python's `messages.count_tokens` raises `NotFoundError` (status 404, the
+//!   message below) after one request: it retries neither a 404 nor a reply carrying
+//!   `x-should-retry: false`. (A 400 raises `BadRequestError`, equally once; a number
+//!   would be returned as a `MessageTokensCount` no caller could doubt.)
 //! - The real number of every request still reaches both, as `usage` in each response.
 //!
 //! A 404 `not_found_error` says what is true — this server has no token counter — where a
