@@ -70,9 +70,7 @@ impl MessageBuilder {
         let notes = self.options.thinking && self.options.activity_notes;
         match event {
             Event::TextDelta(text) => self.text(text),
-            Event::ReasoningDelta(text) if self.options.thinking => {
-                self.thinking().push_str(text);
-            }
+            Event::ReasoningDelta(text) if self.options.thinking => self.thinking(text),
             Event::ToolCall(call) => {
                 self.blocks.push(Block::ToolUse {
                     id: call.id.to_owned(),
@@ -82,13 +80,16 @@ impl MessageBuilder {
                 self.tool_calls += 1;
             }
             Event::AgentActivity(activity) if notes => {
-                activity_note(activity, self.note_line());
+                self.note_with(|note| activity_note(activity, note));
             }
-            Event::Progress(progress) if notes => progress_note(progress, self.note_line()),
+            Event::Progress(progress) if notes => {
+                self.note_with(|note| progress_note(progress, note));
+            }
             Event::Usage(usage) => self.usage = Some(*usage),
             Event::Finish(reason) => self.outcome = Some(Ok(*reason)),
             Event::Failed(failure) => self.outcome = Some(Err(failure.clone())),
-            _ => {}
+            // Not shown.
+            Event::ReasoningDelta(_) | Event::AgentActivity(_) | Event::Progress(_) => {}
         }
     }
 
@@ -102,24 +103,30 @@ impl MessageBuilder {
         }
     }
 
-    /// The open thinking block, opened when the last block is another.
-    fn thinking(&mut self) -> &mut String {
-        if !matches!(self.blocks.last(), Some(Block::Thinking(_))) {
-            self.blocks.push(Block::Thinking(String::new()));
+    /// Appends reasoning to the last block, opening a thinking block unless it is one.
+    fn thinking(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
         }
         match self.blocks.last_mut() {
-            Some(Block::Thinking(text)) => text,
-            _ => unreachable!("a thinking block was just pushed"),
+            Some(Block::Thinking(open)) => open.push_str(text),
+            _ => self.blocks.push(Block::Thinking(text.to_owned())),
         }
     }
 
-    /// The thinking block a note goes into, ending in a line break if it holds text.
-    fn note_line(&mut self) -> &mut String {
-        let thinking = self.thinking();
-        if !thinking.is_empty() && !thinking.ends_with('\n') {
-            thinking.push('\n');
+    /// Appends a note as reasoning, on a line of its own; nothing when it renders empty.
+    fn note_with(&mut self, render: impl FnOnce(&mut String)) {
+        let mut note = String::new();
+        if let Some(Block::Thinking(open)) = self.blocks.last() {
+            if !open.is_empty() && !open.ends_with('\n') {
+                note.push('\n');
+            }
         }
-        thinking
+        let prefix = note.len();
+        render(&mut note);
+        if note.len() > prefix {
+            self.thinking(&note);
+        }
     }
 
     /// Appends the `message` object of the successful answer.
