@@ -206,6 +206,85 @@ fn real_claude_code_prompts() {
     assert!(round.ends_with("Continue the task.\n"));
 }
 
+/// Claude Code's own tools, parsed from its real request: `Bash` and `Read` reach the
+/// agent's shell and read tools with Claude Code's argument names; `Edit`, `Write` and
+/// the rest are taught as envelopes, whose arguments in cursor's or other clients' key
+/// names are renamed to Claude Code's and checked against its real schemas.
+#[test]
+fn real_claude_code_tools_in_the_alias_and_schema_tables() {
+    let Some(bodies) = claude_code_bodies() else {
+        return;
+    };
+    let request = parse(&bodies[0]);
+    let plan = ToolPlan::new(&request.conversation.tools, ToolStrategy::ReadOnly);
+    let native: Vec<&str> = plan
+        .catalogue()
+        .filter(|e| matches!(e.delivery, agentwire::tools::Delivery::Native { .. }))
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(native, ["Bash", "Read"]);
+    let mapped = |kind: &str, args: &str| {
+        let call = plan.map_native(kind, Some(args)).unwrap();
+        (
+            call.name,
+            serde_json::from_str::<Value>(&call.arguments).unwrap(),
+        )
+    };
+    assert_eq!(
+        mapped("read", r#"{"path":"/w/a.rs","offset":10,"limit":5}"#),
+        (
+            "Read".to_owned(),
+            json!({"file_path": "/w/a.rs", "offset": 10, "limit": 5})
+        )
+    );
+    // Bash's timeout is in milliseconds, as cursor's is.
+    assert_eq!(
+        mapped(
+            "shell",
+            r#"{"command":"ls","workingDirectory":"","timeout":30000,"description":"list"}"#
+        ),
+        (
+            "Bash".to_owned(),
+            json!({"command": "ls", "timeout": 30000, "description": "list"})
+        )
+    );
+    // Edits and writes are the agent's own when it makes them; written as envelopes they
+    // are the client's, in its key names.
+    assert!(
+        plan.map_native("edit", Some(r#"{"path":"/w/a"}"#))
+            .is_none()
+    );
+    let envelope = |name: &str, args: Value| {
+        let call = plan.check_envelope(name, &args, None).unwrap();
+        (
+            call.name,
+            serde_json::from_str::<Value>(&call.arguments).unwrap(),
+        )
+    };
+    assert_eq!(
+        envelope(
+            "edit",
+            json!({"path": "/w/a", "oldString": "x", "newString": "y", "replaceAll": true})
+        ),
+        (
+            "Edit".to_owned(),
+            json!({"file_path": "/w/a", "old_string": "x", "new_string": "y", "replace_all": true})
+        )
+    );
+    assert_eq!(
+        envelope("Write", json!({"filePath": "/w/b", "contents": "hi\n"})),
+        (
+            "Write".to_owned(),
+            json!({"file_path": "/w/b", "content": "hi\n"})
+        )
+    );
+    // Claude Code's schemas forbid other keys: a call missing a required one is refused.
+    assert!(
+        plan.check_envelope("Edit", &json!({"file_path": "/w/a"}), None)
+            .is_err()
+    );
+}
+
 /// A transcript of hand-written cursor-agent lines.
 fn transcript(lines: &[&str]) -> Vec<u8> {
     let mut out = String::new();
