@@ -78,6 +78,10 @@ pub struct MessageStreamEncoder {
     open: Open,
     /// The index the next block gets; the open block's is one less.
     next_index: u64,
+    /// The open block's delta event up to its text: `event: content_block_delta` …
+    /// `"delta":{"type":"text_delta","text":` — built when the block opens, so that a
+    /// delta is three copies.
+    delta_prefix: Vec<u8>,
     tool_calls: u32,
     usage: Option<Usage>,
     /// The last thinking text sent ended a line (notes start on their own line).
@@ -101,6 +105,7 @@ impl MessageStreamEncoder {
             started: false,
             open: Open::None,
             next_index: 0,
+            delta_prefix: Vec::new(),
             tool_calls: 0,
             usage: None,
             thinking_at_line_start: true,
@@ -175,8 +180,7 @@ impl MessageStreamEncoder {
             return;
         }
         self.open_block(Open::Text, out);
-        self.begin_delta(out);
-        out.extend_from_slice(b"\"text_delta\",\"text\":");
+        out.extend_from_slice(&self.delta_prefix);
         write_str(out, text);
         out.extend_from_slice(b"}}\n\n");
     }
@@ -186,8 +190,7 @@ impl MessageStreamEncoder {
             return;
         }
         self.open_block(Open::Thinking, out);
-        self.begin_delta(out);
-        out.extend_from_slice(b"\"thinking_delta\",\"thinking\":");
+        out.extend_from_slice(&self.delta_prefix);
         write_str(out, text);
         out.extend_from_slice(b"}}\n\n");
         self.thinking_at_line_start = text.ends_with('\n');
@@ -263,6 +266,13 @@ impl MessageStreamEncoder {
             }
             _ => b",\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
         });
+        self.delta_prefix.clear();
+        self.delta_prefix.extend_from_slice(BLOCK_DELTA);
+        write_u64(&mut self.delta_prefix, self.next_index);
+        self.delta_prefix.extend_from_slice(match kind {
+            Open::Thinking => b",\"delta\":{\"type\":\"thinking_delta\",\"thinking\":",
+            _ => b",\"delta\":{\"type\":\"text_delta\",\"text\":",
+        });
         self.next_index += 1;
         self.open = kind;
         self.thinking_at_line_start = true;
@@ -276,13 +286,6 @@ impl MessageStreamEncoder {
         write_u64(out, self.next_index - 1);
         out.extend_from_slice(b"}\n\n");
         self.open = Open::None;
-    }
-
-    /// Writes a delta event of the open block up to its delta's `type` value.
-    fn begin_delta(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(BLOCK_DELTA);
-        write_u64(out, self.next_index - 1);
-        out.extend_from_slice(b",\"delta\":{\"type\":");
     }
 }
 
