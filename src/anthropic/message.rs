@@ -4,7 +4,7 @@ use super::options::{OutputOptions, ResponseMeta};
 use super::wire::{input_json, stop_reason, write_message_head, write_tool_use_head, write_usage};
 use crate::api::BodyBuilder;
 use crate::api::json::write_str;
-use crate::api::notes::{activity_note, progress_note};
+use crate::api::notes::{activity_note, note_on_own_line, progress_note};
 use crate::event::{Event, Failure, FinishReason, Usage};
 
 /// Assembles a non-streaming Messages response from the same events a stream is made of,
@@ -116,15 +116,10 @@ impl MessageBuilder {
 
     /// Appends a note as reasoning, on a line of its own; nothing when it renders empty.
     fn note_with(&mut self, render: impl FnOnce(&mut String)) {
+        let line_break =
+            matches!(self.blocks.last(), Some(Block::Thinking(open)) if !open.ends_with('\n'));
         let mut note = String::new();
-        if let Some(Block::Thinking(open)) = self.blocks.last() {
-            if !open.is_empty() && !open.ends_with('\n') {
-                note.push('\n');
-            }
-        }
-        let prefix = note.len();
-        render(&mut note);
-        if note.len() > prefix {
+        if note_on_own_line(&mut note, line_break, render) {
             self.thinking(&note);
         }
     }

@@ -62,7 +62,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use crate::api::parse::{base64_size, models, optional_bool, read_object};
+use crate::api::parse::{base64_size, message_list, models, optional_bool, read_object, tool_list};
 use crate::api::{
     Effort, Reasoning, ReasoningDisplay, Request, RequestError, RequestLimits, RequestProblem,
     Thinking,
@@ -262,28 +262,7 @@ fn parse_messages(
     limits: &RequestLimits,
     out: &mut Vec<Message>,
 ) -> Result<(), RequestError> {
-    let messages = match value {
-        None | Some(Value::Null) => {
-            return Err(RequestError::missing(
-                "Missing required parameter: 'messages'.",
-                "messages",
-            ));
-        }
-        Some(Value::Array(messages)) => messages,
-        Some(_) => return Err(RequestError::invalid_type("messages", "an array")),
-    };
-    if messages.is_empty() {
-        return Err(RequestError::invalid_value(
-            "'messages' must contain at least one message.",
-            "messages",
-        ));
-    }
-    if messages.len() > limits.max_messages {
-        return Err(RequestError::invalid_value(
-            format!("At most {} messages are accepted.", limits.max_messages),
-            "messages",
-        ));
-    }
+    let messages = message_list(value, limits)?;
     let mut turns = Turns {
         out,
         call_ids: HashSet::new(),
@@ -608,17 +587,7 @@ fn parse_tools(value: Option<&Value>, limits: &RequestLimits) -> Result<Tools, R
         offered: Vec::new(),
         names: HashSet::new(),
     };
-    let list = match value {
-        None | Some(Value::Null) => return Ok(tools),
-        Some(Value::Array(list)) => list,
-        Some(_) => return Err(RequestError::invalid_type("tools", "an array")),
-    };
-    if list.len() > limits.max_tools {
-        return Err(RequestError::invalid_value(
-            format!("At most {} tools are accepted.", limits.max_tools),
-            "tools",
-        ));
-    }
+    let list = tool_list(value, limits)?;
     for (i, tool) in list.iter().enumerate() {
         let param = format!("tools[{i}]");
         let Value::Object(tool) = tool else {

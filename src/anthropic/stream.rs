@@ -4,7 +4,7 @@ use super::error::write_error;
 use super::options::{OutputOptions, ResponseMeta};
 use super::wire::{input_json, stop_reason, write_message_head, write_tool_use_head, write_usage};
 use crate::api::json::{write_str, write_u64};
-use crate::api::notes::{activity_note, progress_note};
+use crate::api::notes::{activity_note, note_on_own_line, progress_note};
 use crate::api::{ErrorReply, StreamEncoder};
 use crate::event::{Event, Failure, FinishReason, ToolCall, Usage};
 
@@ -68,7 +68,10 @@ enum Open {
 /// an answer, so most failures get a true status instead.) The keep-alive is
 /// `event: ping`.
 ///
-/// Text and reasoning deltas cost no allocation.
+/// Text and reasoning deltas cost no allocation. The events are written here rather than
+/// with [`SseWriter`](crate::framing::SseWriter), which writes the `data:`-only frames of
+/// the OpenAI dialects: every event's name is known in advance, so its `event:` line and
+/// the opening of its JSON are one constant, and a delta is three copies.
 #[derive(Debug)]
 pub struct MessageStreamEncoder {
     /// The whole `message_start` event.
@@ -202,17 +205,11 @@ impl MessageStreamEncoder {
         if !(self.options.thinking && self.options.activity_notes) {
             return;
         }
-        // Rendered into a reused buffer: notes come with every tool the agent runs.
+        // Rendered into a reused buffer: notes come with every tool the agent runs. After
+        // text in the open thinking block, a line break first.
         let mut note = std::mem::take(&mut self.scratch);
-        note.clear();
-        // A note sits on a line of its own: after text in the open thinking block, a
-        // line break first.
-        let prefix = usize::from(self.open == Open::Thinking && !self.thinking_at_line_start);
-        if prefix == 1 {
-            note.push('\n');
-        }
-        render(&mut note);
-        if note.len() > prefix {
+        let line_break = self.open == Open::Thinking && !self.thinking_at_line_start;
+        if note_on_own_line(&mut note, line_break, render) {
             self.thinking(&note, out);
         }
         self.scratch = note;

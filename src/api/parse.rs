@@ -175,6 +175,57 @@ fn check_model(model: &str, param: &str) -> Result<(), RequestError> {
     }
 }
 
+/// The `messages` list: required, an array of at least one and at most
+/// [`RequestLimits::max_messages`] entries.
+pub(crate) fn message_list<'v>(
+    value: Option<&'v Value>,
+    limits: &RequestLimits,
+) -> Result<&'v [Value], RequestError> {
+    let messages = match value {
+        None | Some(Value::Null) => {
+            return Err(RequestError::missing(
+                "Missing required parameter: 'messages'.",
+                "messages",
+            ));
+        }
+        Some(Value::Array(messages)) => messages,
+        Some(_) => return Err(RequestError::invalid_type("messages", "an array")),
+    };
+    if messages.is_empty() {
+        return Err(RequestError::invalid_value(
+            "'messages' must contain at least one message.",
+            "messages",
+        ));
+    }
+    if messages.len() > limits.max_messages {
+        return Err(RequestError::invalid_value(
+            format!("At most {} messages are accepted.", limits.max_messages),
+            "messages",
+        ));
+    }
+    Ok(messages)
+}
+
+/// The `tools` list: empty when absent or `null`, else an array of at most
+/// [`RequestLimits::max_tools`] entries.
+pub(crate) fn tool_list<'v>(
+    value: Option<&'v Value>,
+    limits: &RequestLimits,
+) -> Result<&'v [Value], RequestError> {
+    let tools = match value {
+        None | Some(Value::Null) => return Ok(&[]),
+        Some(Value::Array(tools)) => tools,
+        Some(_) => return Err(RequestError::invalid_type("tools", "an array")),
+    };
+    if tools.len() > limits.max_tools {
+        return Err(RequestError::invalid_value(
+            format!("At most {} tools are accepted.", limits.max_tools),
+            "tools",
+        ));
+    }
+    Ok(tools)
+}
+
 /// An optional boolean member: `None` when absent or `null`.
 pub(crate) fn optional_bool(
     object: &Map<String, Value>,

@@ -35,7 +35,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use crate::api::parse::{data_url, models, optional_bool, read_object};
+use crate::api::parse::{data_url, message_list, models, optional_bool, read_object, tool_list};
 use crate::api::{Reasoning, Request, RequestError, RequestLimits, RequestProblem};
 use crate::conversation::{
     Attachment, AttachmentKind, Conversation, HistoryToolCall, Message, OutputFormat, Part, Role,
@@ -141,17 +141,7 @@ fn parse_tools(
     value: Option<&Value>,
     limits: &RequestLimits,
 ) -> Result<Vec<ToolSpec>, RequestError> {
-    let tools = match value {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(tools)) => tools,
-        Some(_) => return Err(RequestError::invalid_type("tools", "an array")),
-    };
-    if tools.len() > limits.max_tools {
-        return Err(RequestError::invalid_value(
-            format!("At most {} tools are accepted.", limits.max_tools),
-            "tools",
-        ));
-    }
+    let tools = tool_list(value, limits)?;
     let mut seen = HashSet::new();
     let mut specs = Vec::with_capacity(tools.len());
     for (i, tool) in tools.iter().enumerate() {
@@ -281,28 +271,7 @@ fn parse_messages(
     value: Option<&Value>,
     limits: &RequestLimits,
 ) -> Result<Vec<Message>, RequestError> {
-    let messages = match value {
-        None | Some(Value::Null) => {
-            return Err(RequestError::missing(
-                "Missing required parameter: 'messages'.",
-                "messages",
-            ));
-        }
-        Some(Value::Array(messages)) => messages,
-        Some(_) => return Err(RequestError::invalid_type("messages", "an array")),
-    };
-    if messages.is_empty() {
-        return Err(RequestError::invalid_value(
-            "'messages' must contain at least one message.",
-            "messages",
-        ));
-    }
-    if messages.len() > limits.max_messages {
-        return Err(RequestError::invalid_value(
-            format!("At most {} messages are accepted.", limits.max_messages),
-            "messages",
-        ));
-    }
+    let messages = message_list(value, limits)?;
     let mut call_ids: HashSet<String> = HashSet::new();
     let mut out = Vec::with_capacity(messages.len());
     for (i, message) in messages.iter().enumerate() {
