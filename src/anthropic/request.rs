@@ -62,7 +62,9 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use crate::api::parse::{base64_size, message_list, models, optional_bool, read_object, tool_list};
+use crate::api::parse::{
+    base64_size, message_list, message_role, models, optional_bool, read_object, tool_list,
+};
 use crate::api::{
     Effort, Reasoning, ReasoningDisplay, Request, RequestError, RequestLimits, RequestProblem,
     Thinking,
@@ -86,6 +88,13 @@ const IGNORED: &[&str] = &[
     "inference_geo",
     "mcp_servers",
     "cache_control",
+];
+
+/// The roles a message may have: `system` is a system turn in place.
+const ROLES: &[(&str, Role)] = &[
+    ("user", Role::User),
+    ("assistant", Role::Assistant),
+    ("system", Role::System),
 ];
 
 /// How Claude Code's per-release billing block in `system` begins.
@@ -273,24 +282,7 @@ fn parse_messages(
         let Value::Object(message) = message else {
             return Err(RequestError::invalid_type(&param, "an object"));
         };
-        let role = match message.get("role").and_then(Value::as_str) {
-            Some("user") => Role::User,
-            Some("assistant") => Role::Assistant,
-            Some("system") => Role::System,
-            Some(other) => {
-                let other: String = other.chars().take(40).collect();
-                return Err(RequestError::invalid_value(
-                    format!("Invalid role '{other}': use user, assistant or system."),
-                    format!("{param}.role"),
-                ));
-            }
-            None => {
-                return Err(RequestError::missing(
-                    "Missing required parameter: role.",
-                    format!("{param}.role"),
-                ));
-            }
-        };
+        let role = message_role(message, &param, ROLES)?;
         turns.message(role, message.get("content"), &format!("{param}.content"))?;
     }
     Ok(())

@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 
 use super::request::{RequestError, RequestLimits, RequestProblem};
 use super::surrogates;
+use crate::conversation::Role;
 
 /// Reads a request body into its top-level JSON object: over the size limit is a 413,
 /// anything but a JSON object a 400. A lone UTF-16 surrogate escape reads as U+FFFD
@@ -204,6 +205,30 @@ pub(crate) fn message_list<'v>(
         ));
     }
     Ok(messages)
+}
+
+/// A message's `role`: one of `roles`, each a name in the dialect and its neutral role.
+/// `param` is the message's path (`messages[3]`).
+pub(crate) fn message_role(
+    message: &Map<String, Value>,
+    param: &str,
+    roles: &[(&str, Role)],
+) -> Result<Role, RequestError> {
+    let Some(name) = message.get("role").and_then(Value::as_str) else {
+        return Err(RequestError::missing(
+            "Missing required parameter: role.",
+            format!("{param}.role"),
+        ));
+    };
+    if let Some((_, role)) = roles.iter().find(|(known, _)| *known == name) {
+        return Ok(*role);
+    }
+    let name: String = name.chars().take(40).collect();
+    let known: Vec<&str> = roles.iter().map(|(known, _)| *known).collect();
+    Err(RequestError::invalid_value(
+        format!("Invalid role '{name}': use {}.", known.join(", ")),
+        format!("{param}.role"),
+    ))
 }
 
 /// The `tools` list: empty when absent or `null`, else an array of at most

@@ -35,7 +35,9 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use crate::api::parse::{data_url, message_list, models, optional_bool, read_object, tool_list};
+use crate::api::parse::{
+    data_url, message_list, message_role, models, optional_bool, read_object, tool_list,
+};
 use crate::api::{Reasoning, Request, RequestError, RequestLimits, RequestProblem};
 use crate::conversation::{
     Attachment, AttachmentKind, Conversation, HistoryToolCall, Message, OutputFormat, Part, Role,
@@ -69,6 +71,15 @@ const IGNORED: &[&str] = &[
     "prediction",
     "audio",
     "web_search_options",
+];
+
+/// The roles a message may have.
+const ROLES: &[(&str, Role)] = &[
+    ("system", Role::System),
+    ("developer", Role::Developer),
+    ("user", Role::User),
+    ("assistant", Role::Assistant),
+    ("tool", Role::Tool),
 ];
 
 /// Parses and validates a Chat Completions request body.
@@ -279,26 +290,7 @@ fn parse_messages(
         let Value::Object(message) = message else {
             return Err(RequestError::invalid_type(&param, "an object"));
         };
-        let role = match message.get("role").and_then(Value::as_str) {
-            Some("system") => Role::System,
-            Some("developer") => Role::Developer,
-            Some("user") => Role::User,
-            Some("assistant") => Role::Assistant,
-            Some("tool") => Role::Tool,
-            Some(other) => {
-                let other: String = other.chars().take(40).collect();
-                return Err(RequestError::invalid_value(
-                    format!("Invalid role '{other}'."),
-                    format!("{param}.role"),
-                ));
-            }
-            None => {
-                return Err(RequestError::missing(
-                    "Missing required parameter: role.",
-                    format!("{param}.role"),
-                ));
-            }
-        };
+        let role = message_role(message, &param, ROLES)?;
         let content = content_parts(message.get("content"), &format!("{param}.content"), limits)?;
         let name = message
             .get("name")
