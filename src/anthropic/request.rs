@@ -63,7 +63,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use crate::api::parse::{
-    base64_size, message_list, message_role, models, optional_bool, read_object, tool_list,
+    base64_size, member, message_list, message_role, models, optional_bool, read_object, tool_list,
 };
 use crate::api::{
     Effort, Reasoning, ReasoningDisplay, Request, RequestError, RequestLimits, RequestProblem,
@@ -404,11 +404,9 @@ impl Turns<'_> {
                 format!("{param}.tool_use_id"),
             ));
         }
-        let is_error = optional_bool(block, "is_error")
-            .map_err(|_| RequestError::invalid_type(&format!("{param}.is_error"), "a boolean"))?
-            .unwrap_or(false);
+        let is_error = member(block, "is_error", param, "a boolean", Value::as_bool)?;
         let mut result = Message::tool_result(id, "");
-        result.is_error = is_error;
+        result.is_error = is_error.unwrap_or(false);
         let content_param = format!("{param}.content");
         match block.get("content") {
             None | Some(Value::Null) => {}
@@ -616,32 +614,14 @@ fn parse_tools(value: Option<&Value>, limits: &RequestLimits) -> Result<Tools, R
                 format!("{param}.name"),
             ));
         }
-        let description = match tool.get("description") {
-            None | Some(Value::Null) => "",
-            Some(Value::String(d)) => d,
-            Some(_) => {
-                return Err(RequestError::invalid_type(
-                    &format!("{param}.description"),
-                    "a string",
-                ));
-            }
-        };
-        let schema = match tool.get("input_schema") {
-            None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(schema @ Value::Object(_)) => schema.clone(),
-            Some(_) => {
-                return Err(RequestError::invalid_type(
-                    &format!("{param}.input_schema"),
-                    "an object",
-                ));
-            }
-        };
-        let deferred = optional_bool(tool, "defer_loading")
-            .map_err(|_| {
-                RequestError::invalid_type(&format!("{param}.defer_loading"), "a boolean")
-            })?
-            .unwrap_or(false);
-        if !deferred {
+        let description = member(tool, "description", &param, "a string", Value::as_str)?;
+        let schema = member(tool, "input_schema", &param, "an object", |v| {
+            v.is_object().then(|| v.clone())
+        })?
+        .unwrap_or_else(|| Value::Object(Map::new()));
+        let deferred = member(tool, "defer_loading", &param, "a boolean", Value::as_bool)?;
+        if deferred != Some(true) {
+            let description = description.unwrap_or_default();
             tools
                 .offered
                 .push(ToolSpec::function(name, description, schema));
@@ -665,11 +645,13 @@ fn parse_tool_choice(
         Some(Value::Object(choice)) => choice,
         Some(_) => return Err(RequestError::invalid_type("tool_choice", "an object")),
     };
-    let parallel = !optional_bool(choice, "disable_parallel_tool_use")
-        .map_err(|_| {
-            RequestError::invalid_type("tool_choice.disable_parallel_tool_use", "a boolean")
-        })?
-        .unwrap_or(false);
+    let serial = member(
+        choice,
+        "disable_parallel_tool_use",
+        "tool_choice",
+        "a boolean",
+        Value::as_bool,
+    )?;
     let kind = required_str(choice, "type", "tool_choice")?;
     let choice = match kind {
         "auto" => default,
@@ -703,7 +685,7 @@ fn parse_tool_choice(
             ));
         }
     };
-    Ok((choice, parallel))
+    Ok((choice, serial != Some(true)))
 }
 
 /// `thinking`: whether and how the client wants the model to reason.

@@ -251,6 +251,29 @@ pub(crate) fn tool_list<'v>(
     Ok(tools)
 }
 
+/// The optional member `key` of an object at `path` (`tools[2]`; empty at the top
+/// level), which must be of the type `read` accepts (`expected` names it): `None` when
+/// absent or `null`; a wrong type is an error naming `path.key`.
+pub(crate) fn member<'v, T>(
+    object: &'v Map<String, Value>,
+    key: &str,
+    path: &str,
+    expected: &str,
+    read: impl FnOnce(&'v Value) -> Option<T>,
+) -> Result<Option<T>, RequestError> {
+    match object.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => read(value).map(Some).ok_or_else(|| {
+            let param = if path.is_empty() {
+                key.to_owned()
+            } else {
+                format!("{path}.{key}")
+            };
+            RequestError::invalid_type(&param, expected)
+        }),
+    }
+}
+
 /// An optional boolean member: `None` when absent or `null`.
 pub(crate) fn optional_bool(
     object: &Map<String, Value>,

@@ -36,7 +36,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use crate::api::parse::{
-    data_url, message_list, message_role, models, optional_bool, read_object, tool_list,
+    data_url, member, message_list, message_role, models, optional_bool, read_object, tool_list,
 };
 use crate::api::{Reasoning, Request, RequestError, RequestLimits, RequestProblem};
 use crate::conversation::{
@@ -196,27 +196,17 @@ fn parse_tools(
                 format!("{param}.function.name"),
             ));
         }
-        let description = match function.get("description") {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(d)) => d.clone(),
-            Some(_) => {
-                return Err(RequestError::invalid_type(
-                    &format!("{param}.function.description"),
-                    "a string",
-                ));
-            }
-        };
-        let parameters = match function.get("parameters") {
-            None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(p @ Value::Object(_)) => p.clone(),
-            Some(_) => {
-                return Err(RequestError::invalid_type(
-                    &format!("{param}.function.parameters"),
-                    "an object",
-                ));
-            }
-        };
-        specs.push(ToolSpec::function(name, description, parameters));
+        let path = format!("{param}.function");
+        let description = member(function, "description", &path, "a string", Value::as_str)?;
+        let parameters = member(function, "parameters", &path, "an object", |v| {
+            v.is_object().then(|| v.clone())
+        })?
+        .unwrap_or_else(|| Value::Object(Map::new()));
+        specs.push(ToolSpec::function(
+            name,
+            description.unwrap_or_default(),
+            parameters,
+        ));
     }
     Ok(specs)
 }
