@@ -502,6 +502,45 @@ fn every_transcript_with_thinking_shown_and_client_tools() {
 }
 
 #[test]
+fn a_failure_before_the_answer_gets_its_true_status() {
+    // The agent never answers: no head was sent, so the failure is a status (here 503,
+    // unreachable service) and the Anthropic body, not an in-stream error that Claude
+    // Code would answer by running the request again.
+    let bytes = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/failure_no_result.jsonl"),
+    )
+    .unwrap();
+    for stream in [true, false] {
+        let response = drive(
+            Dialect::Messages,
+            &support::drive::hello(Dialect::Messages, stream),
+            &[&bytes],
+        );
+        assert_eq!(
+            (response.status, response.content_type, response.retryable),
+            (503, "application/json", Some(true))
+        );
+        let body: Value = serde_json::from_slice(&response.body).unwrap();
+        messages::check_error_object(&body);
+        assert_eq!(body["error"]["type"], "overloaded_error");
+    }
+}
+
+#[test]
+fn a_json_reply_format_reaches_the_prompt() {
+    // Claude Code's session-title call: no tools, a JSON schema in output_config.format.
+    let body = json!({"model": "claude-x", "max_tokens": 32000, "stream": true,
+        "messages": [{"role": "user", "content": "Name this session."}],
+        "output_config": {"format": {"type": "json_schema", "schema": {"type": "object",
+            "properties": {"title": {"type": "string"}}, "required": ["title"], "additionalProperties": false}}}});
+    let prompt = prompt(&parse(&body));
+    let format = read_blocks(&prompt)
+        .find(|b| b.label == "reply format")
+        .expect("a reply format block");
+    assert!(format.body.contains("\"title\""), "{}", format.body);
+}
+
+#[test]
 fn usage_is_the_agents_own() {
     let bytes = std::fs::read(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/usage_with_cost.jsonl"),

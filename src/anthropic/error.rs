@@ -82,6 +82,30 @@ mod tests {
         }
     }
 
+    #[test]
+    fn an_adapters_own_refusals() {
+        // What a proxy answers itself on a Messages route, before any agent.
+        let cases = [
+            (ErrorKind::Authentication, 401, "authentication_error"),
+            (ErrorKind::PermissionDenied, 403, "permission_error"),
+            (ErrorKind::NotFound, 404, "not_found_error"),
+            (ErrorKind::MethodNotAllowed, 405, "invalid_request_error"),
+            (ErrorKind::RequestTooLarge, 413, "request_too_large"),
+            (ErrorKind::RateLimited, 429, "rate_limit_error"),
+            (ErrorKind::Unavailable, 503, "overloaded_error"),
+        ];
+        for (kind, status, error_type) in cases {
+            let reply = ErrorReply::new(kind, "no", "code");
+            let mut out = Vec::new();
+            write_error(&reply, &mut out);
+            let body: serde_json::Value = serde_json::from_slice(&out).unwrap();
+            assert_eq!(
+                (reply.status(), body["error"]["type"].as_str()),
+                (status, Some(error_type))
+            );
+        }
+    }
+
     fn message_of(reply: &ErrorReply) -> String {
         let mut out = Vec::new();
         write_error(reply, &mut out);
