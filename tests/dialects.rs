@@ -2,12 +2,14 @@
 //! chunking of the agent's output, on every project transcript and real capture, and keeps
 //! its own contract on each. A dialect adds itself here with one line per response kind.
 
+#[path = "support/messages.rs"]
+mod messages;
 mod support;
 
 use std::path::Path;
 
 use agentwire::bridge::Dialect;
-use serde_json::Value;
+use serde_json::{Value, json};
 use support::check_stream;
 use support::drive::{Response, drive, every_transcript_in_every_chunking, hello};
 
@@ -57,12 +59,71 @@ fn chat_completions_body() {
     every_transcript_in_every_chunking(Dialect::ChatCompletions, &request, check_chat_body);
 }
 
+/// Anthropic Messages: a stream that keeps the event and block state machine, or an
+/// Anthropic error body; the same content as the body of the same run.
+fn check_messages_stream(path: &Path, bytes: &[u8], response: &Response) {
+    if response.status != 200 {
+        return check_messages_error(path, response);
+    }
+    assert_eq!(response.content_type, "text/event-stream");
+    let stream = messages::check_stream(&response.body, "auto");
+    let body = drive(
+        Dialect::Messages,
+        &hello(Dialect::Messages, false),
+        &[bytes],
+    );
+    let body: Value = serde_json::from_slice(&body.body).unwrap();
+    match stream.error {
+        None => assert_eq!(
+            (
+                json!(stream.content),
+                json!(stream.stop_reason),
+                stream.usage
+            ),
+            (
+                body["content"].clone(),
+                body["stop_reason"].clone(),
+                body["usage"].clone()
+            ),
+            "{}",
+            path.display()
+        ),
+        Some(error) => assert_eq!(error["type"], "error"),
+    }
+}
+
+/// Anthropic Messages: one `message` body, or an Anthropic error body.
+fn check_messages_body(path: &Path, _: &[u8], response: &Response) {
+    assert_eq!(response.content_type, "application/json");
+    if response.status == 200 {
+        let body: Value = serde_json::from_slice(&response.body).unwrap();
+        messages::check_body(&body, "auto");
+    } else {
+        check_messages_error(path, response);
+    }
+}
+
+fn check_messages_error(path: &Path, response: &Response) {
+    assert!(response.status >= 400, "{}", path.display());
+    assert!(response.retryable.is_some(), "{}", path.display());
+    messages::check_error_object(&serde_json::from_slice(&response.body).unwrap());
+}
+
+#[test]
+fn messages_stream() {
+    let request = hello(Dialect::Messages, true);
+    every_transcript_in_every_chunking(Dialect::Messages, &request, check_messages_stream);
+}
+
+#[test]
+fn messages_body() {
+    let request = hello(Dialect::Messages, false);
+    every_transcript_in_every_chunking(Dialect::Messages, &request, check_messages_body);
+}
+
 #[test]
 fn dialects_not_implemented_answer_501_in_their_error_body_and_spawn_nothing() {
-    for (dialect, error_type) in [
-        (Dialect::Responses, "/error/type"),
-        (Dialect::Messages, "/error/type"),
-    ] {
+    for (dialect, error_type) in [(Dialect::Responses, "/error/type")] {
         for stream in [true, false] {
             let response = drive(dialect, &hello(dialect, stream), &[b"never read\n"]);
             assert_eq!(
@@ -87,7 +148,4 @@ fn dialects_not_implemented_answer_501_in_their_error_body_and_spawn_nothing() {
             assert!(message.ends_with("is not implemented yet."), "{message}");
         }
     }
-    let messages = drive(Dialect::Messages, &hello(Dialect::Messages, true), &[]);
-    let body: Value = serde_json::from_slice(&messages.body).unwrap();
-    assert_eq!(body["type"], "error", "the Anthropic shape: {body}");
 }

@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 
 use super::request::{RequestError, RequestLimits, RequestProblem};
 use super::surrogates;
+use crate::conversation::Role;
 
 /// Reads a request body into its top-level JSON object: over the size limit is a 413,
 /// anything but a JSON object a 400. A lone UTF-16 surrogate escape reads as U+FFFD
@@ -172,6 +173,104 @@ fn check_model(model: &str, param: &str) -> Result<(), RequestError> {
             "Invalid model name: use letters, digits, '.', '_', '-', ':' and optional [key=value,...] parameters.",
             param,
         ))
+    }
+}
+
+/// The `messages` list: required, an array of at least one and at most
+/// [`RequestLimits::max_messages`] entries.
+pub(crate) fn message_list<'v>(
+    value: Option<&'v Value>,
+    limits: &RequestLimits,
+) -> Result<&'v [Value], RequestError> {
+    let messages = match value {
+        None | Some(Value::Null) => {
+            return Err(RequestError::missing(
+                "Missing required parameter: 'messages'.",
+                "messages",
+            ));
+        }
+        Some(Value::Array(messages)) => messages,
+        Some(_) => return Err(RequestError::invalid_type("messages", "an array")),
+    };
+    if messages.is_empty() {
+        return Err(RequestError::invalid_value(
+            "'messages' must contain at least one message.",
+            "messages",
+        ));
+    }
+    if messages.len() > limits.max_messages {
+        return Err(RequestError::invalid_value(
+            format!("At most {} messages are accepted.", limits.max_messages),
+            "messages",
+        ));
+    }
+    Ok(messages)
+}
+
+/// A message's `role`: one of `roles`, each a name in the dialect and its neutral role.
+/// `param` is the message's path (`messages[3]`).
+pub(crate) fn message_role(
+    message: &Map<String, Value>,
+    param: &str,
+    roles: &[(&str, Role)],
+) -> Result<Role, RequestError> {
+    let Some(name) = message.get("role").and_then(Value::as_str) else {
+        return Err(RequestError::missing(
+            "Missing required parameter: role.",
+            format!("{param}.role"),
+        ));
+    };
+    if let Some((_, role)) = roles.iter().find(|(known, _)| *known == name) {
+        return Ok(*role);
+    }
+    let name: String = name.chars().take(40).collect();
+    let known: Vec<&str> = roles.iter().map(|(known, _)| *known).collect();
+    Err(RequestError::invalid_value(
+        format!("Invalid role '{name}': use {}.", known.join(", ")),
+        format!("{param}.role"),
+    ))
+}
+
+/// The `tools` list: empty when absent or `null`, else an array of at most
+/// [`RequestLimits::max_tools`] entries.
+pub(crate) fn tool_list<'v>(
+    value: Option<&'v Value>,
+    limits: &RequestLimits,
+) -> Result<&'v [Value], RequestError> {
+    let tools = match value {
+        None | Some(Value::Null) => return Ok(&[]),
+        Some(Value::Array(tools)) => tools,
+        Some(_) => return Err(RequestError::invalid_type("tools", "an array")),
+    };
+    if tools.len() > limits.max_tools {
+        return Err(RequestError::invalid_value(
+            format!("At most {} tools are accepted.", limits.max_tools),
+            "tools",
+        ));
+    }
+    Ok(tools)
+}
+
+/// The optional member `key` of an object at `path` (`tools[2]`; empty at the top
+/// level), which must be of the type `read` accepts (`expected` names it): `None` when
+/// absent or `null`; a wrong type is an error naming `path.key`.
+pub(crate) fn member<'v, T>(
+    object: &'v Map<String, Value>,
+    key: &str,
+    path: &str,
+    expected: &str,
+    read: impl FnOnce(&'v Value) -> Option<T>,
+) -> Result<Option<T>, RequestError> {
+    match object.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => read(value).map(Some).ok_or_else(|| {
+            let param = if path.is_empty() {
+                key.to_owned()
+            } else {
+                format!("{path}.{key}")
+            };
+            RequestError::invalid_type(&param, expected)
+        }),
     }
 }
 

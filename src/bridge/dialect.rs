@@ -21,8 +21,7 @@ pub enum Dialect {
     /// OpenAI Responses ([`openai::responses`]): not implemented yet; every request is
     /// answered with a 501.
     Responses,
-    /// Anthropic Messages ([`anthropic`]): not implemented yet; every request is answered
-    /// with a 501.
+    /// Anthropic Messages ([`anthropic`]).
     Messages,
 }
 
@@ -102,7 +101,21 @@ impl Dialect {
                 Ok(Prepared { request, writer })
             }
             Dialect::Responses => Err(RequestError::not_implemented("The OpenAI Responses API")),
-            Dialect::Messages => Err(RequestError::not_implemented("The Anthropic Messages API")),
+            Dialect::Messages => {
+                let request = anthropic::parse_request(body, &config.request_limits)?;
+                let meta =
+                    anthropic::ResponseMeta::new(params.id_seed, request.response_model.clone());
+                let options = anthropic::OutputOptions {
+                    thinking: anthropic::shows_thinking(&request.reasoning),
+                    activity_notes: config.activity_notes,
+                };
+                let writer = ResponseWriter::new(
+                    request.stream,
+                    || anthropic::MessageStreamEncoder::new(&meta, &options),
+                    || anthropic::MessageBuilder::new(&meta, &options),
+                );
+                Ok(Prepared { request, writer })
+            }
         }
     }
 

@@ -35,7 +35,9 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use crate::api::parse::{data_url, models, optional_bool, read_object};
+use crate::api::parse::{
+    data_url, member, message_list, message_role, models, optional_bool, read_object, tool_list,
+};
 use crate::api::{Reasoning, Request, RequestError, RequestLimits, RequestProblem};
 use crate::conversation::{
     Attachment, AttachmentKind, Conversation, HistoryToolCall, Message, OutputFormat, Part, Role,
@@ -69,6 +71,15 @@ const IGNORED: &[&str] = &[
     "prediction",
     "audio",
     "web_search_options",
+];
+
+/// The roles a message may have.
+const ROLES: &[(&str, Role)] = &[
+    ("system", Role::System),
+    ("developer", Role::Developer),
+    ("user", Role::User),
+    ("assistant", Role::Assistant),
+    ("tool", Role::Tool),
 ];
 
 /// Parses and validates a Chat Completions request body.
@@ -141,17 +152,7 @@ fn parse_tools(
     value: Option<&Value>,
     limits: &RequestLimits,
 ) -> Result<Vec<ToolSpec>, RequestError> {
-    let tools = match value {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(tools)) => tools,
-        Some(_) => return Err(RequestError::invalid_type("tools", "an array")),
-    };
-    if tools.len() > limits.max_tools {
-        return Err(RequestError::invalid_value(
-            format!("At most {} tools are accepted.", limits.max_tools),
-            "tools",
-        ));
-    }
+    let tools = tool_list(value, limits)?;
     let mut seen = HashSet::new();
     let mut specs = Vec::with_capacity(tools.len());
     for (i, tool) in tools.iter().enumerate() {
@@ -195,27 +196,17 @@ fn parse_tools(
                 format!("{param}.function.name"),
             ));
         }
-        let description = match function.get("description") {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(d)) => d.clone(),
-            Some(_) => {
-                return Err(RequestError::invalid_type(
-                    &format!("{param}.function.description"),
-                    "a string",
-                ));
-            }
-        };
-        let parameters = match function.get("parameters") {
-            None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(p @ Value::Object(_)) => p.clone(),
-            Some(_) => {
-                return Err(RequestError::invalid_type(
-                    &format!("{param}.function.parameters"),
-                    "an object",
-                ));
-            }
-        };
-        specs.push(ToolSpec::function(name, description, parameters));
+        let path = format!("{param}.function");
+        let description = member(function, "description", &path, "a string", Value::as_str)?;
+        let parameters = member(function, "parameters", &path, "an object", |v| {
+            v.is_object().then(|| v.clone())
+        })?
+        .unwrap_or_else(|| Value::Object(Map::new()));
+        specs.push(ToolSpec::function(
+            name,
+            description.unwrap_or_default(),
+            parameters,
+        ));
     }
     Ok(specs)
 }
@@ -281,28 +272,7 @@ fn parse_messages(
     value: Option<&Value>,
     limits: &RequestLimits,
 ) -> Result<Vec<Message>, RequestError> {
-    let messages = match value {
-        None | Some(Value::Null) => {
-            return Err(RequestError::missing(
-                "Missing required parameter: 'messages'.",
-                "messages",
-            ));
-        }
-        Some(Value::Array(messages)) => messages,
-        Some(_) => return Err(RequestError::invalid_type("messages", "an array")),
-    };
-    if messages.is_empty() {
-        return Err(RequestError::invalid_value(
-            "'messages' must contain at least one message.",
-            "messages",
-        ));
-    }
-    if messages.len() > limits.max_messages {
-        return Err(RequestError::invalid_value(
-            format!("At most {} messages are accepted.", limits.max_messages),
-            "messages",
-        ));
-    }
+    let messages = message_list(value, limits)?;
     let mut call_ids: HashSet<String> = HashSet::new();
     let mut out = Vec::with_capacity(messages.len());
     for (i, message) in messages.iter().enumerate() {
@@ -310,26 +280,7 @@ fn parse_messages(
         let Value::Object(message) = message else {
             return Err(RequestError::invalid_type(&param, "an object"));
         };
-        let role = match message.get("role").and_then(Value::as_str) {
-            Some("system") => Role::System,
-            Some("developer") => Role::Developer,
-            Some("user") => Role::User,
-            Some("assistant") => Role::Assistant,
-            Some("tool") => Role::Tool,
-            Some(other) => {
-                let other: String = other.chars().take(40).collect();
-                return Err(RequestError::invalid_value(
-                    format!("Invalid role '{other}'."),
-                    format!("{param}.role"),
-                ));
-            }
-            None => {
-                return Err(RequestError::missing(
-                    "Missing required parameter: role.",
-                    format!("{param}.role"),
-                ));
-            }
-        };
+        let role = message_role(message, &param, ROLES)?;
         let content = content_parts(message.get("content"), &format!("{param}.content"), limits)?;
         let name = message
             .get("name")
