@@ -204,7 +204,9 @@ fn deltas_allocate_nothing(dialect: Dialect, request: &[u8]) {
         });
         // A dialect that repeats the whole answer at its end keeps it in a buffer that
         // doubles: at most log2 of the text's size growths, never one per delta.
-        let text: usize = (100..lines.len()).map(|i| texts[i % texts.len()].len()).sum();
+        let text: usize = (100..lines.len())
+            .map(|i| texts[i % texts.len()].len())
+            .sum();
         let growths = if keeps_the_answer(dialect) {
             u64::from(text.ilog2() + 1)
         } else {
