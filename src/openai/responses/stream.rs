@@ -1,7 +1,5 @@
 //! Events → Responses stream events (`event: response.…` frames).
 
-use std::fmt::Write as _;
-
 use super::options::{OutputOptions, ResponseMeta};
 use super::tools::split_namespace;
 use crate::api::json::{write_str, write_u64};
@@ -67,16 +65,18 @@ pub struct EventEncoder {
     response_head: Vec<u8>,
     /// `"parallel_tool_calls":…,"tool_choice":…,"tools":[]` — what every one echoes.
     response_tail: Vec<u8>,
-    /// The response id without its prefix: message and reasoning ids derive from it.
+    /// The response id without its prefix (letters, digits, `_`, `-`): message and
+    /// reasoning ids derive from it.
     item_seed: String,
     freeform_tools: Vec<String>,
     options: OutputOptions,
-    sequence: u64,
+    /// The next event's `sequence_number`.
+    sequence: SequenceNumber,
     started: bool,
     open: Open,
     next_index: u32,
-    /// The open item's id.
-    item_id: String,
+    /// The open item's id, as a JSON string.
+    item_id: Vec<u8>,
     /// `"item_id":…,"output_index":…` of the open item.
     item_ref: Vec<u8>,
     /// A delta frame of the open item, up to its text.
@@ -157,14 +157,21 @@ impl EventEncoder {
         EventEncoder {
             response_head,
             response_tail,
-            item_seed: meta.id.strip_prefix("resp_").unwrap_or(&meta.id).to_owned(),
+            // Only what an id may hold, whatever the caller's response id holds.
+            item_seed: meta
+                .id
+                .strip_prefix("resp_")
+                .unwrap_or(&meta.id)
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+                .collect(),
             freeform_tools: meta.freeform_tools.clone(),
             options: options.clone(),
-            sequence: 0,
+            sequence: SequenceNumber::default(),
             started: false,
             open: Open::Nothing,
             next_index: 0,
-            item_id: String::new(),
+            item_id: Vec::new(),
             item_ref: Vec::new(),
             delta_prefix: Vec::new(),
             delta_suffix: b",",
@@ -285,7 +292,7 @@ impl EventEncoder {
         out.extend_from_slice(b"\"output_index\":");
         write_u64(out, u64::from(index));
         out.extend_from_slice(b",\"item\":{\"id\":");
-        write_str(out, &self.item_id);
+        out.extend_from_slice(&self.item_id);
         let (part_event, delta_event, item, part, delta_fields): (&str, &str, &[u8], &[u8], &[u8]) =
             if kind == Open::Message {
                 (
@@ -373,7 +380,7 @@ impl EventEncoder {
         let open = self.open;
         self.item_done(out, |this, out| {
             out.extend_from_slice(b"{\"id\":");
-            write_str(out, &this.item_id);
+            out.extend_from_slice(&this.item_id);
             out.extend_from_slice(if open == Open::Message {
                 b",\"type\":\"message\",\"status\":\"completed\",\"role\":\"assistant\",\"content\":["
             } else {
@@ -443,7 +450,7 @@ impl EventEncoder {
     fn call_item(&self, call: &ToolCall<'_>, freeform: bool, complete: bool, out: &mut Vec<u8>) {
         let (namespace, name) = split_namespace(call.name);
         out.extend_from_slice(b"{\"id\":");
-        write_str(out, &self.item_id);
+        out.extend_from_slice(&self.item_id);
         out.extend_from_slice(if freeform {
             b",\"type\":\"custom_tool_call\""
         } else {
@@ -477,18 +484,25 @@ impl EventEncoder {
         let index = self.next_index;
         self.next_index += 1;
         self.item_id.clear();
-        self.item_id.push_str(prefix);
         match call_id {
-            Some(id) => self
-                .item_id
-                .push_str(id.strip_prefix("call_").unwrap_or(id)),
+            // Rare: one per call.
+            Some(id) => write_str(
+                &mut self.item_id,
+                &format!("{prefix}{}", id.strip_prefix("call_").unwrap_or(id)),
+            ),
+            // Letters, digits and `_`: nothing to escape.
             None => {
-                let _ = write!(self.item_id, "{}_{index}", self.item_seed);
+                self.item_id.push(b'"');
+                self.item_id.extend_from_slice(prefix.as_bytes());
+                self.item_id.extend_from_slice(self.item_seed.as_bytes());
+                self.item_id.push(b'_');
+                write_u64(&mut self.item_id, u64::from(index));
+                self.item_id.push(b'"');
             }
         }
         self.item_ref.clear();
         self.item_ref.extend_from_slice(b"\"item_id\":");
-        write_str(&mut self.item_ref, &self.item_id);
+        self.item_ref.extend_from_slice(&self.item_id);
         self.item_ref.extend_from_slice(b",\"output_index\":");
         write_u64(&mut self.item_ref, u64::from(index));
         index
@@ -611,10 +625,60 @@ impl EventEncoder {
 
     /// Closes an event whose fields end with a comma: its sequence number, the frame end.
     fn end_event(&mut self, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"\"sequence_number\":");
-        write_u64(out, self.sequence);
-        out.extend_from_slice(b"}\n\n");
-        self.sequence += 1;
+        out.extend_from_slice(self.sequence.frame_end());
+        self.sequence.increment();
+    }
+}
+
+/// The end of every event, `"sequence_number":N}` and the frame's blank line, kept
+/// whole and counted up in place: formatting the number afresh for each event would cost
+/// as much as the rest of a delta's frame.
+#[derive(Debug, Clone)]
+struct SequenceNumber {
+    /// The end of the frame, right-aligned; `frame[start..]` is it.
+    frame: [u8; KEY.len() + 20 + END.len()],
+    start: usize,
+}
+
+const KEY: &[u8] = b"\"sequence_number\":";
+const END: &[u8] = b"}\n\n";
+
+impl Default for SequenceNumber {
+    /// Zero.
+    fn default() -> Self {
+        let mut frame = [b'0'; KEY.len() + 20 + END.len()];
+        let digit = frame.len() - END.len() - 1;
+        frame[digit + 1..].copy_from_slice(END);
+        frame[digit - KEY.len()..digit].copy_from_slice(KEY);
+        SequenceNumber {
+            frame,
+            start: digit - KEY.len(),
+        }
+    }
+}
+
+impl SequenceNumber {
+    /// `"sequence_number":N}` and a blank line.
+    fn frame_end(&self) -> &[u8] {
+        &self.frame[self.start..]
+    }
+
+    fn increment(&mut self) {
+        let first = self.start + KEY.len();
+        for at in (first..self.frame.len() - END.len()).rev() {
+            if self.frame[at] == b'9' {
+                self.frame[at] = b'0';
+            } else {
+                self.frame[at] += 1;
+                return;
+            }
+        }
+        // One digit more: the key moves left (a u64 has at most 20 digits).
+        if self.start > 0 {
+            self.frame[first - 1] = b'1';
+            self.start -= 1;
+            self.frame[self.start..self.start + KEY.len()].copy_from_slice(KEY);
+        }
     }
 }
 
@@ -664,5 +728,20 @@ impl StreamEncoder for EventEncoder {
     /// An SSE comment, `: keep-alive`: every SSE parser skips it.
     fn keep_alive(&mut self, out: &mut Vec<u8>) {
         SseWriter::comment(out, "keep-alive");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequence_numbers_count_in_decimal() {
+        let mut number = SequenceNumber::default();
+        for n in 0..=100_000u64 {
+            let expected = format!("\"sequence_number\":{n}}}\n\n");
+            assert_eq!(number.frame_end(), expected.as_bytes());
+            number.increment();
+        }
     }
 }
