@@ -365,6 +365,8 @@ fn items_of_every_kind() {
             {"type": "compaction", "encrypted_content": "opaque"},
             {"type": "additional_tools", "role": "developer", "tools": [
                 {"type": "function", "name": "late", "parameters": {"type": "object"}}]},
+            {"type": "item_reference", "id": "msg_0"},
+            {"id": "rs_0"},
             {"role": "developer", "content": "Later rule."},
             {"role": "user", "content": "Go on."}],
         "tools": [
@@ -439,7 +441,13 @@ fn items_of_every_kind() {
     assert_eq!(request.reasoning.effort, Some(agentwire::api::Effort::High));
     assert_eq!(
         request.ignored,
-        ["max_output_tokens", "store", "metadata", "text.verbosity"]
+        [
+            "max_output_tokens",
+            "store",
+            "metadata",
+            "text.verbosity",
+            "item_reference"
+        ]
     );
     // The echo of a named custom tool.
     let meta = ResponseMeta::new(0, 0, &request);
@@ -567,14 +575,9 @@ fn hostile_bodies_get_an_openai_400_naming_the_param() {
             "invalid_type",
         ),
         (
-            json!({"input":[{"type":"item_reference","id":"msg_1"}]}),
-            "input[0]",
-            "invalid_value",
-        ),
-        (
-            json!({"input":[{"id":"msg_1"}]}),
-            "input[0]",
-            "invalid_value",
+            json!({"input":[{"content":"x"}]}),
+            "input[0].role",
+            "missing_required_parameter",
         ),
         (
             json!({"input":[{"role":"robot","content":"x"}]}),

@@ -8,7 +8,7 @@
 //! | `function_call_output`, `custom_tool_call_output` (`call_id`, `output`: a string or `input_text` / `input_image` / `input_file` parts) | the result of that call, which must come earlier |
 //! | `additional_tools` (`tools`) | its tools join the request's (replacing any of the same name) |
 //! | `reasoning` | nothing: earlier reasoning (its summary, `content`, `encrypted_content`) is opaque to the agent, which reasons afresh |
-//! | `item_reference` (or an item with an `id` and neither `type` nor `role`) | a 400 naming the item: it points at a stored item, and nothing is stored here |
+//! | `item_reference` (or an item with an `id` and neither `type` nor `role`) | nothing, and `item_reference` is listed in [`Request::ignored`](crate::api::Request::ignored): it points at a stored item, and nothing is stored here. The AI SDK, storing by default, sends the assistant's earlier messages and reasoning this way (its calls and their outputs it sends whole); a 400 would fail its every tool round, while without them the agent still has the calls and their results. A client that wants them kept sends `store: false` and gets them whole. |
 //! | any other type: hosted-tool artefacts (`web_search_call`, `file_search_call`, `computer_call(_output)`, `image_generation_call`, `code_interpreter_call`, `mcp_*`, `tool_search_call` / `_output`), calls of tool types never offered here (`local_shell_call(_output)`, `shell_call(_output)`, `apply_patch_call(_output)`), compaction and program items, types added later | nothing: they record the work of tools the agent cannot call or state it cannot read. Rejecting them would make every later request of the conversation fail too, as a client resends its whole history each time. |
 
 use std::collections::HashSet;
@@ -21,13 +21,13 @@ use crate::api::{RequestError, RequestLimits, RequestProblem};
 use crate::conversation::{Attachment, AttachmentKind, HistoryToolCall, Message, Part, Role};
 
 /// Appends the messages of `input` to `messages`; tools of `additional_tools` items join
-/// `tools`.
+/// `tools`. Returns how many item references were dropped.
 pub(super) fn parse_input(
     value: Option<&Value>,
     limits: &RequestLimits,
     messages: &mut Vec<Message>,
     tools: &mut Tools,
-) -> Result<(), RequestError> {
+) -> Result<usize, RequestError> {
     let items = match value {
         None | Some(Value::Null) => {
             return Err(RequestError::missing(
@@ -37,7 +37,7 @@ pub(super) fn parse_input(
         }
         Some(Value::String(text)) => {
             messages.push(Message::new(Role::User, text.as_str()));
-            return Ok(());
+            return Ok(0);
         }
         Some(Value::Array(items)) => items,
         Some(_) => {
@@ -60,6 +60,7 @@ pub(super) fn parse_input(
         ));
     }
     let mut call_ids: HashSet<String> = HashSet::new();
+    let mut references = 0;
     for (i, item) in items.iter().enumerate() {
         let param = format!("input[{i}]");
         let Value::Object(item) = item else {
@@ -77,7 +78,10 @@ pub(super) fn parse_input(
         };
         match kind {
             Some("message") => messages.push(message(item, &param, limits)?),
-            None if item.contains_key("role") => messages.push(message(item, &param, limits)?),
+            None if !item.contains_key("role") && item.contains_key("id") => {
+                references += 1;
+            }
+            None => messages.push(message(item, &param, limits)?),
             Some("function_call" | "custom_tool_call") => {
                 let call = tool_call(item, &param, kind == Some("custom_tool_call"))?;
                 call_ids.insert(call.id.clone());
@@ -92,17 +96,12 @@ pub(super) fn parse_input(
             Some("additional_tools") => {
                 tools.add(item.get("tools"), &format!("{param}.tools"), limits)?;
             }
-            Some("item_reference") | None => {
-                return Err(RequestError::invalid_value(
-                    "Item references are not supported: this server stores no items. Send the items themselves.",
-                    param,
-                ));
-            }
+            Some("item_reference") => references += 1,
             // Reasoning and everything else: see the module docs.
             Some(_) => {}
         }
     }
-    Ok(())
+    Ok(references)
 }
 
 /// A string member, `None` when absent or `null`.

@@ -17,8 +17,9 @@
 //! item and tool tables for what each kind becomes. Function and custom (freeform) tools
 //! become the neutral tools; a namespace's tools are flattened to `<namespace>.<name>`
 //! and split back into `namespace` and `name` on the calls that come out; hosted tools
-//! are dropped. Nothing is stored, so what needs stored state (`previous_response_id`, an
-//! `item_reference`) is a 400 naming it.
+//! are dropped. Nothing is stored: a field that needs stored state
+//! (`previous_response_id`, `conversation`, a stored `prompt`, `background`) is a 400
+//! naming it, and an `item_reference` in `input` is dropped.
 //!
 //! # Responses
 //!

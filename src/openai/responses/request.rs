@@ -19,7 +19,8 @@
 //! Rejected with a 400 naming the field, because each needs state this server does not
 //! keep, and ignoring it would silently answer a different question:
 //! `previous_response_id`, `conversation`, `prompt` (a stored prompt) and `background:
-//! true`. (Codex sends none of them: it resends the whole conversation every time.)
+//! true`. (Codex sends none of them: it resends the whole conversation every time.) An
+//! `item_reference` in `input` is dropped instead (see [`input`](super::input) for why).
 //! Malformed JSON, wrong types, unknown roles or content parts, invalid tool names and a
 //! tool output answering no earlier call are 400s naming their `param` too; an
 //! over-limit body is a 413.
@@ -95,7 +96,7 @@ pub fn parse_request(body: &[u8], limits: &RequestLimits) -> Result<Request, Req
     }
     let mut tools = Tools::default();
     tools.add(object.get("tools"), "tools", limits)?;
-    parse_input(object.get("input"), limits, &mut messages, &mut tools)?;
+    let references = parse_input(object.get("input"), limits, &mut messages, &mut tools)?;
     let mut tools = tools.specs;
     let tool_choice = tool_choice(object.get("tool_choice"), &mut tools)?;
     let reasoning = reasoning(object.get("reasoning"))?;
@@ -107,6 +108,9 @@ pub fn parse_request(body: &[u8], limits: &RequestLimits) -> Result<Request, Req
         .collect();
     if verbosity {
         ignored.push("text.verbosity");
+    }
+    if references > 0 {
+        ignored.push("item_reference");
     }
     Ok(Request {
         model,
