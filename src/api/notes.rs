@@ -35,6 +35,23 @@ pub(crate) fn activity_note(activity: &AgentActivity<'_>, out: &mut String) {
     out.push('\n');
 }
 
+/// Renders a note into `note` (cleared first) so that it sits on a line of its own: after
+/// a line break when the reasoning it joins is `mid_line`. Returns whether there is a note
+/// (`render` may write nothing).
+pub(crate) fn note_line(
+    note: &mut String,
+    mid_line: bool,
+    render: impl FnOnce(&mut String),
+) -> bool {
+    note.clear();
+    if mid_line {
+        note.push('\n');
+    }
+    let start = note.len();
+    render(note);
+    note.len() > start
+}
+
 /// Appends the note for a progress event, as one line.
 pub(crate) fn progress_note(progress: &Progress, out: &mut String) {
     use std::fmt::Write;

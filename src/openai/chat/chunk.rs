@@ -3,7 +3,7 @@
 use super::options::{OutputOptions, ResponseMeta};
 use super::wire::{finish_reason, write_usage};
 use crate::api::json::{write_str, write_u64};
-use crate::api::notes::{activity_note, progress_note};
+use crate::api::notes::{activity_note, note_line, progress_note};
 use crate::api::{ErrorReply, StreamEncoder};
 use crate::event::{Event, Failure, FinishReason, ToolCall, Usage};
 use crate::framing::SseWriter;
@@ -149,14 +149,7 @@ impl ChunkEncoder {
         }
         // Rendered into a reused buffer: notes come with every tool call.
         let mut note = std::mem::take(&mut self.scratch);
-        note.clear();
-        // A note sits on a line of its own.
-        let prefix = if self.reasoning_at_line_start { 0 } else { 1 };
-        if prefix == 1 {
-            note.push('\n');
-        }
-        render(&mut note);
-        if note.len() > prefix {
+        if note_line(&mut note, !self.reasoning_at_line_start, render) {
             self.reasoning(&note, out);
         }
         self.scratch = note;

@@ -29,7 +29,7 @@ use serde_json::{Map, Value};
 
 use super::input::parse_input;
 use super::tools::{Tools, tool_choice};
-use crate::api::parse::{models, optional_bool, read_object};
+use crate::api::parse::{models, optional_bool, present, read_object};
 use crate::api::{
     Effort, Reasoning, ReasoningDisplay, Request, RequestError, RequestLimits, Thinking,
 };
@@ -101,11 +101,7 @@ pub fn parse_request(body: &[u8], limits: &RequestLimits) -> Result<Request, Req
     let tool_choice = tool_choice(object.get("tool_choice"), &mut tools)?;
     let reasoning = reasoning(object.get("reasoning"))?;
     let (output_format, verbosity) = text(object.get("text"))?;
-    let mut ignored: Vec<&'static str> = IGNORED
-        .iter()
-        .copied()
-        .filter(|f| object.get(*f).is_some_and(|v| !v.is_null()))
-        .collect();
+    let mut ignored = present(&object, IGNORED);
     if verbosity {
         ignored.push("text.verbosity");
     }

@@ -3,7 +3,7 @@
 use super::options::{OutputOptions, ResponseMeta};
 use super::tools::split_namespace;
 use crate::api::json::{write_str, write_u64};
-use crate::api::notes::{activity_note, progress_note};
+use crate::api::notes::{activity_note, note_line, progress_note};
 use crate::api::{ErrorReply, StreamEncoder};
 use crate::conversation::ToolChoice;
 use crate::event::{Event, Failure, FinishReason, ToolCall, Usage};
@@ -101,6 +101,68 @@ enum Open {
     Reasoning,
     Message,
 }
+
+impl Open {
+    /// The wire names of the open item's kind, `None` when nothing is open.
+    fn wire(self) -> Option<&'static ItemWire> {
+        match self {
+            Open::Nothing => None,
+            Open::Message => Some(&MESSAGE),
+            Open::Reasoning => Some(&REASONING),
+        }
+    }
+}
+
+/// How a message or a reasoning item is written: the two differ only in names, and in
+/// the text of a message's deltas carrying `logprobs`.
+struct ItemWire {
+    id_prefix: &'static str,
+    /// The added item after its id.
+    added_item: &'static [u8],
+    /// The finished item after its id, up to its part.
+    done_item: &'static [u8],
+    part_added: &'static str,
+    part_done: &'static str,
+    text_delta: &'static str,
+    text_done: &'static str,
+    /// The part's index field, with a comma on either side.
+    part_index: &'static [u8],
+    /// A part up to its text, and after it.
+    part_start: &'static [u8],
+    part_end: &'static [u8],
+    /// What follows the text of a delta or a text's done event.
+    text_tail: &'static [u8],
+}
+
+const MESSAGE: ItemWire = ItemWire {
+    id_prefix: "msg_",
+    added_item:
+        b",\"type\":\"message\",\"status\":\"in_progress\",\"role\":\"assistant\",\"content\":[]},",
+    done_item:
+        b",\"type\":\"message\",\"status\":\"completed\",\"role\":\"assistant\",\"content\":[",
+    part_added: "response.content_part.added",
+    part_done: "response.content_part.done",
+    text_delta: "response.output_text.delta",
+    text_done: "response.output_text.done",
+    part_index: b",\"content_index\":0,",
+    part_start: b"{\"type\":\"output_text\",\"text\":\"",
+    part_end: b"\",\"annotations\":[]}",
+    text_tail: b",\"logprobs\":[],",
+};
+
+const REASONING: ItemWire = ItemWire {
+    id_prefix: "rs_",
+    added_item: b",\"type\":\"reasoning\",\"summary\":[]},",
+    done_item: b",\"type\":\"reasoning\",\"summary\":[",
+    part_added: "response.reasoning_summary_part.added",
+    part_done: "response.reasoning_summary_part.done",
+    text_delta: "response.reasoning_summary_text.delta",
+    text_done: "response.reasoning_summary_text.done",
+    part_index: b",\"summary_index\":0,",
+    part_start: b"{\"type\":\"summary_text\",\"text\":\"",
+    part_end: b"\"}",
+    text_tail: b",",
+};
 
 /// How the response ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -259,14 +321,8 @@ impl EventEncoder {
         }
         // Rendered into a reused buffer: notes come with every tool call.
         let mut note = std::mem::take(&mut self.scratch);
-        note.clear();
-        // A note sits on a line of its own.
-        let prefix = usize::from(self.open == Open::Reasoning && !self.reasoning_at_line_start);
-        if prefix == 1 {
-            note.push('\n');
-        }
-        render(&mut note);
-        if note.len() > prefix {
+        let mid_line = self.open == Open::Reasoning && !self.reasoning_at_line_start;
+        if note_line(&mut note, mid_line, render) {
             self.reasoning(&note, out);
         }
         self.scratch = note;
@@ -286,46 +342,30 @@ impl EventEncoder {
     /// Opens a message or reasoning item: its `output_item.added` and the added event of
     /// its (only) part.
     fn open_item(&mut self, kind: Open, out: &mut Vec<u8>) {
+        let Some(wire) = kind.wire() else { return };
         self.start(out);
-        let index = self.begin_item(if kind == Open::Message { "msg_" } else { "rs_" }, None);
+        let index = self.begin_item(wire.id_prefix, None);
         begin_event("response.output_item.added", out);
         out.extend_from_slice(b"\"output_index\":");
         write_u64(out, u64::from(index));
         out.extend_from_slice(b",\"item\":{\"id\":");
         out.extend_from_slice(&self.item_id);
-        let (part_event, delta_event, item, part, delta_fields): (&str, &str, &[u8], &[u8], &[u8]) =
-            if kind == Open::Message {
-                (
-                    "response.content_part.added",
-                    "response.output_text.delta",
-                    b",\"type\":\"message\",\"status\":\"in_progress\",\"role\":\"assistant\",\"content\":[]},",
-                    b",\"content_index\":0,\"part\":{\"type\":\"output_text\",\"text\":\"\",\"annotations\":[]},",
-                    b",\"content_index\":0,\"delta\":",
-                )
-            } else {
-                (
-                    "response.reasoning_summary_part.added",
-                    "response.reasoning_summary_text.delta",
-                    b",\"type\":\"reasoning\",\"summary\":[]},",
-                    b",\"summary_index\":0,\"part\":{\"type\":\"summary_text\",\"text\":\"\"},",
-                    b",\"summary_index\":0,\"delta\":",
-                )
-            };
-        out.extend_from_slice(item);
+        out.extend_from_slice(wire.added_item);
         self.end_event(out);
-        begin_event(part_event, out);
+        begin_event(wire.part_added, out);
         out.extend_from_slice(&self.item_ref);
-        out.extend_from_slice(part);
+        out.extend_from_slice(wire.part_index);
+        out.extend_from_slice(b"\"part\":");
+        out.extend_from_slice(wire.part_start);
+        out.extend_from_slice(wire.part_end);
+        out.push(b',');
         self.end_event(out);
         self.delta_prefix.clear();
-        begin_event(delta_event, &mut self.delta_prefix);
+        begin_event(wire.text_delta, &mut self.delta_prefix);
         self.delta_prefix.extend_from_slice(&self.item_ref);
-        self.delta_prefix.extend_from_slice(delta_fields);
-        self.delta_suffix = if kind == Open::Message {
-            b",\"logprobs\":[],"
-        } else {
-            b","
-        };
+        self.delta_prefix.extend_from_slice(wire.part_index);
+        self.delta_prefix.extend_from_slice(b"\"delta\":");
+        self.delta_suffix = wire.text_tail;
         self.content.clear();
         self.open = kind;
         self.reasoning_at_line_start = true;
@@ -334,61 +374,31 @@ impl EventEncoder {
     /// Ends the open message or reasoning item: its text's and part's done events and
     /// `output_item.done` with the whole item.
     fn close_item(&mut self, out: &mut Vec<u8>) {
-        let (text_event, part_event, index_field, text_tail, part_start, part_end): (
-            &str,
-            &str,
-            &[u8],
-            &[u8],
-            &[u8],
-            &[u8],
-        ) = match self.open {
-            Open::Nothing => return,
-            Open::Message => (
-                "response.output_text.done",
-                "response.content_part.done",
-                b",\"content_index\":0,",
-                b",\"logprobs\":[],",
-                b"{\"type\":\"output_text\",\"text\":\"",
-                b"\",\"annotations\":[]}",
-            ),
-            Open::Reasoning => (
-                "response.reasoning_summary_text.done",
-                "response.reasoning_summary_part.done",
-                b",\"summary_index\":0,",
-                b",",
-                b"{\"type\":\"summary_text\",\"text\":\"",
-                b"\"}",
-            ),
-        };
-        begin_event(text_event, out);
+        let Some(wire) = self.open.wire() else { return };
+        begin_event(wire.text_done, out);
         out.extend_from_slice(&self.item_ref);
-        out.extend_from_slice(index_field);
+        out.extend_from_slice(wire.part_index);
         out.extend_from_slice(b"\"text\":\"");
         out.extend_from_slice(&self.content);
         out.push(b'"');
-        out.extend_from_slice(text_tail);
+        out.extend_from_slice(wire.text_tail);
         self.end_event(out);
-        begin_event(part_event, out);
+        begin_event(wire.part_done, out);
         out.extend_from_slice(&self.item_ref);
-        out.extend_from_slice(index_field);
+        out.extend_from_slice(wire.part_index);
         out.extend_from_slice(b"\"part\":");
-        out.extend_from_slice(part_start);
+        out.extend_from_slice(wire.part_start);
         out.extend_from_slice(&self.content);
-        out.extend_from_slice(part_end);
+        out.extend_from_slice(wire.part_end);
         out.push(b',');
         self.end_event(out);
-        let open = self.open;
         self.item_done(out, |this, out| {
             out.extend_from_slice(b"{\"id\":");
             out.extend_from_slice(&this.item_id);
-            out.extend_from_slice(if open == Open::Message {
-                b",\"type\":\"message\",\"status\":\"completed\",\"role\":\"assistant\",\"content\":["
-            } else {
-                b",\"type\":\"reasoning\",\"summary\":["
-            });
-            out.extend_from_slice(part_start);
+            out.extend_from_slice(wire.done_item);
+            out.extend_from_slice(wire.part_start);
             out.extend_from_slice(&this.content);
-            out.extend_from_slice(part_end);
+            out.extend_from_slice(wire.part_end);
             out.extend_from_slice(b"]}");
         });
         self.open = Open::Nothing;

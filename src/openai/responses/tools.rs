@@ -18,6 +18,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
+use crate::api::parse::tool_choice_with;
 use crate::api::{RequestError, RequestLimits};
 use crate::conversation::{Grammar, ToolChoice, ToolSpec};
 
@@ -289,13 +290,7 @@ pub(super) fn tool_choice(
             ));
         }
     };
-    if tools.is_empty() && matches!(choice, ToolChoice::Required | ToolChoice::Named(_)) {
-        return Err(RequestError::invalid_value(
-            "tool_choice requires tools.",
-            "tool_choice",
-        ));
-    }
-    Ok(choice)
+    tool_choice_with(choice, tools)
 }
 
 /// The offered tool a `{type, name, namespace?}` object names.

@@ -8,14 +8,10 @@ finished before `response.completed`, and takes the final response from it) pars
 """
 
 import json
-import os
-import subprocess
-import tempfile
 
-import httpx2
 import openai
 import pytest
-from test_openai_sdk import ROOT, SCRATCH, STATUS_ERRORS, TRANSCRIPTS, TRANSLATE, assert_mapped_failure, truncated
+from test_openai_sdk import ROOT, SCRATCH, STATUS_ERRORS, TRANSCRIPTS, assert_mapped_failure, client_for, truncated
 from transcripts import capture
 
 REASONING = {"summary": "auto"}
@@ -31,29 +27,7 @@ APPLY_PATCH = {"type": "custom", "name": "apply_patch", "description": "Edit fil
 
 def responses_client(transcript, exit_code=0, replies=None):
     """An SDK client whose every request is answered by `translate --api responses`."""
-
-    def handler(request: httpx2.Request) -> httpx2.Response:
-        assert request.method == "POST" and request.url.path == "/v1/responses"
-        with tempfile.NamedTemporaryFile(suffix=".json", dir=SCRATCH, delete=False) as body:
-            body.write(request.content)
-        try:
-            run = subprocess.run(
-                [TRANSLATE, "--api", "responses", "--request", body.name, "--exit", str(exit_code), str(transcript)],
-                capture_output=True,
-                check=True,
-            )
-        finally:
-            os.unlink(body.name)
-        first = run.stderr.decode().splitlines()[0]
-        status = int(first.removeprefix("status: "))
-        stream = json.loads(request.content).get("stream")
-        kind = "text/event-stream" if stream and status == 200 else "application/json"
-        if replies is not None:
-            replies.append((status, run.stdout))
-        return httpx2.Response(status, content=run.stdout, headers={"content-type": kind})
-
-    http = httpx2.Client(transport=httpx2.MockTransport(handler))
-    return openai.OpenAI(api_key="sk-test", base_url="http://127.0.0.1:1/v1", http_client=http, max_retries=0)
+    return client_for(transcript, exit_code, replies, api="responses")
 
 
 def assert_usage(usage, counts):

@@ -44,16 +44,21 @@ def truncated(path):
     return out
 
 
-def client_for(transcript, exit_code=0, replies=None):
-    """An SDK client whose every request is answered by `translate` over `transcript`."""
+# The route of each dialect `translate --api` speaks.
+ROUTES = {"chat-completions": "/v1/chat/completions", "responses": "/v1/responses"}
+
+
+def client_for(transcript, exit_code=0, replies=None, api="chat-completions"):
+    """An SDK client whose every request is answered by `translate` over `transcript`, in the
+    dialect `api` (its route is the only one it serves)."""
 
     def handler(request: httpx2.Request) -> httpx2.Response:
-        assert request.method == "POST" and request.url.path == "/v1/chat/completions"
+        assert request.method == "POST" and request.url.path == ROUTES[api]
         with tempfile.NamedTemporaryFile(suffix=".json", dir=SCRATCH, delete=False) as body:
             body.write(request.content)
         try:
             run = subprocess.run(
-                [TRANSLATE, "--request", body.name, "--exit", str(exit_code), str(transcript)],
+                [TRANSLATE, "--api", api, "--request", body.name, "--exit", str(exit_code), str(transcript)],
                 capture_output=True,
                 check=True,
             )
