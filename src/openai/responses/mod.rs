@@ -52,6 +52,7 @@ mod options;
 mod request;
 mod stream;
 mod tools;
+mod wire;
 
 pub use body::ResponseBuilder;
 pub use options::{OutputOptions, ResponseMeta};
