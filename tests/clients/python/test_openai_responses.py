@@ -87,6 +87,18 @@ def test_non_streaming_is_the_streams_final_response(transcript):
     assert body.to_dict() == last.response.to_dict()
 
 
+def test_keep_alive_comments_are_skipped():
+    """The stream's keep-alive frame, an SSE comment, before and between every event."""
+    transcript = ROOT / "tests/fixtures/no_usage.jsonl"
+    comment = b": keep-alive\n\n"
+    client = client_for(transcript, api="responses", edit=lambda body: comment + body.replace(b"\n\n", b"\n\n" + comment))
+    with client.responses.stream(model="auto", input="hi", reasoning=REASONING) as stream:
+        types = [event.type for event in stream]
+        final = stream.get_final_response()
+    assert types[0] == "response.created" and types[-1] == "response.completed"
+    assert final.output_text == "Hi there!"
+
+
 def test_reasoning_only_when_asked():
     transcript = ROOT / "tests/fixtures/no_usage.jsonl"
     body = responses_client(transcript).responses.create(model="auto", input="hi")
