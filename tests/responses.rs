@@ -491,6 +491,20 @@ fn tool_choices() {
         choice(json!({"type":"function","name":"c","namespace":"n"})),
         (ToolChoice::Named("n.c".into()), all.clone())
     );
+    // Echoed as it was named.
+    let request = parse(&json!({"input":"x","tools":tools,
+        "tool_choice":{"type":"function","name":"c","namespace":"n"}}))
+    .unwrap();
+    let mut encoder = EventEncoder::new(
+        &ResponseMeta::new(0, 0, &request),
+        &OutputOptions::new(&request, true),
+    );
+    let mut out = Vec::new();
+    encoder.encode(&Event::Finish(FinishReason::Stop), &mut out);
+    assert_eq!(
+        check_responses_stream(&out).response["tool_choice"],
+        json!({"type":"function","name":"c","namespace":"n"})
+    );
     // A hosted tool's choice: the tool is not offered here.
     assert_eq!(
         choice(json!({"type":"web_search_preview"})),

@@ -158,10 +158,15 @@ impl EventEncoder {
                 } else {
                     b"function"
                 };
+                let (namespace, name) = split_namespace(name);
                 response_tail.extend_from_slice(b"{\"type\":\"");
                 response_tail.extend_from_slice(kind);
                 response_tail.extend_from_slice(b"\",\"name\":");
                 write_str(&mut response_tail, name);
+                if let Some(namespace) = namespace {
+                    response_tail.extend_from_slice(b",\"namespace\":");
+                    write_str(&mut response_tail, namespace);
+                }
                 response_tail.push(b'}');
             }
         }
