@@ -206,7 +206,7 @@ const DIALECTS: &[(&str, Dialect, &str)] = &[
     (
         "responses",
         Dialect::Responses,
-        r#"{"model":"auto","stream":true,"input":"hi"}"#,
+        r#"{"model":"auto","stream":true,"input":"hi","reasoning":{"summary":"auto"}}"#,
     ),
     (
         "messages",

@@ -1,4 +1,4 @@
-//! agentwire: the APIs agents speak — OpenAI Chat Completions today, OpenAI Responses and
+//! agentwire: the APIs agents speak — OpenAI Chat Completions and OpenAI Responses today,
 //! Anthropic Messages next — on top of the `cursor-agent` CLI, as a sans-IO protocol
 //! library.
 //!

@@ -10,8 +10,8 @@ use std::path::Path;
 
 use agentwire::bridge::Dialect;
 use serde_json::{Value, json};
-use support::check_stream;
 use support::drive::{Response, drive, every_transcript_in_every_chunking, hello};
+use support::{check_stream, decode, responses, text_of};
 
 /// Chat Completions: a stream that keeps the chunk contract, or an error body.
 fn check_chat_stream(path: &Path, _: &[u8], response: &Response) {
@@ -121,31 +121,44 @@ fn messages_body() {
     every_transcript_in_every_chunking(Dialect::Messages, &request, check_messages_body);
 }
 
-#[test]
-fn dialects_not_implemented_answer_501_in_their_error_body_and_spawn_nothing() {
-    for (dialect, error_type) in [(Dialect::Responses, "/error/type")] {
-        for stream in [true, false] {
-            let response = drive(dialect, &hello(dialect, stream), &[b"never read\n"]);
-            assert_eq!(
-                (
-                    response.status,
-                    response.content_type,
-                    response.retryable,
-                    response.stops
-                ),
-                (501, "application/json", Some(false), 0),
-                "{dialect:?}"
-            );
-            let body: Value = serde_json::from_slice(&response.body).unwrap();
-            assert!(
-                body.pointer(error_type).is_some_and(Value::is_string),
-                "{body}"
-            );
-            let message = body
-                .pointer("/error/message")
-                .and_then(Value::as_str)
-                .unwrap();
-            assert!(message.ends_with("is not implemented yet."), "{message}");
-        }
+/// Responses: a stream that keeps the item state machine and carries the agent's text, or
+/// an OpenAI error body.
+fn check_responses_stream(path: &Path, transcript: &[u8], response: &Response) {
+    if response.status == 200 {
+        assert_eq!(response.content_type, "text/event-stream");
+        let summary = responses::check_responses_stream(&response.body);
+        let text = text_of(&decode(transcript, usize::MAX));
+        assert_eq!(summary.text, text, "{}", path.display());
+    } else {
+        check_chat_error(path, response);
     }
+}
+
+/// Responses: one `response` object carrying the agent's text, or an OpenAI error body.
+fn check_responses_body(path: &Path, transcript: &[u8], response: &Response) {
+    assert_eq!(response.content_type, "application/json");
+    if response.status == 200 {
+        let body: Value = serde_json::from_slice(&response.body).unwrap();
+        let text = responses::check_responses_body(&body);
+        assert_eq!(
+            text,
+            text_of(&decode(transcript, usize::MAX)),
+            "{}",
+            path.display()
+        );
+    } else {
+        check_chat_error(path, response);
+    }
+}
+
+#[test]
+fn responses_stream() {
+    let request = hello(Dialect::Responses, true);
+    every_transcript_in_every_chunking(Dialect::Responses, &request, check_responses_stream);
+}
+
+#[test]
+fn responses_body() {
+    let request = hello(Dialect::Responses, false);
+    every_transcript_in_every_chunking(Dialect::Responses, &request, check_responses_body);
 }

@@ -18,7 +18,7 @@ fn error_type(kind: ErrorKind) -> &'static str {
         ErrorKind::RateLimited => "rate_limit_error",
         ErrorKind::Timeout => "timeout_error",
         ErrorKind::Unavailable => "overloaded_error",
-        ErrorKind::Internal | ErrorKind::NotImplemented | ErrorKind::AgentFailed => "api_error",
+        ErrorKind::Internal | ErrorKind::AgentFailed => "api_error",
     }
 }
 

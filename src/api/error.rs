@@ -41,8 +41,6 @@ pub enum ErrorKind {
     /// 500: the agent or the bridge is misconfigured; retrying will not help until someone
     /// fixes it.
     Internal,
-    /// 501: the dialect is not implemented.
-    NotImplemented,
     /// 502: the agent failed, crashed, or produced output that could not be understood.
     AgentFailed,
     /// 503: the agent's service is unreachable, or the server is shutting down.
@@ -64,7 +62,6 @@ impl ErrorKind {
             ErrorKind::RequestTooLarge => 413,
             ErrorKind::RateLimited => 429,
             ErrorKind::Internal => 500,
-            ErrorKind::NotImplemented => 501,
             ErrorKind::AgentFailed => 502,
             ErrorKind::Unavailable => 503,
             ErrorKind::Timeout => 504,
@@ -132,7 +129,6 @@ impl From<&RequestError> for ErrorReply {
         use super::request::RequestProblem;
         let kind = match error.problem {
             RequestProblem::BodyTooLarge => ErrorKind::RequestTooLarge,
-            RequestProblem::NotImplemented => ErrorKind::NotImplemented,
             _ => ErrorKind::InvalidRequest,
         };
         ErrorReply {
@@ -198,10 +194,6 @@ mod tests {
         assert_eq!(
             (big.kind, big.status(), big.code),
             (ErrorKind::RequestTooLarge, 413, "body_too_large")
-        );
-        assert_eq!(
-            ErrorReply::from(&RequestError::not_implemented("X")).status(),
-            501
         );
     }
 }

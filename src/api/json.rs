@@ -1,8 +1,6 @@
 //! Writing JSON fragments straight into an output buffer: what every dialect's frames and
 //! bodies are made of.
 
-use std::io::Write as _;
-
 /// Appends `text` as a JSON string literal.
 pub(crate) fn write_str(out: &mut Vec<u8>, text: &str) {
     // Writing into a Vec cannot fail, and a str always serializes.
@@ -11,7 +9,9 @@ pub(crate) fn write_str(out: &mut Vec<u8>, text: &str) {
 
 /// Appends a decimal number.
 pub(crate) fn write_u64(out: &mut Vec<u8>, n: u64) {
-    write!(out, "{n}").expect("writing into a Vec cannot fail");
+    // serde_json formats integers without the `fmt` machinery, several times faster: the
+    // dialects write numbers into frames on hot paths.
+    serde_json::to_writer(&mut *out, &n).expect("a number serializes into a Vec");
 }
 
 /// 24 lowercase hex digits derived from `seed`, for response ids (`chatcmpl-…`, `msg_…`,

@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 
 use super::request::{RequestError, RequestLimits, RequestProblem};
 use super::surrogates;
-use crate::conversation::Role;
+use crate::conversation::{Role, ToolChoice, ToolSpec};
 
 /// Reads a request body into its top-level JSON object: over the size limit is a 413,
 /// anything but a JSON object a 400. A lone UTF-16 surrogate escape reads as U+FFFD
@@ -284,6 +284,30 @@ pub(crate) fn optional_bool(
         Some(Value::Bool(b)) => Ok(Some(*b)),
         Some(_) => Err(RequestError::invalid_type(key, "a boolean")),
     }
+}
+
+/// The names in `fields` that `object` holds with a value other than `null`: the fields
+/// a request sent that the agent cannot honour ([`Request::ignored`](super::Request::ignored)).
+pub(crate) fn present(object: &Map<String, Value>, fields: &[&'static str]) -> Vec<&'static str> {
+    fields
+        .iter()
+        .copied()
+        .filter(|field| object.get(*field).is_some_and(|value| !value.is_null()))
+        .collect()
+}
+
+/// `choice`, unless it requires a tool and there are none: a 400 naming `tool_choice`.
+pub(crate) fn tool_choice_with(
+    choice: ToolChoice,
+    tools: &[ToolSpec],
+) -> Result<ToolChoice, RequestError> {
+    if tools.is_empty() && matches!(choice, ToolChoice::Required | ToolChoice::Named(_)) {
+        return Err(RequestError::invalid_value(
+            "tool_choice requires tools.",
+            "tool_choice",
+        ));
+    }
+    Ok(choice)
 }
 
 /// The media type and decoded size of a `data:` URL (`data:image/png;base64,…`), or

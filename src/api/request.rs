@@ -149,8 +149,6 @@ pub enum RequestProblem {
     /// Content the agent cannot take (an attachment under
     /// [`RequestLimits::reject_attachments`]).
     UnsupportedContent,
-    /// The dialect is not implemented (501).
-    NotImplemented,
 }
 
 impl RequestProblem {
@@ -164,7 +162,6 @@ impl RequestProblem {
             RequestProblem::InvalidValue => "invalid_value",
             RequestProblem::MissingParameter => "missing_required_parameter",
             RequestProblem::UnsupportedContent => "unsupported_content",
-            RequestProblem::NotImplemented => "not_implemented",
         }
     }
 }
@@ -215,22 +212,11 @@ impl RequestError {
         )
     }
 
-    /// [`RequestProblem::NotImplemented`]: the dialect `what` cannot answer yet.
-    pub fn not_implemented(what: &str) -> Self {
-        RequestError::new(
-            RequestProblem::NotImplemented,
-            format!("{what} is not implemented yet."),
-            None,
-        )
-    }
-
-    /// The HTTP status: 413 for an over-limit body, 501 for a dialect not implemented, 400
-    /// for everything else.
+    /// The HTTP status: 413 for an over-limit body, 400 for everything else.
     #[must_use]
     pub fn status(&self) -> u16 {
         match self.problem {
             RequestProblem::BodyTooLarge => 413,
-            RequestProblem::NotImplemented => 501,
             _ => 400,
         }
     }
@@ -261,12 +247,6 @@ mod tests {
     fn statuses() {
         let too_large = RequestError::new(RequestProblem::BodyTooLarge, "big", None);
         assert_eq!(too_large.status(), 413);
-        let not_yet = RequestError::not_implemented("The Anthropic Messages API");
-        assert_eq!(not_yet.status(), 501);
-        assert_eq!(
-            not_yet.message,
-            "The Anthropic Messages API is not implemented yet."
-        );
         assert_eq!(
             RequestError::missing("m", "model").problem.code(),
             "missing_required_parameter"

@@ -18,8 +18,7 @@ pub enum Dialect {
     /// OpenAI Chat Completions ([`openai::chat`]).
     #[default]
     ChatCompletions,
-    /// OpenAI Responses ([`openai::responses`]): not implemented yet; every request is
-    /// answered with a 501.
+    /// OpenAI Responses ([`openai::responses`]).
     Responses,
     /// Anthropic Messages ([`anthropic`]).
     Messages,
@@ -100,7 +99,20 @@ impl Dialect {
                 );
                 Ok(Prepared { request, writer })
             }
-            Dialect::Responses => Err(RequestError::not_implemented("The OpenAI Responses API")),
+            Dialect::Responses => {
+                use openai::responses::{
+                    EventEncoder, OutputOptions, ResponseBuilder, ResponseMeta,
+                };
+                let request = openai::responses::parse_request(body, &config.request_limits)?;
+                let meta = ResponseMeta::new(params.id_seed, params.created_unix, &request);
+                let options = OutputOptions::new(&request, config.activity_notes);
+                let writer = ResponseWriter::new(
+                    request.stream,
+                    || EventEncoder::new(&meta, &options),
+                    || ResponseBuilder::new(&meta, &options),
+                );
+                Ok(Prepared { request, writer })
+            }
             Dialect::Messages => {
                 let request = anthropic::parse_request(body, &config.request_limits)?;
                 let meta =

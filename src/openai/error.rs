@@ -41,7 +41,6 @@ fn error_type(kind: ErrorKind) -> &'static str {
         ErrorKind::Authentication => "authentication_error",
         ErrorKind::RateLimited => "rate_limit_error",
         ErrorKind::Internal
-        | ErrorKind::NotImplemented
         | ErrorKind::AgentFailed
         | ErrorKind::Unavailable
         | ErrorKind::Timeout => "server_error",

@@ -36,7 +36,9 @@ pub fn hello(dialect: Dialect, stream: bool) -> Vec<u8> {
             "stream_options": {"include_usage": true}, "messages": [{"role": "user", "content": "hi"}]}),
         Dialect::ChatCompletions => serde_json::json!({"model": "auto",
             "messages": [{"role": "user", "content": "hi"}]}),
-        Dialect::Responses => serde_json::json!({"model": "auto", "stream": stream, "input": "hi"}),
+        // As Codex asks: reasoning shown as summaries.
+        Dialect::Responses => serde_json::json!({"model": "auto", "stream": stream, "input": "hi",
+            "reasoning": {"summary": "auto"}}),
         Dialect::Messages => {
             serde_json::json!({"model": "auto", "max_tokens": 1024, "stream": stream,
             "messages": [{"role": "user", "content": "hi"}]})

@@ -5,6 +5,7 @@
 
 pub mod drive;
 pub mod mix;
+pub mod responses;
 
 use std::path::{Path, PathBuf};
 

@@ -36,7 +36,8 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use crate::api::parse::{
-    data_url, member, message_list, message_role, models, optional_bool, read_object, tool_list,
+    data_url, member, message_list, message_role, models, optional_bool, present, read_object,
+    tool_choice_with, tool_list,
 };
 use crate::api::{Reasoning, Request, RequestError, RequestLimits, RequestProblem};
 use crate::conversation::{
@@ -119,11 +120,7 @@ pub fn parse_request(body: &[u8], limits: &RequestLimits) -> Result<Request, Req
     let tools = parse_tools(object.get("tools"), limits)?;
     let tool_choice = parse_tool_choice(object.get("tool_choice"), &tools)?;
     let messages = parse_messages(object.get("messages"), limits)?;
-    let ignored = IGNORED
-        .iter()
-        .copied()
-        .filter(|f| object.get(*f).is_some_and(|v| !v.is_null()))
-        .collect();
+    let ignored = present(&object, IGNORED);
     Ok(Request {
         model,
         response_model,
@@ -259,13 +256,7 @@ fn parse_tool_choice(
             ));
         }
     };
-    if tools.is_empty() && matches!(choice, ToolChoice::Required | ToolChoice::Named(_)) {
-        return Err(RequestError::invalid_value(
-            "tool_choice requires tools.",
-            "tool_choice",
-        ));
-    }
-    Ok(choice)
+    tool_choice_with(choice, tools)
 }
 
 fn parse_messages(
