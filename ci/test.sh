@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: Rust (unit, integration, real-capture conformance, doc tests, the
 # C header's freshness, and both example proxies over loopback with the replay agent —
-# tests/proxy.rs), lints and docs, the C ABI from C (strict, static and shared, sanitizers,
+# proxy/tests/proxy.rs), lints and docs, the C ABI from C (strict, static and shared, sanitizers,
 # valgrind), the Python package built from source, and the real OpenAI clients judging the
 # output. Run from the repository root; `.ci/run` installs what a fresh machine lacks and
 # then runs this.
@@ -12,13 +12,13 @@ started=$(date +%s)
 step() { printf '\n==> %s (at %d s)\n' "$*" "$(($(date +%s) - started))"; }
 
 step "cargo test"
-cargo test --all-features
+cargo test --workspace --all-features
 
 step "cargo clippy"
-cargo clippy --all-targets --all-features -- -D warnings
+cargo clippy --workspace --all-targets --all-features -- -D warnings
 
 step "cargo doc"
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --all-features --quiet
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features --quiet
 
 step "C ABI (header, static + shared, ASan+UBSan, valgrind, plugin example)"
 bindings/c/run-tests.sh
@@ -38,7 +38,7 @@ fi
 
 if [ -d benches ] && ls benches/*.rs >/dev/null 2>&1; then
     step "benches compile"
-    cargo bench --no-run --quiet
+    cargo bench --workspace --no-run --quiet
 fi
 
 step "all tests passed"

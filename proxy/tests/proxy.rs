@@ -3,10 +3,10 @@
 //! cursor-agent, and held to the same behaviour — answers, errors, abuse, cancellation and
 //! process hygiene (every agent's process group gone and reaped, every slot free).
 //!
-//! The example binaries are built on first use (`cargo build --examples`, a no-op when
-//! they are current). Nothing here sleeps to let things settle: waits are for an event
+//! Nothing here sleeps to let things settle: waits are for an event
 //! (a process gone, a counter at zero) with a deadline as a safety net.
 
+#[path = "../../tests/support/mod.rs"]
 mod support;
 
 use std::collections::HashSet;
@@ -14,38 +14,24 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use support::{check_stream, expected_result};
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+/// The repository root (this package is `proxy/` in it).
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 
 // ---------------------------------------------------------------------------------------
 // Binaries, agents, proxies.
 
-/// The example binaries, built once per test run.
-fn examples_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut command = Command::new(cargo);
-        command
-            .args(["build", "--quiet", "--examples"])
-            .current_dir(ROOT);
-        if cfg!(feature = "fuzzing") {
-            command.args(["--features", "fuzzing"]);
-        }
-        let status = command.status().expect("cargo runs");
-        assert!(status.success(), "building the examples failed");
-        // target/<profile>/deps/<this test> → target/<profile>/examples
-        let exe = std::env::current_exe().unwrap();
-        exe.parent().unwrap().parent().unwrap().join("examples")
-    })
-}
-
+/// A binary of this package (cargo builds them before the tests).
 fn example(name: &str) -> PathBuf {
-    let path = examples_dir().join(name);
+    let path = PathBuf::from(match name {
+        "tokio_proxy" => env!("CARGO_BIN_EXE_tokio_proxy"),
+        "blocking_proxy" => env!("CARGO_BIN_EXE_blocking_proxy"),
+        "replay_agent" => env!("CARGO_BIN_EXE_replay_agent"),
+        _ => panic!("no binary {name}"),
+    });
     assert!(path.is_file(), "{} missing", path.display());
     path
 }

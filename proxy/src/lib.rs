@@ -1,6 +1,6 @@
 //! What the two example proxies share: everything but their I/O model.
 //!
-//! `tokio_proxy` and `blocking_proxy` include this module (`#[path]`), so both have the
+//! `tokio_proxy` and `blocking_proxy` (in `src/bin`) are built on this library, so both have the
 //! same flags, routes, error bodies, authentication, model cache, process-group handling,
 //! request log and demo. Each proxy keeps only its own sockets, pipes and timers, and
 //! drives [`agentwire::bridge::Bridge`] with them.
@@ -11,9 +11,6 @@
 //! - [`agent`]: spawning in a process group, the stop sequence (SIGTERM, grace, SIGKILL).
 //! - [`record`]: the one log line per request, and log setup.
 //! - [`demo`]: the embedded transcript `--demo` answers from.
-
-// Each proxy uses most, not all, of what is shared.
-#![allow(dead_code)]
 
 pub mod agent;
 pub mod demo;

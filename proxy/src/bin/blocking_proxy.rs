@@ -3,11 +3,11 @@
 //! async runtime.
 //!
 //! ```text
-//! cargo run --release --example blocking_proxy -- --demo
-//! cargo run --release --example blocking_proxy -- [--listen ADDR] [--api-key KEY] [--agent-bin PATH] …
+//! cargo run --release -p agentwire-proxy --bin blocking_proxy -- --demo
+//! cargo run --release -p agentwire-proxy --bin blocking_proxy -- [--listen ADDR] [--api-key KEY] [--agent-bin PATH] …
 //! ```
 //!
-//! Same flags, routes and behaviour as `tokio_proxy` (both include `proxy_common`).
+//! Same flags, routes and behaviour as `tokio_proxy` (both are built on this package's library).
 //!
 //! One thread per connection. The request head must arrive within `--header-timeout-ms`
 //! (slow clients are dropped). Responses close the connection. For an agent run, small
@@ -19,8 +19,7 @@
 //! the same way: the group is stopped if it still runs (SIGTERM, SIGKILL after a grace
 //! period), the leader is reaped, the request is logged, and only then is the slot freed.
 
-#[path = "proxy_common/mod.rs"]
-mod common;
+use agentwire_proxy as common;
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};

@@ -2,8 +2,8 @@
 //! [`Bridge`] making every protocol decision.
 //!
 //! ```text
-//! cargo run --release --example tokio_proxy -- --demo      # no Cursor account needed
-//! cargo run --release --example tokio_proxy -- [--listen ADDR] [--api-key KEY] [--agent-bin PATH] …
+//! cargo run --release -p agentwire-proxy -- --demo      # no Cursor account needed
+//! cargo run --release -p agentwire-proxy -- [--listen ADDR] [--api-key KEY] [--agent-bin PATH] …
 //! ```
 //!
 //! Routes: `POST /v1/chat/completions` (and `/chat/completions`), `GET /v1/models`,
@@ -24,8 +24,7 @@
 //! after a grace period), reaps it, logs the request and only then frees the slot — so
 //! every path, finished, abandoned, timed out or shut down, ends the same way.
 
-#[path = "proxy_common/mod.rs"]
-mod common;
+use agentwire_proxy as common;
 
 use std::convert::Infallible;
 use std::io;
