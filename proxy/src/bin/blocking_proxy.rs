@@ -7,24 +7,31 @@
 //! cargo run --release -p agentwire-proxy --bin blocking_proxy -- [--listen ADDR] [--api-key KEY] [--agent-bin PATH] …
 //! ```
 //!
-//! Same flags, routes and behaviour as `tokio_proxy` (both are built on this package's library).
+//! Same flags, routes and behaviour as `tokio_proxy` (both are built on this package's
+//! library).
 //!
-//! One thread per connection. The request head must arrive within `--header-timeout-ms`
-//! (slow clients are dropped). Responses close the connection. For an agent run, small
-//! helper threads turn the blocking sources into messages on one channel — stdout and
-//! stderr reads, the leader's exit, the client's socket closing, server shutdown — and
-//! the connection thread waits on that channel until the bridge's next deadline
-//! ([`Bridge::poll_timeout`], the only timer), feeds the bridge, and writes each body
-//! chunk and flushes it at once. A failed write means the client is gone. Every run ends
-//! the same way: the group is stopped if it still runs (SIGTERM, SIGKILL after a grace
-//! period), the leader is reaped, the request is logged, and only then is the slot freed.
-
-use agentwire_proxy as common;
+//! One thread per connection, one request per connection (responses close it). The head
+//! must arrive within `--header-timeout-ms` and the whole request within
+//! `--request-timeout-ms` of its first byte; its body is read by the strict decoder of
+//! [`agentwire_proxy::framing`], with `100 Continue` sent when the client waits for it.
+//!
+//! For an agent run, small helper threads turn the blocking sources into messages on one
+//! channel — stdout and stderr (one thread polling both, which the run can cancel), the
+//! leader's exit, the client's socket closing, server shutdown — and the connection thread
+//! waits on that channel until the bridge's next deadline ([`Bridge::poll_timeout`], the
+//! only timer), feeds the bridge, and writes what it yields. Writes never block past a
+//! deadline: while the client does not take them, the thread stops taking messages (so
+//! the agent waits on a full pipe) and writes with a timeout up to the next deadline,
+//! serving each as it comes; a write that makes no progress for `--write-timeout-ms` means
+//! the client is gone. Every run ends the same way: the group is stopped if it still runs
+//! (SIGTERM, SIGKILL after a grace period), the leader is reaped, the slot is freed, then
+//! what is left of the response is written and the request logged.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::process::ExitCode;
+use std::os::fd::{AsFd, OwnedFd};
+use std::process::{Child, ChildStderr, ChildStdout, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
@@ -32,24 +39,29 @@ use std::time::{Duration, Instant};
 
 use agentwire::bridge::{Bridge, Head, Output};
 use agentwire::cursor::ExitStatus;
+use agentwire_proxy::agent::{self, EXIT_DRAIN, Signal, Stopper, exit_status, signal_group};
+use agentwire_proxy::connections::{Admitted, Connections, Lane, OVERFLOW_TIMEOUT};
+use agentwire_proxy::framing::{BodyDecoder, BodyLength, Version, body_length};
+use agentwire_proxy::http::{self, Cors, Outcome, Reply, RequestHead, Target};
+use agentwire_proxy::models::ModelCache;
+use agentwire_proxy::record::{AgentEnd, RequestRecord, ResponseEnd};
+use agentwire_proxy::scan::{MAX_HEAD, MAX_HEADERS, may_end_head};
+use agentwire_proxy::{Clock, RequestIds, Settings, reaper};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
-use common::agent::{Signal, Stopper, exit_status, signal_group};
-use common::http::{self, Reply, Route};
-use common::models::ModelCache;
-use common::record::{AgentEnd, RequestRecord, ResponseEnd};
-use common::{Clock, RequestIds, Settings};
-
-/// Largest request head accepted.
-const MAX_HEAD: usize = 64 * 1024;
-/// Most request headers accepted.
-const MAX_HEADERS: usize = 64;
+/// Bytes read from a client at a time.
+const CLIENT_READ: usize = 16 * 1024;
 /// Bytes read from the agent's stdout at a time.
 const STDOUT_READ: usize = 32 * 1024;
-/// Stdout chunks in flight between the reader thread and the connection thread: a slow
+/// Bytes read from its stderr at a time.
+const STDERR_READ: usize = 4 * 1024;
+/// Pipe chunks in flight between the pipe thread and the connection thread: a slow
 /// client slows the agent down instead of filling memory.
 const PIPE_CHUNKS: usize = 8;
 /// Stack of the small helper threads.
 const HELPER_STACK: usize = 64 * 1024;
+/// Longest a blocked write waits before looking at the server's shutdown again.
+const WRITE_SLICE: Duration = Duration::from_millis(100);
 
 struct Server {
     settings: Settings,
@@ -63,7 +75,7 @@ struct Server {
 }
 
 fn main() -> ExitCode {
-    let settings = match common::start("blocking_proxy") {
+    let settings = match agentwire_proxy::start("blocking_proxy") {
         Ok(settings) => settings,
         Err(code) => return code,
     };
@@ -77,6 +89,7 @@ fn main() -> ExitCode {
     let bound = listener.local_addr().unwrap_or(settings.listen);
     println!("{}", settings.banner(bound));
     let _ = io::stdout().flush();
+    let connections = Connections::new(settings.max_connections);
     let server = Arc::new(Server {
         slots: Slots::new(settings.max_concurrent),
         models: ModelCache::new(settings.models_ttl),
@@ -95,15 +108,19 @@ fn main() -> ExitCode {
             break;
         }
         match stream {
-            Ok(stream) => {
-                let server = Arc::clone(&server);
-                let spawned = std::thread::Builder::new()
-                    .name("connection".into())
-                    .spawn(move || connection(&server, stream));
-                if let Err(e) = spawned {
-                    tracing::warn!(%e, "cannot start a connection thread");
+            // Over every lane: closed now, so its descriptor is free again at once.
+            Ok(stream) => match connections.admit() {
+                Some(admitted) => {
+                    let server = Arc::clone(&server);
+                    let spawned = std::thread::Builder::new()
+                        .name("connection".into())
+                        .spawn(move || connection(&server, stream, admitted));
+                    if let Err(e) = spawned {
+                        tracing::warn!(%e, "cannot start a connection thread");
+                    }
                 }
-            }
+                None => drop(stream),
+            },
             Err(e) => {
                 // Out of descriptors, most likely: back off instead of spinning.
                 tracing::warn!(%e, "accept failed");
@@ -205,67 +222,99 @@ impl Drop for Slot<'_> {
 }
 
 /// A parsed request head.
-struct RequestHead {
+struct ReadHead {
     method: String,
-    path: String,
+    target: String,
+    version: Version,
     headers: Vec<(String, Vec<u8>)>,
+    /// When its first byte arrived.
+    started: Instant,
     /// Bytes read past the head: the start of the body.
     rest: Vec<u8>,
 }
 
-impl RequestHead {
-    fn header(&self, name: &str) -> Option<&[u8]> {
+impl ReadHead {
+    fn fields(&self) -> Vec<(&str, &[u8])> {
         self.headers
             .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_slice())
-    }
-
-    fn header_str(&self, name: &str) -> Option<&str> {
-        self.header(name).and_then(|v| std::str::from_utf8(v).ok())
+            .map(|(name, value)| (name.as_str(), value.as_slice()))
+            .collect()
     }
 }
 
 /// Why a request could not be read.
 enum ReadError {
-    /// The peer closed, timed out or failed: drop the connection without a word.
+    /// The peer closed or failed: drop the connection without a word.
     Gone,
-    /// A malformed request: answer this and close.
+    /// A malformed or late request: answer this and close.
     Reply(Reply),
 }
 
-fn connection(server: &Server, mut stream: TcpStream) {
+/// What a response is written for: the request's version (HTTP/1.0 clients get no
+/// chunked coding) and its CORS headers.
+struct Answer {
+    version: Version,
+    cors: Cors,
+}
+
+fn connection(server: &Server, mut stream: TcpStream, admitted: Admitted) {
+    let lane = admitted.lane();
+    let settings = &server.settings;
     let _ = stream.set_nodelay(true);
+    let _ = stream.set_write_timeout(Some(settings.write_timeout));
+    let request_timeout = match lane {
+        Lane::Served => settings.request_timeout,
+        Lane::Overflow => OVERFLOW_TIMEOUT,
+    };
+    let head_deadline = Instant::now() + settings.header_timeout.min(request_timeout);
     let number = server.ids.next();
-    let deadline = Instant::now() + server.settings.header_timeout;
-    let head = match read_head(&mut stream, deadline) {
+    let mut answer = Answer {
+        version: Version::Http11,
+        cors: Cors::default(),
+    };
+    let mut head = match read_head(&mut stream, head_deadline) {
         Ok(head) => head,
         Err(ReadError::Gone) => return,
         Err(ReadError::Reply(reply)) => {
             let mut record = RequestRecord::new(number, "-", "-");
-            write_reply(&mut stream, reply, false, &mut record);
+            write_reply(&mut stream, reply, false, &answer, &mut record);
             return;
         }
     };
-    let mut record = RequestRecord::new(number, &head.method, &head.path);
-    let route = http::route(&head.method, &head.path);
-    let reply = if route == Route::Preflight {
-        http::preflight(head.header_str("access-control-request-headers"))
-    } else if !server.settings.auth.allows(head.header("authorization")) {
-        http::unauthorized()
-    } else {
-        match route {
-            Route::Chat => return chat(server, stream, head, record),
-            Route::Models => models(server),
-            Route::Health => http::health(&server.settings, server.slots.in_flight()),
-            Route::NotFound => http::not_found(&head.method, &head.path),
-            Route::MethodNotAllowed(allow) => {
-                http::method_not_allowed(&head.method, &head.path, allow)
-            }
-            Route::Preflight => unreachable!("answered above"),
-        }
+    answer.version = head.version;
+    let Some(target) = Target::parse(&head.target) else {
+        let mut record = RequestRecord::new(number, &head.method, "-");
+        let reply = http::bad_request("Invalid request target.");
+        write_reply(&mut stream, reply, false, &answer, &mut record);
+        return;
     };
-    write_reply(&mut stream, reply, head.method == "HEAD", &mut record);
+    let mut record = RequestRecord::new(number, &head.method, target.path);
+    let rest = std::mem::take(&mut head.rest);
+    let fields = head.fields();
+    let request = RequestHead {
+        method: &head.method,
+        target,
+        version: head.version,
+        headers: &fields,
+    };
+    let checked = http::check(settings, &request, lane);
+    answer.cors = checked.cors;
+    let reply = match checked.outcome {
+        Outcome::Reply(reply) => reply,
+        Outcome::Chat => {
+            let deadline = head.started + request_timeout;
+            return chat(server, stream, &request, rest, deadline, answer, record);
+        }
+        Outcome::Models => models(server),
+        Outcome::Health { detailed } => http::health(settings, detailed, server.slots.in_flight()),
+    };
+    write_reply(
+        &mut stream,
+        reply,
+        head.method == "HEAD",
+        &answer,
+        &mut record,
+    );
 }
 
 /// Reads bytes into `buf` before `deadline`: the count, 0 at end of stream.
@@ -278,37 +327,63 @@ fn read_until(stream: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> io::
     stream.read(buf)
 }
 
-fn read_head(stream: &mut TcpStream, deadline: Instant) -> Result<RequestHead, ReadError> {
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+fn read_head(stream: &mut TcpStream, deadline: Instant) -> Result<ReadHead, ReadError> {
     let mut buf = Vec::with_capacity(4096);
     let mut chunk = [0u8; 4096];
+    let mut started = None;
     loop {
         let n = read_until(stream, &mut chunk, deadline).map_err(|_| ReadError::Gone)?;
         if n == 0 {
             return Err(ReadError::Gone);
         }
+        let before = buf.len();
         buf.extend_from_slice(&chunk[..n]);
+        // Blank lines before the request line are skipped, as hyper does.
+        let blank = buf
+            .iter()
+            .take_while(|b| matches!(b, b'\r' | b'\n'))
+            .count();
+        buf.drain(..blank);
+        if buf.is_empty() {
+            continue;
+        }
+        let started = *started.get_or_insert_with(Instant::now);
+        if !may_end_head(&buf, before.saturating_sub(blank)) {
+            if buf.len() > MAX_HEAD {
+                return Err(ReadError::Reply(http::bad_request(
+                    "Request head too large.",
+                )));
+            }
+            continue;
+        }
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut request = httparse::Request::new(&mut headers);
         match request.parse(&buf) {
             Ok(httparse::Status::Complete(len)) => {
-                return Ok(RequestHead {
+                return Ok(ReadHead {
                     method: request.method.unwrap_or_default().to_owned(),
-                    path: request
-                        .path
-                        .unwrap_or_default()
-                        .split(['?', '#'])
-                        .next()
-                        .unwrap_or_default()
-                        .to_owned(),
+                    target: request.path.unwrap_or_default().to_owned(),
+                    version: match request.version {
+                        Some(0) => Version::Http10,
+                        _ => Version::Http11,
+                    },
                     headers: request
                         .headers
                         .iter()
                         .map(|h| (h.name.to_owned(), h.value.to_vec()))
                         .collect(),
+                    started,
                     rest: buf[len..].to_vec(),
                 });
             }
-            Ok(httparse::Status::Partial) if buf.len() < MAX_HEAD => {}
+            Ok(httparse::Status::Partial) if buf.len() <= MAX_HEAD => {}
             Ok(httparse::Status::Partial) => {
                 return Err(ReadError::Reply(http::bad_request(
                     "Request head too large.",
@@ -323,77 +398,47 @@ fn read_head(stream: &mut TcpStream, deadline: Instant) -> Result<RequestHead, R
     }
 }
 
-/// Reads the request body (`Content-Length` or chunked), at most `limit` bytes.
+/// Reads the request body framed as `length` (`rest` is what came with the head), at
+/// most `limit` bytes, before `deadline`.
 fn read_body(
     stream: &mut TcpStream,
-    head: &mut RequestHead,
-    limit: usize,
-    timeout: Duration,
+    rest: &[u8],
+    length: BodyLength,
+    limit: u64,
+    deadline: Instant,
 ) -> Result<Vec<u8>, ReadError> {
-    let mut pending = std::mem::take(&mut head.rest);
-    let mut chunk = vec![0u8; 16 * 1024];
-    let mut more = |stream: &mut TcpStream, pending: &mut Vec<u8>| -> Result<(), ReadError> {
-        match read_until(stream, &mut chunk, Instant::now() + timeout) {
-            Ok(0) | Err(_) => Err(ReadError::Gone),
-            Ok(n) => {
-                pending.extend_from_slice(&chunk[..n]);
-                Ok(())
-            }
-        }
-    };
-    let chunked = head
-        .header_str("transfer-encoding")
-        .is_some_and(|te| te.to_ascii_lowercase().contains("chunked"));
-    if !chunked {
-        let length = match head.header_str("content-length") {
-            None => 0,
-            Some(value) => value
-                .trim()
-                .parse::<usize>()
-                .map_err(|_| ReadError::Reply(http::bad_request("Invalid Content-Length.")))?,
-        };
-        if length > limit {
-            return Err(ReadError::Reply(http::too_large(limit)));
-        }
-        while pending.len() < length {
-            more(stream, &mut pending)?;
-        }
-        pending.truncate(length);
-        return Ok(pending);
-    }
+    let mut decoder = BodyDecoder::new(length, limit);
     let mut body = Vec::new();
+    let mut chunk = vec![0u8; CLIENT_READ];
+    let mut input = rest;
     loop {
-        match httparse::parse_chunk_size(&pending) {
-            Ok(httparse::Status::Complete((start, size))) => {
-                let size = usize::try_from(size).unwrap_or(usize::MAX);
-                if size == 0 {
-                    return Ok(body);
-                }
-                if body.len().saturating_add(size) > limit {
-                    return Err(ReadError::Reply(http::too_large(limit)));
-                }
-                let end = start + size + 2;
-                while pending.len() < end {
-                    more(stream, &mut pending)?;
-                }
-                body.extend_from_slice(&pending[start..start + size]);
-                pending.drain(..end);
-            }
-            Ok(httparse::Status::Partial) if pending.len() < MAX_HEAD => {
-                more(stream, &mut pending)?
-            }
-            _ => {
-                return Err(ReadError::Reply(http::bad_request(
-                    "Malformed chunked body.",
-                )));
-            }
+        if !input.is_empty() {
+            decoder
+                .decode(input, |data| body.extend_from_slice(data))
+                .map_err(|e| ReadError::Reply(e.reply()))?;
         }
+        if decoder.is_done() {
+            return Ok(body);
+        }
+        let n = match read_until(stream, &mut chunk, deadline) {
+            Ok(0) => return Err(ReadError::Gone),
+            Ok(n) => n,
+            Err(e) if is_timeout(&e) => return Err(ReadError::Reply(http::request_timeout())),
+            Err(_) => return Err(ReadError::Gone),
+        };
+        input = &chunk[..n];
     }
 }
 
 /// Writes a complete reply and closes the connection.
-fn write_reply(stream: &mut TcpStream, reply: Reply, head_only: bool, record: &mut RequestRecord) {
-    let mut out = status_line(reply.status, &reply.headers);
+fn write_reply(
+    stream: &mut TcpStream,
+    reply: Reply,
+    head_only: bool,
+    answer: &Answer,
+    record: &mut RequestRecord,
+) {
+    let mut out = status_line(reply.status, &reply.headers, &answer.cors);
     out.extend_from_slice(format!("content-length: {}\r\n\r\n", reply.body.len()).as_bytes());
     if !head_only {
         out.extend_from_slice(&reply.body);
@@ -426,43 +471,25 @@ fn linger(stream: &mut TcpStream) {
 
 /// The status line, the given headers, the CORS headers and `connection: close`; the
 /// caller adds the framing header and the blank line.
-fn status_line(status: u16, headers: &[(&'static str, String)]) -> Vec<u8> {
-    let mut out = format!("HTTP/1.1 {status} {}\r\n", reason(status)).into_bytes();
+fn status_line(status: u16, headers: &[(&'static str, String)], cors: &Cors) -> Vec<u8> {
+    let mut out = format!("HTTP/1.1 {status} {}\r\n", http::reason(status)).into_bytes();
+    let headers = headers
+        .iter()
+        .map(|(name, value)| (*name, value.as_str()))
+        .chain(cors.headers());
     for (name, value) in headers {
-        out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
-    }
-    for (name, value) in http::CORS_HEADERS {
         out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
     }
     out.extend_from_slice(b"connection: close\r\n");
     out
 }
 
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        204 => "No Content",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        413 => "Payload Too Large",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        504 => "Gateway Timeout",
-        _ => "",
-    }
-}
-
 fn models(server: &Server) -> Reply {
-    let now = Instant::now();
-    if let Some(body) = server.models.fresh(now) {
-        return Reply::json(200, body.to_vec());
-    }
-    let listing = server.settings.agent.list_models();
-    match server.models.update(Instant::now(), listing) {
+    let agent = &server.settings.agent;
+    match server
+        .models
+        .get(agent::PROBE_TIMEOUT * 2, || agent.list_models())
+    {
         Ok(body) => Reply::json(200, body.to_vec()),
         Err(why) => http::models_unavailable(&why),
     }
@@ -479,57 +506,79 @@ enum Event {
     Shutdown,
 }
 
-fn chat(server: &Server, mut stream: TcpStream, mut head: RequestHead, mut record: RequestRecord) {
+fn chat(
+    server: &Server,
+    mut stream: TcpStream,
+    request: &RequestHead<'_>,
+    rest: Vec<u8>,
+    deadline: Instant,
+    answer: Answer,
+    mut record: RequestRecord,
+) {
     let limit = server.settings.config.request_limits.max_body_bytes;
-    let body = match read_body(
-        &mut stream,
-        &mut head,
-        limit,
-        server.settings.header_timeout,
-    ) {
-        Ok(body) => body,
-        Err(ReadError::Gone) => return,
-        Err(ReadError::Reply(reply)) => return write_reply(&mut stream, reply, false, &mut record),
+    let length = match body_length(request.version, request.headers, limit as u64) {
+        Ok(length) => length,
+        Err(e) => return write_reply(&mut stream, e.reply(), false, &answer, &mut record),
     };
     if server.shutting_down.load(Ordering::SeqCst) {
-        return write_reply(&mut stream, http::shutting_down(), false, &mut record);
+        let reply = http::shutting_down();
+        return write_reply(&mut stream, reply, false, &answer, &mut record);
     }
+    // The client waits for a go-ahead before sending the body.
+    if request.expects_continue() && rest.is_empty() && length != BodyLength::Length(0) {
+        let go = format!("HTTP/1.1 100 {}\r\n\r\n", http::reason(100));
+        if stream.write_all(go.as_bytes()).is_err() {
+            return;
+        }
+    }
+    let body = match read_body(&mut stream, &rest, length, limit as u64, deadline) {
+        Ok(body) => body,
+        Err(ReadError::Gone) => return,
+        Err(ReadError::Reply(reply)) => {
+            return write_reply(&mut stream, reply, false, &answer, &mut record);
+        }
+    };
     let Some(slot) = server.slots.try_take() else {
         let reply = http::busy(server.settings.max_concurrent);
-        return write_reply(&mut stream, reply, false, &mut record);
+        return write_reply(&mut stream, reply, false, &answer, &mut record);
     };
     let params = server.ids.params(record.number, &server.clock);
     let bridge = Bridge::new(&body, &server.settings.config, params);
     let (events_tx, events) = mpsc::sync_channel(PIPE_CHUNKS);
+    let number = record.number;
     server
         .runs
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .insert(record.number, events_tx.clone());
-    let number = record.number;
+        .insert(number, events_tx.clone());
     let mut run = Run {
         server,
         bridge,
         stream,
+        answer,
         agent: None,
         events,
         record,
         head: None,
         body: Vec::new(),
-        frame: Vec::new(),
+        out: Vec::new(),
+        written: 0,
+        stalled_since: None,
         ended: false,
         client_gone: false,
+        shutting_down: false,
     };
     run.start(&events_tx);
     drop(events_tx);
     run.serve();
-    run.finish();
+    run.finish_agent();
     server
         .runs
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .remove(&number);
     drop(slot);
+    run.finish_response();
 }
 
 /// One request's agent and bridge, on the connection's thread.
@@ -537,6 +586,7 @@ struct Run<'a> {
     server: &'a Server,
     bridge: Bridge,
     stream: TcpStream,
+    answer: Answer,
     agent: Option<Agent>,
     events: Receiver<Event>,
     record: RequestRecord,
@@ -544,13 +594,18 @@ struct Run<'a> {
     head: Option<Head>,
     /// A whole body being assembled.
     body: Vec<u8>,
-    /// Reused buffer for one chunk of a stream.
-    frame: Vec<u8>,
+    /// Bytes for the client, written from `written` on.
+    out: Vec<u8>,
+    written: usize,
+    /// Since when the writes of `out` have made no progress.
+    stalled_since: Option<Instant>,
     ended: bool,
     client_gone: bool,
+    shutting_down: bool,
 }
 
-/// The agent process of a run; the child itself belongs to its waiter thread.
+/// The agent process of a run; the child itself belongs to its waiter thread, its pipes
+/// to the pipe thread.
 struct Agent {
     group: u32,
     stdout_open: bool,
@@ -558,6 +613,19 @@ struct Agent {
     status: Option<std::process::ExitStatus>,
     reported: bool,
     stopper: Stopper,
+    /// After the leader's exit: when to stop reading pipes something else holds open.
+    drain_until: Option<Instant>,
+    /// Dropping it stops the pipe thread.
+    cancel: Option<OwnedFd>,
+}
+
+impl Agent {
+    /// Stops reading the pipes (the pipe thread ends, closing them).
+    fn close_pipes(&mut self) {
+        self.cancel = None;
+        self.stdout_open = false;
+        self.stderr_open = false;
+    }
 }
 
 impl Run<'_> {
@@ -566,8 +634,11 @@ impl Run<'_> {
         if let Some(invocation) = self.bridge.invocation() {
             self.record.set_model(invocation);
             let prompt = invocation.stdin.clone();
-            match self.server.settings.agent.command(invocation).spawn() {
-                Ok(mut child) => {
+            let mut command = self.server.settings.agent.command(invocation);
+            let spawned = reaper::spawn(|child: &Child| Some(child.id()), || command.spawn())
+                .and_then(|child| Ok((child, nix::unistd::pipe()?)));
+            match spawned {
+                Ok((mut child, (cancelled, cancel))) => {
                     let group = child.id();
                     if let Some(mut stdin) = child.stdin.take() {
                         // Apart from the reads: a large prompt must not block them.
@@ -575,19 +646,15 @@ impl Run<'_> {
                             let _ = stdin.write_all(&prompt);
                         });
                     }
-                    if let Some(stdout) = child.stdout.take() {
+                    if let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take())
+                    {
                         let tx = events.clone();
-                        helper(move || {
-                            pump(stdout, STDOUT_READ, &tx, Event::Stdout, Event::StdoutEof)
-                        });
-                    }
-                    if let Some(stderr) = child.stderr.take() {
-                        let tx = events.clone();
-                        helper(move || pump(stderr, 4096, &tx, Event::Stderr, Event::StderrEof));
+                        helper(move || pump(stdout, stderr, cancelled, &tx));
                     }
                     let tx = events.clone();
                     helper(move || {
                         let status = child.wait().unwrap_or_default();
+                        reaper::release(group);
                         let _ = tx.send(Event::Exited(status));
                     });
                     self.agent = Some(Agent {
@@ -597,6 +664,8 @@ impl Run<'_> {
                         status: None,
                         reported: false,
                         stopper: Stopper::new(self.server.settings.kill_grace),
+                        drain_until: None,
+                        cancel: Some(cancel),
                     });
                 }
                 Err(e) => {
@@ -627,64 +696,132 @@ impl Run<'_> {
     /// Feeds the bridge until its end (or the client's).
     fn serve(&mut self) {
         while !self.ended && !self.client_gone {
-            let clock = self.server.clock;
-            let due = self.next_due();
-            let event = recv_until(&self.events, due);
-            let now = clock.now_ms();
-            match event {
-                Ok(event) => self.handle(event),
-                Err(RecvTimeoutError::Timeout) => {
-                    self.bridge.handle_timeout(now);
-                    self.stop_when_due();
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    // Nothing can report any more (no agent): end by the bridge's rules.
-                    self.bridge.client_gone(now);
-                    self.client_gone = true;
-                }
-            }
-            if let Some(agent) = &mut self.agent {
-                if let Some(exit) = agent.status {
-                    if !agent.stdout_open && !agent.stderr_open && !agent.reported {
-                        agent.reported = true;
-                        let _ = self.bridge.agent_exited(exit_status(exit), clock.now_ms());
+            if self.written < self.out.len() {
+                self.write_pending();
+            } else {
+                match recv_until(&self.events, self.next_due()) {
+                    Ok(event) => self.handle(event),
+                    Err(RecvTimeoutError::Timeout) => self.deadlines(),
+                    Err(RecvTimeoutError::Disconnected) => {
+                        // Nothing can report any more (no agent): end by the bridge's rules.
+                        self.bridge.client_gone(self.server.clock.now_ms());
+                        self.client_gone = true;
                     }
                 }
             }
+            self.report_exit();
             self.drain();
         }
     }
 
-    /// The earliest of the bridge's deadline and the stop sequence's.
+    /// Writes what is waiting for the client until it is all out or a deadline comes,
+    /// then serves the deadline. The agent's messages wait meanwhile (it is paused).
+    fn write_pending(&mut self) {
+        let now = Instant::now();
+        let stall_at = *self.stalled_since.get_or_insert(now) + self.server.settings.write_timeout;
+        if let Some(agent) = &mut self.agent {
+            // The drain time after the leader's exit runs only while its output is read.
+            if agent.drain_until.is_some() {
+                agent.drain_until = Some(now + EXIT_DRAIN);
+            }
+        }
+        let due = self
+            .next_due()
+            .map_or(stall_at, |due| due.min(stall_at))
+            .min(now + WRITE_SLICE);
+        let timeout = due
+            .saturating_duration_since(now)
+            .max(Duration::from_millis(1));
+        let _ = self.stream.set_write_timeout(Some(timeout));
+        match self.stream.write(&self.out[self.written..]) {
+            Ok(0) => self.gone(),
+            Ok(n) => {
+                self.written += n;
+                self.stalled_since = None;
+                if self.written == self.out.len() {
+                    self.out.clear();
+                    self.written = 0;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if is_timeout(&e) => {
+                if Instant::now() >= stall_at {
+                    // It has not read for --write-timeout-ms: as good as gone.
+                    self.gone();
+                    return;
+                }
+                if self.server.shutting_down.load(Ordering::SeqCst) {
+                    self.shutdown();
+                }
+                self.deadlines();
+            }
+            Err(_) => self.gone(),
+        }
+    }
+
+    /// The earliest of the bridge's deadline, the stop sequence's and the drain time's.
     fn next_due(&self) -> Option<Instant> {
         let bridge = self
             .bridge
             .poll_timeout()
             .map(|ms| self.server.clock.instant(ms));
-        let stop = self.agent.as_ref().and_then(|a| a.stopper.deadline());
-        match (bridge, stop) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        let agent = self.agent.as_ref();
+        let stop = agent.and_then(|a| a.stopper.deadline());
+        let drain = agent
+            .filter(|a| a.stdout_open || a.stderr_open)
+            .and_then(|a| a.drain_until);
+        [bridge, stop, drain].into_iter().flatten().min()
+    }
+
+    /// Serves whichever deadlines have passed.
+    fn deadlines(&mut self) {
+        self.bridge.handle_timeout(self.server.clock.now_ms());
+        let now = Instant::now();
+        let Some(agent) = &mut self.agent else {
+            return;
+        };
+        if let Some(signal) = agent.stopper.on_deadline(now) {
+            signal_group(agent.group, signal);
+        }
+        if agent.drain_until.is_some_and(|at| now >= at) && (agent.stdout_open || agent.stderr_open)
+        {
+            // The leader is gone and its output with it; what still holds the pipes (a
+            // descendant out of the group's reach) does not hold the response. What the
+            // pipe thread already read is still the agent's.
+            agent.close_pipes();
+            while let Ok(event) = self.events.try_recv() {
+                self.handle(event);
+            }
         }
     }
 
-    fn stop_when_due(&mut self) {
+    /// The leader's exit, reported once both pipes are closed.
+    fn report_exit(&mut self) {
         if let Some(agent) = &mut self.agent {
-            if let Some(signal) = agent.stopper.on_deadline(Instant::now()) {
-                signal_group(agent.group, signal);
+            if let Some(exit) = agent.status {
+                if !agent.stdout_open && !agent.stderr_open && !agent.reported {
+                    agent.reported = true;
+                    let now = self.server.clock.now_ms();
+                    let _ = self.bridge.agent_exited(exit_status(exit), now);
+                }
             }
         }
     }
 
     fn handle(&mut self, event: Event) {
         let now = self.server.clock.now_ms();
+        if matches!(event, Event::ClientGone) {
+            return self.gone();
+        }
+        if matches!(event, Event::Shutdown) {
+            return self.shutdown();
+        }
         let Some(agent) = &mut self.agent else {
-            if matches!(event, Event::ClientGone) {
-                self.gone();
-            }
             return;
         };
         match event {
+            // Read before the pipes were closed, after the exit was reported: dropped.
+            Event::Stdout(_) | Event::Stderr(_) if agent.reported => {}
             Event::Stdout(bytes) => {
                 let _ = self.bridge.push_stdout(&bytes, now);
             }
@@ -698,23 +835,32 @@ impl Run<'_> {
                 agent.stopper.exited();
                 // Whatever the leader left behind (children holding the pipes) goes too.
                 signal_group(agent.group, Signal::Kill);
+                agent.drain_until = Some(Instant::now() + EXIT_DRAIN);
             }
-            Event::ClientGone => self.gone(),
-            Event::Shutdown => {
-                self.record.end = ResponseEnd::Shutdown;
-                // The bridge ends the response (in-band after the head, 503 before it)
-                // and asks for the agent to be stopped.
-                self.bridge.shutdown(now);
-            }
+            Event::ClientGone | Event::Shutdown => unreachable!("handled above"),
         }
     }
 
-    /// The client hung up or a write to it failed.
+    /// The server shuts down.
+    fn shutdown(&mut self) {
+        if self.shutting_down {
+            return;
+        }
+        self.shutting_down = true;
+        self.record.end = ResponseEnd::Shutdown;
+        // The bridge ends the response (in-band after the head, 503 before it) and asks
+        // for the agent to be stopped.
+        self.bridge.shutdown(self.server.clock.now_ms());
+    }
+
+    /// The client hung up, a write to it failed, or it stopped reading.
     fn gone(&mut self) {
         if self.ended || self.client_gone {
             return;
         }
         self.client_gone = true;
+        self.out.clear();
+        self.written = 0;
         if self.record.end == ResponseEnd::Complete {
             self.record.end = ResponseEnd::ClientGone;
         }
@@ -722,35 +868,40 @@ impl Run<'_> {
         self.drain();
     }
 
-    /// Takes every output of the bridge and writes it.
+    /// Takes every output of the bridge, as bytes for the client.
     fn drain(&mut self) {
+        let chunked = self.answer.version == Version::Http11;
         while let Some(output) = self.bridge.poll_output() {
-            let written = match output {
+            match output {
                 Output::Head(head) => {
                     self.record.status = head.status;
                     if is_stream(&head) {
-                        let mut out = status_line(head.status, &http::head_headers(&head));
-                        out.extend_from_slice(b"transfer-encoding: chunked\r\n\r\n");
-                        write_flush(&mut self.stream, &out)
+                        let headers = http::head_headers(&head);
+                        let line = status_line(head.status, &headers, &self.answer.cors);
+                        self.out.extend_from_slice(&line);
+                        // HTTP/1.0 clients read to the end of the connection instead.
+                        if chunked {
+                            self.out
+                                .extend_from_slice(b"transfer-encoding: chunked\r\n");
+                        }
+                        self.out.extend_from_slice(b"\r\n");
                     } else {
                         self.head = Some(head);
-                        Ok(())
                     }
                 }
                 Output::Body(bytes) => {
                     if self.head.is_some() {
                         self.body.extend_from_slice(bytes);
-                        Ok(())
-                    } else if self.client_gone {
-                        Ok(())
-                    } else {
+                    } else if !self.client_gone {
                         self.record.bytes_out += bytes.len() as u64;
-                        self.frame.clear();
-                        self.frame
-                            .extend_from_slice(format!("{:x}\r\n", bytes.len()).as_bytes());
-                        self.frame.extend_from_slice(bytes);
-                        self.frame.extend_from_slice(b"\r\n");
-                        write_flush(&mut self.stream, &self.frame)
+                        if chunked {
+                            self.out
+                                .extend_from_slice(format!("{:x}\r\n", bytes.len()).as_bytes());
+                        }
+                        self.out.extend_from_slice(bytes);
+                        if chunked {
+                            self.out.extend_from_slice(b"\r\n");
+                        }
                     }
                 }
                 Output::StopAgent => {
@@ -759,67 +910,72 @@ impl Run<'_> {
                             signal_group(agent.group, signal);
                         }
                     }
-                    Ok(())
                 }
                 Output::End => {
                     self.ended = true;
                     if self.client_gone {
-                        Ok(())
-                    } else if let Some(head) = self.head.take() {
-                        let mut out = status_line(head.status, &http::head_headers(&head));
-                        out.extend_from_slice(
+                        continue;
+                    }
+                    if let Some(head) = self.head.take() {
+                        let headers = http::head_headers(&head);
+                        let line = status_line(head.status, &headers, &self.answer.cors);
+                        self.out.extend_from_slice(&line);
+                        self.out.extend_from_slice(
                             format!("content-length: {}\r\n\r\n", self.body.len()).as_bytes(),
                         );
-                        out.extend_from_slice(&self.body);
+                        self.out.extend_from_slice(&self.body);
                         self.record.bytes_out = self.body.len() as u64;
-                        write_flush(&mut self.stream, &out)
-                    } else {
-                        write_flush(&mut self.stream, b"0\r\n\r\n")
+                    } else if chunked {
+                        self.out.extend_from_slice(b"0\r\n\r\n");
                     }
                 }
-            };
-            if written.is_err() {
-                // A failed write is a client gone: nothing more is written.
-                if self.ended {
-                    self.client_gone = true;
-                    self.record.end = ResponseEnd::ClientGone;
-                } else {
-                    self.gone();
-                }
-                return;
             }
         }
     }
 
-    /// After the response: stop the agent if it still runs, reap it, log the request.
-    fn finish(mut self) {
-        let _ = self.stream.shutdown(Shutdown::Both);
-        if let Some(agent) = &mut self.agent {
-            agent.stopper.response_over(Instant::now());
-            while agent.status.is_none() {
-                let event = recv_until(&self.events, agent.stopper.deadline());
-                match event {
-                    // Stdout and stderr are read to their end and dropped: nobody listens.
-                    Ok(Event::Exited(status)) => {
-                        agent.status = Some(status);
-                        agent.stopper.exited();
-                    }
-                    Ok(_) => {}
-                    Err(RecvTimeoutError::Timeout) => {
-                        if let Some(signal) = agent.stopper.on_deadline(Instant::now()) {
-                            signal_group(agent.group, signal);
-                        }
-                    }
-                    Err(RecvTimeoutError::Disconnected) => break,
+    /// After the response: stops the agent if it still runs, and reaps it.
+    fn finish_agent(&mut self) {
+        let Some(agent) = &mut self.agent else {
+            return;
+        };
+        // Nobody reads the pipes any more.
+        agent.close_pipes();
+        agent.stopper.response_over(Instant::now());
+        while agent.status.is_none() {
+            match recv_until(&self.events, agent.stopper.deadline()) {
+                Ok(Event::Exited(status)) => {
+                    agent.status = Some(status);
+                    agent.stopper.exited();
                 }
+                Ok(_) => {}
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Some(signal) = agent.stopper.on_deadline(Instant::now()) {
+                        signal_group(agent.group, signal);
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
             }
-            signal_group(agent.group, Signal::Kill);
-            let status = exit_status(agent.status.unwrap_or_default());
-            self.record.agent = match agent.stopper.signalled() {
-                Some(signal) => AgentEnd::Stopped(signal, status),
-                None => AgentEnd::Exited(status),
-            };
         }
+        signal_group(agent.group, Signal::Kill);
+        let status = exit_status(agent.status.unwrap_or_default());
+        self.record.agent = match agent.stopper.signalled() {
+            Some(signal) => AgentEnd::Stopped(signal, status),
+            None => AgentEnd::Exited(status),
+        };
+    }
+
+    /// Writes what is left for the client (it has `--write-timeout-ms` between
+    /// progress), closes the connection and logs the request.
+    fn finish_response(mut self) {
+        if !self.client_gone && self.written < self.out.len() {
+            let _ = self
+                .stream
+                .set_write_timeout(Some(self.server.settings.write_timeout));
+            if self.stream.write_all(&self.out[self.written..]).is_err() {
+                self.record.end = ResponseEnd::ClientGone;
+            }
+        }
+        let _ = self.stream.shutdown(Shutdown::Both);
         self.record.log();
     }
 }
@@ -836,11 +992,6 @@ fn is_stream(head: &Head) -> bool {
     head.content_type == "text/event-stream" && head.status == 200
 }
 
-fn write_flush(stream: &mut TcpStream, bytes: &[u8]) -> io::Result<()> {
-    stream.write_all(bytes)?;
-    stream.flush()
-}
-
 /// Starts a small helper thread.
 fn helper(f: impl FnOnce() + Send + 'static) {
     if let Err(e) = std::thread::Builder::new()
@@ -851,26 +1002,84 @@ fn helper(f: impl FnOnce() + Send + 'static) {
     }
 }
 
-/// Reads `pipe` until its end, sending each chunk.
-fn pump(
-    mut pipe: impl Read,
-    size: usize,
+/// Reads the agent's stdout and stderr until both end or `cancelled` is closed (its
+/// other end dropped), sending each chunk.
+fn pump(stdout: ChildStdout, stderr: ChildStderr, cancelled: OwnedFd, events: &SyncSender<Event>) {
+    let mut stdout = Some(stdout);
+    let mut stderr = Some(stderr);
+    let mut out_buf = vec![0u8; STDOUT_READ];
+    let mut err_buf = vec![0u8; STDERR_READ];
+    while stdout.is_some() || stderr.is_some() {
+        let (out_ready, err_ready) = {
+            let mut fds = vec![PollFd::new(cancelled.as_fd(), PollFlags::POLLIN)];
+            fds.extend(
+                stdout
+                    .as_ref()
+                    .map(|p| PollFd::new(p.as_fd(), PollFlags::POLLIN)),
+            );
+            fds.extend(
+                stderr
+                    .as_ref()
+                    .map(|p| PollFd::new(p.as_fd(), PollFlags::POLLIN)),
+            );
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(_) => return,
+            }
+            let ready = |fd: &PollFd<'_>| fd.revents().is_some_and(|r| !r.is_empty());
+            if ready(&fds[0]) {
+                return;
+            }
+            let out_ready = stdout.is_some() && ready(&fds[1]);
+            let err_ready = stderr.is_some() && ready(&fds[fds.len() - 1]);
+            (out_ready, err_ready)
+        };
+        if out_ready
+            && !read_pipe(
+                &mut stdout,
+                &mut out_buf,
+                events,
+                Event::Stdout,
+                Event::StdoutEof,
+            )
+        {
+            return;
+        }
+        if err_ready
+            && !read_pipe(
+                &mut stderr,
+                &mut err_buf,
+                events,
+                Event::Stderr,
+                Event::StderrEof,
+            )
+        {
+            return;
+        }
+    }
+}
+
+/// One read from a pipe that poll found ready, sent on; the pipe is closed at its end.
+/// False when nobody listens any more.
+fn read_pipe(
+    pipe: &mut Option<impl Read>,
+    buf: &mut [u8],
     events: &SyncSender<Event>,
     chunk: fn(Vec<u8>) -> Event,
     eof: Event,
-) {
-    let mut buf = vec![0u8; size];
-    loop {
-        match pipe.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                if events.send(chunk(buf[..n].to_vec())).is_err() {
-                    return;
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
+) -> bool {
+    let Some(reader) = pipe else {
+        return true;
+    };
+    let event = match reader.read(buf) {
+        Ok(0) => eof,
+        Ok(n) => chunk(buf[..n].to_vec()),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => return true,
+        Err(_) => eof,
+    };
+    if matches!(event, Event::StdoutEof | Event::StderrEof) {
+        *pipe = None;
     }
-    let _ = events.send(eof);
+    events.send(event).is_ok()
 }
