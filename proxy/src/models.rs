@@ -1,6 +1,5 @@
-//! `GET /v1/models`: the CLI's model listing, read by the core's
-//! [`parse_models`](agentwire::cursor::parse_models), served from memory for a TTL, and
-//! served stale when the CLI fails to list them again.
+//! `GET /v1/models`: the CLI's model listing, read by the core's [`parse_models`], served
+//! from memory for a TTL, and served stale when the CLI fails to list them again.
 //!
 //! Listing starts a process (`cursor-agent models`) outside `--max-concurrent`, so at most
 //! one listing runs at a time: while it does, other requests get the last list (stale), or
