@@ -1119,6 +1119,19 @@ fn api_key_is_required(kind: Kind) {
             .status,
         204
     );
+    // `/health` tells a caller without the key that the server is up, and nothing more.
+    for headers in [vec![], vec![("authorization", "Bearer sk-wrong")]] {
+        let reply = proxy.request("GET", "/health", &headers, b"");
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.json(), serde_json::json!({"status": "ok"}));
+    }
+    let reply = proxy.request(
+        "GET",
+        "/health",
+        &[("authorization", "Bearer sk-test")],
+        b"",
+    );
+    assert_eq!(reply.json()["in_flight"], 0);
     let auth = [
         ("authorization", "Bearer sk-test"),
         ("content-type", "application/json"),
@@ -1806,14 +1819,24 @@ fn escaping_agent(scratch: &Scratch, flags: &[&str]) -> (PathBuf, PathBuf) {
 }
 
 /// An agent whose descendant left its process group (`setsid`) keeping stdout open: the
-/// response still ends when the agent does, not at the idle timeout.
+/// response still ends when the agent does, not at the idle timeout. (An answer that
+/// ends with a `result` line ends the response by itself; a run that fails without one
+/// needs the agent's exit.)
 fn escaped_descendants_do_not_hold_the_response(kind: Kind) {
     let scratch = Scratch::new("escaped");
-    let (agent, pids) = escaping_agent(&scratch, &["--transcript", &transcript("no_usage.jsonl")]);
+    let empty = scratch.path("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let empty = empty.display().to_string();
+    let (agent, pids) = escaping_agent(&scratch, &["--transcript", &empty, "--exit", "3"]);
     let proxy = Proxy::start(kind, &agent, &scratch, &[]);
     for body in [plain_body("hi"), stream_body("hi")] {
         let reply = proxy.chat(&body);
-        assert_eq!(reply.status, 200, "{}", reply.text());
+        let message = reply.json()["error"]["message"].to_string();
+        assert!(
+            message.contains("exit code 3"),
+            "{}: {message}",
+            reply.status
+        );
     }
     proxy.wait_idle();
     let escaped: Vec<u32> = std::fs::read_to_string(&pids)

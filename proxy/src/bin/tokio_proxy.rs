@@ -48,7 +48,7 @@ use agentwire_proxy::framing::{FramingError, Version};
 use agentwire_proxy::http::{self, Cors, Outcome, Reply, RequestHead, Target};
 use agentwire_proxy::models::ModelCache;
 use agentwire_proxy::record::{AgentEnd, RequestRecord, ResponseEnd};
-use agentwire_proxy::scan::{MAX_HEADERS, RequestScanner};
+use agentwire_proxy::scan::{MAX_HEAD, MAX_HEADERS, RequestScanner};
 use agentwire_proxy::{Clock, RequestIds, Settings, agent, reaper};
 use bytes::{Bytes, BytesMut};
 use http_body_util::combinators::UnsyncBoxBody;
@@ -199,7 +199,9 @@ fn serve_connection(
     let connection = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(head_timeout)
+        // Heads as large and as many fields as blocking_proxy accepts.
         .max_headers(MAX_HEADERS)
+        .max_buf_size(MAX_HEAD)
         .keep_alive(lane == Lane::Served)
         .serve_connection(
             io,
