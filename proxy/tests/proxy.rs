@@ -1163,24 +1163,59 @@ fn excess_requests_get_429(kind: Kind) {
     assert_eq!(scratch.runs().len(), 1);
 }
 
-fn models_are_listed_cached_and_served_stale(kind: Kind) {
-    let scratch = Scratch::new("models");
-    let listing = format!("{ROOT}/tests/fixtures/models/coloured.txt");
-    let fail = scratch.path("fail");
-    let count = scratch.path("count");
-    let agent = scratch.script(
-        "agent.sh",
-        &format!(
-            "#!/bin/sh\ncase \"$1\" in\n--version) echo 2026.01.01-test ;;\nmodels) echo x >> '{}'; [ -e '{}' ] && exit 3; cat '{listing}' ;;\n*) exit 1 ;;\nesac\n",
-            count.display(),
-            fail.display()
-        ),
-    );
-    let calls = || {
-        std::fs::read_to_string(&count)
+/// A stand-in whose `models` counts its calls, fails while `fail` exists, and (made with
+/// `hold`) answers only once `release` exists.
+struct ModelsAgent {
+    path: PathBuf,
+    count: PathBuf,
+    fail: PathBuf,
+    release: PathBuf,
+}
+
+impl ModelsAgent {
+    fn new(scratch: &Scratch, hold: bool) -> ModelsAgent {
+        let listing = format!("{ROOT}/tests/fixtures/models/coloured.txt");
+        let (count, fail, release) = (
+            scratch.path("count"),
+            scratch.path("fail"),
+            scratch.path("release"),
+        );
+        let wait = if hold {
+            format!(
+                "while [ ! -e '{}' ]; do sleep 0.01; done; ",
+                release.display()
+            )
+        } else {
+            String::new()
+        };
+        let path = scratch.script(
+            "agent.sh",
+            &format!(
+                "#!/bin/sh\ncase \"$1\" in\n--version) echo 2026.01.01-test ;;\nmodels) echo x >> '{}'; {wait}[ -e '{}' ] && exit 3; cat '{listing}' ;;\n*) exit 1 ;;\nesac\n",
+                count.display(),
+                fail.display()
+            ),
+        );
+        ModelsAgent {
+            path,
+            count,
+            fail,
+            release,
+        }
+    }
+
+    fn calls(&self) -> usize {
+        std::fs::read_to_string(&self.count)
             .map(|s| s.lines().count())
             .unwrap_or(0)
-    };
+    }
+}
+
+fn models_are_listed_cached_and_served_stale(kind: Kind) {
+    let scratch = Scratch::new("models");
+    let models = ModelsAgent::new(&scratch, false);
+    let (agent, fail) = (&models.path, &models.fail);
+    let calls = || models.calls();
     let ids = |reply: &Reply| -> Vec<String> {
         reply.json()["data"]
             .as_array()
@@ -1191,7 +1226,7 @@ fn models_are_listed_cached_and_served_stale(kind: Kind) {
     };
     let expected = ["auto", "gpt-5", "sonnet-4.5-thinking", "grok"];
     // Cached for the TTL: two requests, one listing.
-    let proxy = Proxy::start(kind, &agent, &scratch, &[]);
+    let proxy = Proxy::start(kind, agent, &scratch, &[]);
     assert_eq!(proxy.health()["agent"]["version"], "2026.01.01-test");
     for _ in 0..2 {
         let reply = proxy.request("GET", "/v1/models", &[], b"");
@@ -1202,16 +1237,16 @@ fn models_are_listed_cached_and_served_stale(kind: Kind) {
     assert_eq!(calls(), 1);
     drop(proxy);
     // TTL 0: every request lists again; when the CLI fails, the last list is served.
-    let proxy = Proxy::start(kind, &agent, &scratch, &["--models-ttl-secs", "0"]);
+    let proxy = Proxy::start(kind, agent, &scratch, &["--models-ttl-secs", "0"]);
     assert_eq!(ids(&proxy.request("GET", "/v1/models", &[], b"")), expected);
-    std::fs::write(&fail, "").unwrap();
+    std::fs::write(fail, "").unwrap();
     let reply = proxy.request("GET", "/v1/models", &[], b"");
     assert_eq!(reply.status, 200);
     assert_eq!(ids(&reply), expected, "stale list");
     assert_eq!(calls(), 3);
     drop(proxy);
     // Failing with nothing cached: an OpenAI-shaped 503.
-    let proxy = Proxy::start(kind, &agent, &scratch, &[]);
+    let proxy = Proxy::start(kind, agent, &scratch, &[]);
     let reply = proxy.request("GET", "/v1/models", &[], b"");
     assert_eq!(reply.status, 503);
     assert_eq!(reply.error_code(), "models_unavailable");
@@ -1569,6 +1604,21 @@ fn a_client_that_stops_reading_is_let_go(kind: Kind) {
     }
 }
 
+/// The head of a chat request whose body, of `length` bytes, is still to come.
+fn upload_head(length: usize) -> Vec<u8> {
+    let mut head = raw(
+        "POST",
+        "/v1/chat/completions",
+        &[("content-type", "application/json")],
+        b"",
+    );
+    let declared = format!("content-length: {length}\r\n\r\n");
+    let end = head.len() - "content-length: 0\r\n\r\n".len();
+    head.truncate(end);
+    head.extend_from_slice(declared.as_bytes());
+    head
+}
+
 /// The whole request, head and body, within `--request-timeout-ms` of its first byte —
 /// however the bytes trickle in.
 fn request_bodies_have_a_deadline(kind: Kind) {
@@ -1576,19 +1626,11 @@ fn request_bodies_have_a_deadline(kind: Kind) {
     let agent = scratch.agent(&["--transcript", &transcript("no_usage.jsonl")]);
     let timeout = Duration::from_millis(1000);
     let proxy = Proxy::start(kind, &agent, &scratch, &["--request-timeout-ms", "1000"]);
-    let head = raw(
-        "POST",
-        "/v1/chat/completions",
-        &[("content-type", "application/json")],
-        b"",
-    );
-    let head = String::from_utf8(head)
-        .unwrap()
-        .replace("content-length: 0", "content-length: 100000");
+    let head = upload_head(100_000);
     for trickle in [false, true] {
         let mut conn = proxy.connect();
         let started = Instant::now();
-        conn.send(head.as_bytes());
+        conn.send(&head);
         conn.send(b"{\"model\":");
         // One byte every 50 ms: never a long silence, yet the request never completes.
         let mut writer = conn.stream.try_clone().unwrap();
@@ -1618,19 +1660,11 @@ fn connections_beyond_the_cap(kind: Kind) {
     let scratch = Scratch::new("max-connections");
     let agent = scratch.agent(&["--transcript", &transcript("no_usage.jsonl")]);
     let held = |proxy: &Proxy, n: usize| -> Vec<Conn> {
-        let head = raw(
-            "POST",
-            "/v1/chat/completions",
-            &[("content-type", "application/json")],
-            b"",
-        );
-        let head = String::from_utf8(head)
-            .unwrap()
-            .replace("content-length: 0", "content-length: 1000");
+        let head = upload_head(1000);
         (0..n)
             .map(|_| {
                 let mut conn = proxy.connect();
-                conn.send(head.as_bytes());
+                conn.send(&head);
                 conn
             })
             .collect()
@@ -1707,25 +1741,10 @@ fn connections_beyond_the_cap(kind: Kind) {
 /// `/v1/models` starts at most one listing at a time; a failed one is remembered briefly.
 fn models_are_listed_one_at_a_time(kind: Kind) {
     let scratch = Scratch::new("models-single-flight");
-    let listing = format!("{ROOT}/tests/fixtures/models/coloured.txt");
-    let count = scratch.path("count");
-    let release = scratch.path("release");
-    let fail = scratch.path("fail");
-    let agent = scratch.script(
-        "agent.sh",
-        &format!(
-            "#!/bin/sh\ncase \"$1\" in\n--version) echo 1 ;;\nmodels) echo x >> '{}'; while [ ! -e '{}' ]; do sleep 0.01; done; [ -e '{}' ] && exit 3; cat '{listing}' ;;\nesac\n",
-            count.display(),
-            release.display(),
-            fail.display()
-        ),
-    );
-    let calls = || {
-        std::fs::read_to_string(&count)
-            .map(|s| s.lines().count())
-            .unwrap_or(0)
-    };
-    let proxy = Proxy::start(kind, &agent, &scratch, &["--max-concurrent", "1"]);
+    let models = ModelsAgent::new(&scratch, true);
+    let (agent, fail, release) = (&models.path, &models.fail, &models.release);
+    let calls = || models.calls();
+    let proxy = Proxy::start(kind, agent, &scratch, &["--max-concurrent", "1"]);
     let mut conns: Vec<Conn> = (0..20)
         .map(|_| {
             let mut conn = proxy.connect();
@@ -1734,7 +1753,7 @@ fn models_are_listed_one_at_a_time(kind: Kind) {
         })
         .collect();
     assert!(wait_until(Duration::from_secs(10), || calls() >= 1));
-    std::fs::write(&release, "").unwrap();
+    std::fs::write(release, "").unwrap();
     for conn in &mut conns {
         let reply = conn.reply();
         assert_eq!(reply.status, 200, "{}", reply.text());
@@ -1743,8 +1762,8 @@ fn models_are_listed_one_at_a_time(kind: Kind) {
     assert_eq!(calls(), 1, "twenty requests, one listing");
     drop(proxy);
     // A failing CLI with nothing cached: 503, and the failure is remembered.
-    std::fs::write(&fail, "").unwrap();
-    let proxy = Proxy::start(kind, &agent, &scratch, &[]);
+    std::fs::write(fail, "").unwrap();
+    let proxy = Proxy::start(kind, agent, &scratch, &[]);
     for _ in 0..3 {
         let reply = proxy.request("GET", "/v1/models", &[], b"");
         assert_eq!(reply.status, 503);
@@ -1797,10 +1816,15 @@ fn the_agent_gets_none_of_the_proxys_secrets(kind: Kind) {
     assert!(!seen.contains("AGENTWIRE_API_KEY"), "{seen}");
 }
 
-/// An agent (replay_agent with `flags`) that first starts `sleep 60` in a session of its
-/// own, holding its stdout and stderr, and appends its pid to the file returned.
-fn escaping_agent(scratch: &Scratch, flags: &[&str]) -> (PathBuf, PathBuf) {
+/// An agent that first starts `sleep 60` in a session of its own, holding its stdout and
+/// stderr, and appends its pid to the file returned; then fails without a word (exit
+/// code 3), so its run's end depends on its exit.
+fn escaping_agent(scratch: &Scratch) -> (PathBuf, PathBuf) {
     let pids = scratch.path("escaped.pids");
+    let empty = scratch.path("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let empty = empty.display().to_string();
+    let flags = ["--transcript", &empty, "--exit", "3"];
     let quoted: Vec<String> = flags.iter().map(|f| format!("'{f}'")).collect();
     let script = format!(
         "#!/bin/sh\n\
@@ -1818,32 +1842,36 @@ fn escaping_agent(scratch: &Scratch, flags: &[&str]) -> (PathBuf, PathBuf) {
     (scratch.script("agent.sh", &script), pids)
 }
 
+/// The pids listed in `file`, one a line.
+fn pids_in(file: &Path) -> Vec<u32> {
+    let text = std::fs::read_to_string(file).unwrap();
+    text.lines().map(|l| l.parse().unwrap()).collect()
+}
+
+/// The agent's own failure, with the exit code its waiter got.
+fn assert_failed_with_exit_3(reply: &Reply) {
+    let message = reply.json()["error"]["message"].to_string();
+    assert!(
+        message.contains("exit code 3"),
+        "{}: {message}",
+        reply.status
+    );
+}
+
 /// An agent whose descendant left its process group (`setsid`) keeping stdout open: the
 /// response still ends when the agent does, not at the idle timeout. (An answer that
 /// ends with a `result` line ends the response by itself; a run that fails without one
 /// needs the agent's exit.)
 fn escaped_descendants_do_not_hold_the_response(kind: Kind) {
     let scratch = Scratch::new("escaped");
-    let empty = scratch.path("empty.jsonl");
-    std::fs::write(&empty, "").unwrap();
-    let empty = empty.display().to_string();
-    let (agent, pids) = escaping_agent(&scratch, &["--transcript", &empty, "--exit", "3"]);
+    let (agent, pids) = escaping_agent(&scratch);
     let proxy = Proxy::start(kind, &agent, &scratch, &[]);
     for body in [plain_body("hi"), stream_body("hi")] {
         let reply = proxy.chat(&body);
-        let message = reply.json()["error"]["message"].to_string();
-        assert!(
-            message.contains("exit code 3"),
-            "{}: {message}",
-            reply.status
-        );
+        assert_failed_with_exit_3(&reply);
     }
     proxy.wait_idle();
-    let escaped: Vec<u32> = std::fs::read_to_string(&pids)
-        .unwrap()
-        .lines()
-        .map(|l| l.parse().unwrap())
-        .collect();
+    let escaped = pids_in(&pids);
     assert_eq!(escaped.len(), 2);
     for pid in escaped {
         let _ = Command::new("kill")
@@ -1857,11 +1885,7 @@ fn escaped_descendants_do_not_hold_the_response(kind: Kind) {
 /// behind and reaps it when it exits; its own agents' statuses stay their waiters'.
 fn orphans_are_reaped(kind: Kind) {
     let scratch = Scratch::new("orphans");
-    let empty = scratch.path("empty.jsonl");
-    std::fs::write(&empty, "").unwrap();
-    // Each run fails with exit code 3.
-    let empty = empty.display().to_string();
-    let (agent, pids) = escaping_agent(&scratch, &["--transcript", &empty, "--exit", "3"]);
+    let (agent, pids) = escaping_agent(&scratch);
     let proxy = Proxy::start(
         kind,
         &agent,
@@ -1881,22 +1905,13 @@ fn orphans_are_reaped(kind: Kind) {
             scope.spawn(|| {
                 for _ in 0..3 {
                     let reply = proxy.chat(&plain_body("hi"));
-                    let message = reply.json()["error"]["message"].to_string();
-                    assert!(
-                        message.contains("exit code 3"),
-                        "{}: {message}",
-                        reply.status
-                    );
+                    assert_failed_with_exit_3(&reply);
                 }
             });
         }
     });
     proxy.wait_idle();
-    let orphans: Vec<u32> = std::fs::read_to_string(&pids)
-        .unwrap()
-        .lines()
-        .map(|l| l.parse().unwrap())
-        .collect();
+    let orphans = pids_in(&pids);
     assert_eq!(orphans.len(), 12);
     for &pid in &orphans {
         assert_eq!(ppid(pid), Some(proxy.child.id()), "adopted by the proxy");
