@@ -571,6 +571,9 @@ fn chat(
     run.start(&events_tx);
     drop(events_tx);
     run.serve();
+    // What the client can take now goes before the agent is reaped and the slot freed
+    // (once the slot is free, a server shutting down may exit); the rest after.
+    run.write_ready();
     run.finish_agent();
     server
         .runs
@@ -756,6 +759,25 @@ impl Run<'_> {
                 self.deadlines();
             }
             Err(_) => self.gone(),
+        }
+    }
+
+    /// Writes what the socket takes without waiting.
+    fn write_ready(&mut self) {
+        use nix::sys::socket::{MsgFlags, send};
+        use std::os::fd::AsRawFd;
+        while !self.client_gone && self.written < self.out.len() {
+            let pending = &self.out[self.written..];
+            match send(
+                self.stream.as_raw_fd(),
+                pending,
+                MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL,
+            ) {
+                Ok(n) if n > 0 => self.written += n,
+                Err(nix::errno::Errno::EINTR) => {}
+                // Full (the rest waits) or failed (the final write sees it).
+                _ => return,
+            }
         }
     }
 
