@@ -810,13 +810,13 @@ impl Run {
         let stop_due = stopper.deadline();
         tokio::select! {
             biased;
-            read = read_pipe(stdout, out_buf), if reads => match read {
+            read = read_pipe(stdout, out_buf, reads) => match read {
                 Ok(n) if n > 0 => {
                     let _ = self.bridge.push_stdout(&out_buf[..n], clock.now_ms());
                 }
                 _ => *stdout = None,
             },
-            read = read_pipe(stderr, err_buf), if reads => match read {
+            read = read_pipe(stderr, err_buf, reads) => match read {
                 Ok(n) if n > 0 => {
                     let _ = self.bridge.push_stderr(&err_buf[..n], clock.now_ms());
                 }
@@ -879,14 +879,16 @@ impl Run {
     }
 }
 
-/// Reads from a pipe that is still open; never completes for a closed one.
+/// Reads from a pipe that is still open; never completes for a closed one, or while not
+/// `reading`.
 async fn read_pipe<R: AsyncRead + Unpin>(
     pipe: &mut Option<R>,
     buf: &mut [u8],
+    reading: bool,
 ) -> io::Result<usize> {
     match pipe {
-        Some(pipe) => pipe.read(buf).await,
-        None => std::future::pending().await,
+        Some(pipe) if reading => pipe.read(buf).await,
+        _ => std::future::pending().await,
     }
 }
 
