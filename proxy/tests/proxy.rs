@@ -1586,8 +1586,9 @@ fn a_client_that_stops_reading_is_let_go(kind: Kind) {
         assert_eq!(conn.head().0, 200);
         assert!(wait_until(Duration::from_secs(10), || scratch.runs().len() > i));
         let groups = HashSet::from([scratch.runs()[i].pid]);
-        // The agent and its slot are let go in time, the client still connected.
-        let bound = limit + grace + Duration::from_secs(3);
+        // The agent and its slot are let go in time (a loaded machine's scheduling aside),
+        // the client still connected.
+        let bound = limit + grace + Duration::from_secs(10);
         assert_groups_gone(&groups, bound.saturating_sub(started.elapsed()), flag);
         assert!(
             wait_until(bound.saturating_sub(started.elapsed()), || proxy
