@@ -648,6 +648,7 @@ both!(
     web_pages_cannot_drive_the_agent,
     allowed_origins_get_cors,
     a_client_that_stops_reading_is_let_go,
+    max_duration_ends_a_busy_stream,
     request_bodies_have_a_deadline,
     connections_beyond_the_cap,
     models_are_listed_one_at_a_time,
@@ -1618,6 +1619,22 @@ fn upload_head(length: usize) -> Vec<u8> {
     head.truncate(end);
     head.extend_from_slice(declared.as_bytes());
     head
+}
+
+/// An agent that always has output ready (it writes as fast as the pipe takes it) is
+/// still stopped at `--max-duration-ms`, mid-stream, with the timeout in-band.
+fn max_duration_ends_a_busy_stream(kind: Kind) {
+    let scratch = Scratch::new("busy-stream");
+    let large = large_transcript(&scratch, 64);
+    let agent = scratch.agent(&["--transcript", &large, "--delay-ms", "0"]);
+    let proxy = Proxy::start(kind, &agent, &scratch, &["--max-duration-ms", "300"]);
+    let reply = proxy.chat(&stream_body("hi"));
+    assert_eq!(reply.status, 200);
+    let summary = check_stream(&reply.body);
+    assert_eq!(summary.errors.len(), 1, "the stream ran to its end");
+    assert_eq!(summary.errors[0]["code"], "agent_timeout");
+    assert_eq!(summary.done, 1);
+    proxy.wait_idle();
 }
 
 /// The whole request, head and body, within `--request-timeout-ms` of its first byte —

@@ -699,7 +699,11 @@ impl Run<'_> {
     /// Feeds the bridge until its end (or the client's).
     fn serve(&mut self) {
         while !self.ended && !self.client_gone {
-            if self.written < self.out.len() {
+            if self.overdue() {
+                // Before more messages: an agent that always has output ready must not
+                // keep `--max-duration-ms` (or the stop sequence) from being served.
+                self.timers();
+            } else if self.written < self.out.len() {
                 self.write_pending();
             } else {
                 match recv_until(&self.events, self.next_due()) {
@@ -795,16 +799,34 @@ impl Run<'_> {
         [bridge, stop, drain].into_iter().flatten().min()
     }
 
+    /// Whether the bridge's deadline or the stop sequence's has passed.
+    fn overdue(&self) -> bool {
+        let now = Instant::now();
+        let bridge = self
+            .bridge
+            .poll_timeout()
+            .map(|ms| self.server.clock.instant(ms));
+        let stop = self.agent.as_ref().and_then(|a| a.stopper.deadline());
+        [bridge, stop].into_iter().flatten().any(|at| now >= at)
+    }
+
+    /// Serves the bridge's deadline and the stop sequence's, if they have passed.
+    fn timers(&mut self) {
+        self.bridge.handle_timeout(self.server.clock.now_ms());
+        if let Some(agent) = &mut self.agent {
+            if let Some(signal) = agent.stopper.on_deadline(Instant::now()) {
+                signal_group(agent.group, signal);
+            }
+        }
+    }
+
     /// Serves whichever deadlines have passed.
     fn deadlines(&mut self) {
-        self.bridge.handle_timeout(self.server.clock.now_ms());
+        self.timers();
         let now = Instant::now();
         let Some(agent) = &mut self.agent else {
             return;
         };
-        if let Some(signal) = agent.stopper.on_deadline(now) {
-            signal_group(agent.group, signal);
-        }
         if agent.drain_until.is_some_and(|at| now >= at) && (agent.stdout_open || agent.stderr_open)
         {
             // The leader is gone and its output with it; what still holds the pipes (a

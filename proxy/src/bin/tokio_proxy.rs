@@ -809,7 +809,17 @@ impl Run {
         let reads = reading == Reading::Pipes;
         let stop_due = stopper.deadline();
         tokio::select! {
+            // Deadlines first: an agent that always has output ready must not keep
+            // `--max-duration-ms` (or the stop sequence) from being served.
             biased;
+            _ = tokio::time::sleep_until(due.unwrap_or_else(far).into()), if due.is_some() => {
+                self.bridge.handle_timeout(clock.now_ms());
+            },
+            _ = tokio::time::sleep_until(stop_due.unwrap_or_else(far).into()), if stop_due.is_some() => {
+                if let Some(signal) = stopper.on_deadline(Instant::now()) {
+                    signal_group(group, signal);
+                }
+            },
             read = read_pipe(stdout, out_buf, reads) => match read {
                 Ok(n) if n > 0 => {
                     let _ = self.bridge.push_stdout(&out_buf[..n], clock.now_ms());
@@ -825,14 +835,7 @@ impl Run {
             exit = child.wait(), if status.is_none() => {
                 exited(exit, group, status, stopper, drain_until);
             },
-            _ = tokio::time::sleep_until(due.unwrap_or_else(far).into()), if due.is_some() => {
-                self.bridge.handle_timeout(clock.now_ms());
-            },
-            _ = tokio::time::sleep_until(stop_due.unwrap_or_else(far).into()), if stop_due.is_some() => {
-                if let Some(signal) = stopper.on_deadline(Instant::now()) {
-                    signal_group(group, signal);
-                }
-            },
+            // After the pipe reads: what the leader wrote before its exit is read first.
             _ = tokio::time::sleep_until(drain_due.unwrap_or_else(far).into()), if drain_due.is_some() => {
                 // The leader is gone and its output with it; what still holds the pipes
                 // (a descendant out of the group's reach) does not hold the response.
