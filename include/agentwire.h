@@ -26,7 +26,8 @@
  *   7100-7199 caller misuse, 7200-7299 bad input. aw_result_name() names a value.
  *   Out-parameters are written only when AW_RESULT_OK is returned. Besides the results
  *   each function lists, every function on a handle returns AW_RESULT_NULL_PARAMETER for
- *   a NULL handle or out-pointer, and AW_RESULT_POISONED once the handle is poisoned.
+ *   a NULL handle or out-pointer, AW_RESULT_POISONED once the handle is poisoned, and
+ *   AW_RESULT_BUSY when another call on the handle is in progress (see THREADS).
  * - aw_*_last_error(handle) gives the message of the last failed call on a handle.
  * - Inputs: bytes and strings are pointer + length (no NUL terminator needed; NULL is
  *   allowed when the length is 0); strings must be UTF-8. Time is an argument: now_ms on
@@ -49,13 +50,28 @@
  *   Handles may move between threads but must not be used from two threads at once
  *   (no call on a handle may overlap another call on the same handle). Different handles
  *   are independent. The library starts no thread and keeps no global state.
+ *   Breaking the rule is detected, never a data race: each call takes the handle's
+ *   in-use flag (an atomic) for its duration, and a call that finds it taken does nothing
+ *   and returns AW_RESULT_BUSY (predicates return their NULL answer, *_last_error a
+ *   message saying so). *_free on a handle in a call is refused: the handle stays valid
+ *   (free it again once that call returned). What cannot be detected is a call that
+ *   starts after another thread freed the handle: a use after free. BUSY means the
+ *   program has a race to fix: serialise each handle's calls (a mutex per handle). Views
+ *   a call handed out are invalidated by the next call on the handle, from any thread.
  *
  * LINKING
  *   cargo build --release, then
  *   static: cc app.c -Iinclude target/release/libagentwire.a -lgcc_s -lutil -lrt -lpthread
  *           -lm -ldl  (what `cargo rustc -- --print native-static-libs` lists)
- *   shared: cc app.c -Iinclude -Ltarget/release -lagentwire
- *   There is no ABI stability between versions yet: link the version this header is of.
+ *   shared: bindings/c/install.sh PREFIX (the header, both libraries with the SONAME
+ *           links, agentwire.pc), then with PKG_CONFIG_PATH=PREFIX/lib/pkgconfig:
+ *           cc app.c $(pkg-config --cflags --libs agentwire) -Wl,-rpath,PREFIX/lib
+ *
+ * VERSIONS
+ *   AW_VERSION_* below is the version of the C ABI, apart from the Rust crate's. The major
+ *   changes when the ABI breaks, and with it the shared library's SONAME
+ *   (libagentwire.so.MAJOR); the minor when functions or enum values are added; the patch
+ *   for anything else. aw_version() gives the linked library's.
  */
 
 
@@ -66,7 +82,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/** The version of this header (aw_version() gives the library's). */
+/** The C ABI version of this header (aw_version() gives the linked library's). */
 #define AW_VERSION_MAJOR 0
 #define AW_VERSION_MINOR 1
 #define AW_VERSION_PATCH 0
@@ -142,12 +158,19 @@ enum aw_result
      */
     AW_RESULT_AFTER_EOF = 7108,
     /**
+     * The handle is in use by another call (from another thread): calls on one handle
+     * must not overlap, and this one did nothing. Nothing was written and the handle's
+     * last error is left to the call in progress. The program has a race to fix:
+     * serialise the handle's calls. Last added.
+     */
+    AW_RESULT_BUSY = 7109,
+    /**
      * A string argument is not valid UTF-8.
      */
     AW_RESULT_INVALID_UTF8 = 7200,
     /**
      * A string argument that becomes part of a command line or environment contains a NUL
-     * byte. Last added.
+     * byte.
      */
     AW_RESULT_INTERIOR_NUL = 7201,
 };
@@ -599,7 +622,7 @@ typedef struct {
      */
     uint32_t index;
     /**
-     * OpenAI-safe call id (`call_…`).
+     * The call id (`call_…`), safe in every dialect.
      */
     aw_str id;
     /**
@@ -831,9 +854,10 @@ const char *aw_result_name(uint32_t result);
 bool aw_result_is_status(uint32_t result);
 
 /**
- * The version of the linked library, `"MAJOR.MINOR.PATCH"` (compare with the header's
- * `AW_VERSION_MAJOR`, `AW_VERSION_MINOR`, `AW_VERSION_PATCH` to detect a header and a
- * library that do not match; there is no ABI stability between versions yet).
+ * The C ABI version of the linked library, `"MAJOR.MINOR.PATCH"`. Compare it with the
+ * header's `AW_VERSION_MAJOR`, `AW_VERSION_MINOR`, `AW_VERSION_PATCH` to detect a header
+ * and a library that do not match: the major changes when the ABI breaks (and with it the
+ * SONAME, `libagentwire.so.MAJOR`), the minor when functions or values are added.
  *
  * Memory and lifetimes: static and NUL-terminated; do not free it.
  */
@@ -852,14 +876,21 @@ aw_result aw_config_new(aw_config **out_config);
 /**
  * Frees a config. NULL does nothing. Bridges and decoders created from it are not
  * affected.
+ *
+ * Freeing a config while another thread is inside a call on it is a caller bug. It is
+ * detected and the free is refused: the config stays valid (free it once that call has
+ * returned) rather than being freed under the call. A call that starts after the free is
+ * a use after free, which nothing can detect.
  */
 void aw_config_free(aw_config *config);
 
 /**
  * The message of the last call on `config` that failed, NUL-terminated; `""` when none
- * failed or `config` is NULL.
+ * failed or `config` is NULL; a message saying the config is in use while another thread is
+ * inside a call on it.
  *
- * Memory and lifetimes: valid until the next call on `config` or its free.
+ * Memory and lifetimes: valid until the next call on `config` (from any thread) or its
+ * free.
  */
 const char *aw_config_last_error(const aw_config *config);
 
@@ -1142,6 +1173,18 @@ aw_result aw_config_get_request_max_tools(const aw_config *config,
                                           size_t *out_value);
 
 /**
+ * Sets `request_reject_attachments`: whether a request holding an image, audio clip or file is answered with 400 instead of passing each on to the agent as a text placeholder naming its kind, media type and size (default false).
+ */
+aw_result aw_config_set_request_reject_attachments(aw_config *config,
+                                                   bool value);
+
+/**
+ * Reads `request_reject_attachments` (see `aw_config_set_request_reject_attachments`) into `*out_value`.
+ */
+aw_result aw_config_get_request_reject_attachments(const aw_config *config,
+                                                   bool *out_value);
+
+/**
  * Sets `loop_guard_max_failed_repeats`: after this many identical calls in a row in the
  * current turn that all failed, the next identical one is refused (default 2; 0 turns
  * the limit off; see the Rust `LoopGuardConfig`).
@@ -1187,7 +1230,8 @@ aw_result aw_config_get_loop_guard_max_repeats(const aw_config *config,
  *
  * Returns `AW_RESULT_OK`; `AW_RESULT_NULL_PARAMETER` (`out_bridge` NULL, or `body` NULL
  * with a length), `AW_RESULT_LENGTH_TOO_LARGE`, `AW_RESULT_POISONED` (a poisoned
- * `config`), `AW_RESULT_INTERIOR_NUL`.
+ * `config`), `AW_RESULT_BUSY` (`config` is in a call on another thread),
+ * `AW_RESULT_INTERIOR_NUL`.
  *
  * Memory and lifetimes: `body` is read during the call only. The caller owns the new
  * bridge and frees it with `aw_bridge_free`.
@@ -1203,14 +1247,21 @@ aw_result aw_bridge_new(const uint8_t *body,
 /**
  * Frees a bridge. NULL does nothing. Free it whatever state it is in (poisoned too);
  * views it handed out become invalid.
+ *
+ * Freeing a bridge while another thread is inside a call on it is a caller bug. It is
+ * detected and the free is refused: the bridge stays valid (free it once that call has
+ * returned) rather than being freed under the call. A call that starts after the free is
+ * a use after free, which nothing can detect.
  */
 void aw_bridge_free(aw_bridge *bridge);
 
 /**
  * The message of the last call on `bridge` that failed, NUL-terminated; `""` when none
- * failed or `bridge` is NULL.
+ * failed or `bridge` is NULL; a message saying the bridge is in use while another thread is
+ * inside a call on it.
  *
- * Memory and lifetimes: valid until the next call on `bridge` or its free.
+ * Memory and lifetimes: valid until the next call on `bridge` (from any thread) or its
+ * free.
  */
 const char *aw_bridge_last_error(const aw_bridge *bridge);
 
@@ -1377,13 +1428,14 @@ aw_result aw_bridge_poll_timeout(const aw_bridge *bridge,
 
 /**
  * Whether `AW_OUTPUT_KIND_END` has been handed out. Also true for a NULL or poisoned
- * bridge: nothing more will come from it.
+ * bridge (nothing more will come from it) and while another thread is inside a call on
+ * it (a caller bug).
  */
 bool aw_bridge_is_ended(const aw_bridge *bridge);
 
 /**
  * Whether the response is a stream (`text/event-stream`) rather than one JSON body.
- * False for a NULL or poisoned bridge.
+ * False for a NULL or poisoned bridge, and while another thread is inside a call on it.
  */
 bool aw_bridge_is_stream(const aw_bridge *bridge);
 
@@ -1403,7 +1455,8 @@ aw_result aw_bridge_session_id(const aw_bridge *bridge,
  * `decoder_max_notes`; NULL for the defaults) and writes it to `*out_decoder`.
  *
  * Returns `AW_RESULT_OK`, `AW_RESULT_NULL_PARAMETER` (`out_decoder` NULL), or
- * `AW_RESULT_POISONED` (a poisoned `config`).
+ * `AW_RESULT_POISONED` (a poisoned `config`), or `AW_RESULT_BUSY` (`config` is in a call
+ * on another thread).
  *
  * Memory and lifetimes: `config` is read during the call only. The caller owns the new
  * decoder and frees it with `aw_decoder_free`.
@@ -1413,14 +1466,21 @@ aw_result aw_decoder_new(const aw_config *config,
 
 /**
  * Frees a decoder. NULL does nothing. Views it handed out become invalid.
+ *
+ * Freeing a decoder while another thread is inside a call on it is a caller bug. It is
+ * detected and the free is refused: the decoder stays valid (free it once that call has
+ * returned) rather than being freed under the call. A call that starts after the free is
+ * a use after free, which nothing can detect.
  */
 void aw_decoder_free(aw_decoder *decoder);
 
 /**
  * The message of the last call on `decoder` that failed, NUL-terminated; `""` when none
- * failed or `decoder` is NULL.
+ * failed or `decoder` is NULL; a message saying the decoder is in use while another thread is
+ * inside a call on it.
  *
- * Memory and lifetimes: valid until the next call on `decoder` or its free.
+ * Memory and lifetimes: valid until the next call on `decoder` (from any thread) or its
+ * free.
  */
 const char *aw_decoder_last_error(const aw_decoder *decoder);
 
@@ -1488,7 +1548,8 @@ aw_result aw_decoder_model(const aw_decoder *decoder,
 
 /**
  * Whether `aw_decoder_push_eof` was called and every event was polled. Also true for a
- * NULL or poisoned decoder: nothing more will come from it.
+ * NULL or poisoned decoder (nothing more will come from it) and while another thread is
+ * inside a call on it (a caller bug).
  */
 bool aw_decoder_is_finished(const aw_decoder *decoder);
 
@@ -1514,6 +1575,29 @@ aw_result aw_bridge_test_panic(aw_bridge *bridge);
  * leaves `decoder` poisoned.
  */
 aw_result aw_decoder_test_panic(aw_decoder *decoder);
+#endif
+
+#if defined(AW_TEST_HOOKS)
+/**
+ * Test only: from inside a call on `config`, calls it again and tries to free it, as
+ * another thread could; returns what the second call returned (`AW_RESULT_BUSY`). The
+ * config is still valid afterwards.
+ */
+aw_result aw_config_test_overlap(aw_config *config);
+#endif
+
+#if defined(AW_TEST_HOOKS)
+/**
+ * Test only: as `aw_config_test_overlap`, on a bridge.
+ */
+aw_result aw_bridge_test_overlap(aw_bridge *bridge);
+#endif
+
+#if defined(AW_TEST_HOOKS)
+/**
+ * Test only: as `aw_config_test_overlap`, on a decoder.
+ */
+aw_result aw_decoder_test_overlap(aw_decoder *decoder);
 #endif
 
 #ifdef __cplusplus

@@ -3,12 +3,16 @@
 #   1. the header compiles strict as C99 and as C++17 (and the abi test runs as C++);
 #   2. the tests and the plugin build strict, linked static and shared (and through the
 #      installed pkg-config file);
-#   3. abi: every result code, NULLs, misuse, bad input, poisoned handles;
+#   3. abi: every result code, NULLs, misuse, bad input, poisoned handles, overlapping
+#      calls; threads: four threads on one handle get AW_RESULT_BUSY, never a crash;
 #   4. drive: whole requests and decoder events over the project's transcripts (and the
 #      real captures in ../shared when present), byte-identical to the Rust examples
 #      `translate` and `events` on the same input;
-#   5. the plugin example against a stand-in agent that replays a transcript;
-#   6. the same under ASan+UBSan, and under valgrind, with zero errors and zero leaks.
+#   5. the plugin example against a stand-in agent that replays a transcript, and the
+#      README's C loop as written there;
+#   6. the same under ASan+UBSan, and under valgrind, with zero errors and zero leaks,
+#      against the debug library and against the release library (optimised code is where
+#      valgrind finds what debug builds hide).
 # Run from anywhere; prints "N passed, N failed" last.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -33,6 +37,14 @@ cargo build --quiet --all-features --lib --example translate --example events
 lib=target/debug
 translate=$lib/examples/translate
 events=$lib/examples/events
+# Programs linked to the shared library load it by its SONAME (libagentwire.so.MAJOR, set
+# by build.rs), which cargo does not create: a link by that name, as install.sh makes one.
+soname_link() { # soname_link LIBDIR LINKDIR: LINKDIR/<SONAME> → LIBDIR/libagentwire.so
+    mkdir -p "$2"
+    ln -sfn "$root/$1/libagentwire.so" "$2/$(readelf -d "$1/libagentwire.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]$/\1/p')"
+}
+soname_dir=$out/soname
+soname_link "$lib" "$soname_dir"
 
 echo "==> header"
 printf '#include "agentwire.h"\nint main(void) { return aw_version() == 0; }\n' >"$out/header.c"
@@ -46,11 +58,14 @@ build() { # build NAME SOURCE FLAGS...
     shift 2
     gcc "${STRICT[@]}" "$source" "$@" -o "$out/$name"
 }
-for prog in abi drive; do
+# The README's C block, compiled as written (bindings/c/tests/readme.c includes it).
+awk '/^```c$/ { copy = 1; next } /^```$/ { copy = 0 } copy' README.md >"$out/readme_loop.inc"
+check "README has a C block" test -s "$out/readme_loop.inc"
+for prog in abi drive threads readme; do
     src=bindings/c/tests/$prog.c
-    check "$prog static" build "$prog-static" "$src" -DAW_TEST_HOOKS "$lib/libagentwire.a" "${LIBS[@]}"
-    check "$prog shared" build "$prog-shared" "$src" -DAW_TEST_HOOKS -L"$lib" -lagentwire -Wl,-rpath,"$root/$lib"
-    check "$prog asan" build "$prog-asan" "$src" -DAW_TEST_HOOKS "${SAN[@]}" "$lib/libagentwire.a" "${LIBS[@]}"
+    check "$prog static" build "$prog-static" "$src" -DAW_TEST_HOOKS -I"$out" "$lib/libagentwire.a" "${LIBS[@]}"
+    check "$prog shared" build "$prog-shared" "$src" -DAW_TEST_HOOKS -I"$out" -L"$lib" -lagentwire -Wl,-rpath,"$root/$soname_dir"
+    check "$prog asan" build "$prog-asan" "$src" -DAW_TEST_HOOKS -I"$out" "${SAN[@]}" "$lib/libagentwire.a" "${LIBS[@]}"
 done
 # The same test compiled and linked as C++17: the header serves C++ callers too.
 check "abi as C++17" g++ -x c++ -std=c++17 -Wall -Wextra -Werror -pedantic -g -Iinclude -DAW_TEST_HOOKS \
@@ -58,12 +73,23 @@ check "abi as C++17" g++ -x c++ -std=c++17 -Wall -Wextra -Werror -pedantic -g -I
 check "plugin static" build plugin-static bindings/c/examples/plugin.c "$lib/libagentwire.a" "${LIBS[@]}"
 check "plugin asan" build plugin-asan bindings/c/examples/plugin.c "${SAN[@]}" "$lib/libagentwire.a" "${LIBS[@]}"
 
+echo "==> build against the release library"
+# What users link: optimised, without the test hooks.
+cargo build --quiet --release --lib -p agentwire
+release=target/release
+soname_link "$release" "$out/soname-release"
+for prog in abi drive threads readme; do
+    check "$prog release" build "$prog-release" bindings/c/tests/$prog.c -I"$out" "$release/libagentwire.a" "${LIBS[@]}"
+done
+check "readme release shared" build readme-release-shared bindings/c/tests/readme.c -I"$out" \
+    -L"$release" -lagentwire -Wl,-rpath,"$root/$out/soname-release"
+
 echo "==> install + pkg-config"
 prefix=$out/prefix
 rm -rf "$prefix"
 check "install.sh" bindings/c/install.sh "$prefix" "$lib"
 export PKG_CONFIG_PATH=$root/$prefix/lib/pkgconfig
-check "pkg-config version" test "$(pkg-config --modversion agentwire)" = "$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
+check "pkg-config version" test "$(pkg-config --modversion agentwire)" = "$(sed -n 's/^#define AW_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' include/agentwire.h | paste -sd.)"
 # shellcheck disable=SC2046
 check "abi via pkg-config" gcc "${STRICT[@]}" -DAW_TEST_HOOKS bindings/c/tests/abi.c \
     $(pkg-config --cflags --libs agentwire) -Wl,-rpath,"$root/$prefix/lib" -o "$out/abi-pkgconfig"
@@ -80,6 +106,24 @@ for variant in static shared asan pkgconfig cxx; do
 done
 check "abi static under valgrind" "${VALGRIND[@]}" "$out/abi-static"
 check "abi shared under valgrind" "${VALGRIND[@]}" "$out/abi-shared"
+check "abi release" "$out/abi-release"
+check "abi release under valgrind" "${VALGRIND[@]}" "$out/abi-release"
+
+echo "==> threads (one handle, four threads)"
+# Calls must overlap (--require-busy) where threads run at once; valgrind runs one thread
+# at a time, so there only the results and the memory are checked.
+check "threads static" "$out/threads-static" 2000 --require-busy
+check "threads asan" "$out/threads-asan" 1000 --require-busy
+check "threads release" "$out/threads-release" 2000 --require-busy
+check "threads under valgrind" "${VALGRIND[@]}" "$out/threads-shared" 200
+check "threads release under valgrind" "${VALGRIND[@]}" "$out/threads-release" 200
+
+echo "==> the README's C loop"
+for variant in static shared asan release release-shared; do
+    check "readme $variant" "$out/readme-$variant"
+done
+check "readme under valgrind" "${VALGRIND[@]}" "$out/readme-shared"
+check "readme release under valgrind" "${VALGRIND[@]}" "$out/readme-release-shared"
 
 echo "==> drive (bytes equal to the Rust examples)"
 printf '%s' '{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}' >"$out/default.json"
@@ -129,6 +173,12 @@ for transcript in tests/fixtures/*.jsonl; do
         -- "${VALGRIND[@]}" "$out/drive-shared" events 5 "$transcript"
     same "bridge $t valgrind" "$translate" --chunk 5 --request tests/fixtures/requests/client_tools.json "$transcript" \
         -- "${VALGRIND[@]}" "$out/drive-static" bridge tests/fixtures/requests/client_tools.json 5 "$transcript"
+    same "events $t release valgrind" "$events" --chunk 5 "$transcript" \
+        -- "${VALGRIND[@]}" "$out/drive-release" events 5 "$transcript"
+    for request in "$out/default.json" tests/fixtures/requests/client_tools.json; do
+        same "bridge $t $(basename "$request") release valgrind" "$translate" --chunk 5 --request "$request" "$transcript" \
+            -- "${VALGRIND[@]}" "$out/drive-release" bridge "$request" 5 "$transcript"
+    done
 done
 # Failed runs: the agent's stderr and exit code decide the status and the error body.
 for stderr in tests/fixtures/stderr/*.txt; do

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use agentwire::bridge::Config;
-use agentwire::openai::ReasoningField;
+use agentwire::openai::chat::ReasoningField;
 use agentwire::tools::ToolStrategy;
 use clap::{CommandFactory, Parser, ValueEnum};
 

@@ -2099,8 +2099,9 @@ fn http_1_details(kind: Kind) {
 
 #[test]
 fn replay_agent_plays_the_turn_the_prompt_is_at() {
-    use agentwire::openai::prompt::render_prompt;
-    use agentwire::openai::{ChatRequest, RequestLimits};
+    use agentwire::api::RequestLimits;
+    use agentwire::cursor::prompt::render_prompt;
+    use agentwire::openai::chat::parse_request;
     use agentwire::tools::{ToolPlan, ToolStrategy};
 
     let scratch = Scratch::new("scenario");
@@ -2125,7 +2126,7 @@ fn replay_agent_plays_the_turn_the_prompt_is_at() {
     for (i, messages) in conversations.iter().enumerate() {
         let body = serde_json::json!({"model": "auto", "messages": messages});
         let request =
-            ChatRequest::parse(body.to_string().as_bytes(), &RequestLimits::default()).unwrap();
+            parse_request(body.to_string().as_bytes(), &RequestLimits::default()).unwrap();
         let prompt = render_prompt(
             &request.conversation,
             &ToolPlan::new(&[], ToolStrategy::ReadOnly),

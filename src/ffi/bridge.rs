@@ -9,7 +9,7 @@ use super::boundary::{
 use super::config::{aw_config, config_or_default};
 use super::result::{Error, aw_result};
 use super::views::{aw_bytes, aw_str};
-use crate::bridge::{Bridge, BridgeParams, Output};
+use crate::bridge::{Bridge, BridgeParams, Dialect, Output};
 use crate::cursor::{ExitStatus, Invocation};
 
 /// One request, from its OpenAI body to the end of its HTTP response: an opaque handle
@@ -216,7 +216,8 @@ fn static_content_type(content_type: &'static str) -> aw_str {
 ///
 /// Returns `AW_RESULT_OK`; `AW_RESULT_NULL_PARAMETER` (`out_bridge` NULL, or `body` NULL
 /// with a length), `AW_RESULT_LENGTH_TOO_LARGE`, `AW_RESULT_POISONED` (a poisoned
-/// `config`), `AW_RESULT_INTERIOR_NUL`.
+/// `config`), `AW_RESULT_BUSY` (`config` is in a call on another thread),
+/// `AW_RESULT_INTERIOR_NUL`.
 ///
 /// Memory and lifetimes: `body` is read during the call only. The caller owns the new
 /// bridge and frees it with `aw_bridge_free`.
@@ -253,7 +254,7 @@ pub unsafe extern "C" fn aw_bridge_new(
             created_unix,
             id_seed,
         };
-        let bridge = Bridge::new(body, &config, params);
+        let bridge = Bridge::new(Dialect::ChatCompletions, body, &config, params);
         let invocation = match bridge.invocation().map(CInvocation::of).transpose() {
             Ok(invocation) => invocation,
             Err(error) => return error.code,
@@ -265,6 +266,11 @@ pub unsafe extern "C" fn aw_bridge_new(
 
 /// Frees a bridge. NULL does nothing. Free it whatever state it is in (poisoned too);
 /// views it handed out become invalid.
+///
+/// Freeing a bridge while another thread is inside a call on it is a caller bug. It is
+/// detected and the free is refused: the bridge stays valid (free it once that call has
+/// returned) rather than being freed under the call. A call that starts after the free is
+/// a use after free, which nothing can detect.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn aw_bridge_free(bridge: *mut aw_bridge) {
     // SAFETY: the pointer rules: `bridge` is NULL or a live bridge, freed once.
@@ -272,9 +278,11 @@ pub unsafe extern "C" fn aw_bridge_free(bridge: *mut aw_bridge) {
 }
 
 /// The message of the last call on `bridge` that failed, NUL-terminated; `""` when none
-/// failed or `bridge` is NULL.
+/// failed or `bridge` is NULL; a message saying the bridge is in use while another thread is
+/// inside a call on it.
 ///
-/// Memory and lifetimes: valid until the next call on `bridge` or its free.
+/// Memory and lifetimes: valid until the next call on `bridge` (from any thread) or its
+/// free.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn aw_bridge_last_error(bridge: *const aw_bridge) -> *const c_char {
     // SAFETY: the pointer rules: `bridge` is NULL or a live bridge.
@@ -585,7 +593,8 @@ pub unsafe extern "C" fn aw_bridge_poll_timeout(
 }
 
 /// Whether `AW_OUTPUT_KIND_END` has been handed out. Also true for a NULL or poisoned
-/// bridge: nothing more will come from it.
+/// bridge (nothing more will come from it) and while another thread is inside a call on
+/// it (a caller bug).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn aw_bridge_is_ended(bridge: *const aw_bridge) -> bool {
     // SAFETY: the pointer rules.
@@ -593,7 +602,7 @@ pub unsafe extern "C" fn aw_bridge_is_ended(bridge: *const aw_bridge) -> bool {
 }
 
 /// Whether the response is a stream (`text/event-stream`) rather than one JSON body.
-/// False for a NULL or poisoned bridge.
+/// False for a NULL or poisoned bridge, and while another thread is inside a call on it.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn aw_bridge_is_stream(bridge: *const aw_bridge) -> bool {
     // SAFETY: the pointer rules.

@@ -16,7 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 opencode=tests/clients/opencode/$(cat tests/clients/opencode/version)/bin/opencode
-if ! python3 -c 'import openai, pytest' 2>/dev/null || [ ! -d tests/clients/node/node_modules/@ai-sdk/openai-compatible ] || [ ! -x "$opencode" ]; then
+python=tests/clients/python/.venv/bin/python
+if ! "$python" -c 'import openai, pytest' 2>/dev/null || [ ! -d tests/clients/node/node_modules/@ai-sdk/openai-compatible ] || [ ! -x "$opencode" ]; then
     echo "tests/clients/run.sh: the pinned clients are missing; run tests/clients/install.sh" >&2
     exit 1
 fi
@@ -30,6 +31,6 @@ for bin in replay_agent tokio_proxy blocking_proxy; do
 done
 
 echo "openai-python judges the output offline; openai-python, the AI SDK and OpenCode against both proxies"
-python3 -m pytest -q -p no:cacheprovider tests/clients/python
+"$python" -m pytest -q -p no:cacheprovider tests/clients/python
 echo "the AI SDK (openai-compatible) judges the output (offline)"
 (cd tests/clients/node && node --test --test-reporter=spec)

@@ -1,8 +1,8 @@
 /*
  * The C ABI's contract from C: every result code reachable from C, NULL handles and
- * out-parameters, misuse after the end, invalid UTF-8, huge lengths, poisoned handles (with
- * AW_TEST_HOOKS), every config field set and read back, the version macros against
- * aw_version(). Includes only the public header.
+ * out-parameters, misuse after the end, invalid UTF-8, huge lengths, poisoned handles and
+ * overlapping calls (with AW_TEST_HOOKS), every config field set and read back, the version
+ * macros against aw_version(). Includes only the public header.
  */
 #include "agentwire.h"
 
@@ -11,17 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
+#include "check.h"
+
 /* Every result value seen returned by a call, indexed by value - 7000. */
 static int seen[300];
-
-#define CHECK(cond)                                                                            \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);           \
-            failures++;                                                                        \
-        }                                                                                      \
-    } while (0)
 
 /* Checks that `call` returns `expected`, and records the value as reached. */
 #define EXPECT(call, expected)                                                                 \
@@ -81,7 +74,8 @@ static void test_result_names(void)
             CHECK(aw_result_is_status(v) == (v < 7100));
         }
     }
-    CHECK(named == 15);
+    CHECK(named == 16);
+    CHECK(!aw_result_is_status(AW_RESULT_BUSY));
 }
 
 static void test_config(void)
@@ -134,6 +128,7 @@ static void test_config(void)
     EXPECT(aw_config_set_request_max_body_bytes(config, 20), AW_RESULT_OK);
     EXPECT(aw_config_set_request_max_messages(config, 21), AW_RESULT_OK);
     EXPECT(aw_config_set_request_max_tools(config, 22), AW_RESULT_OK);
+    EXPECT(aw_config_set_request_reject_attachments(config, true), AW_RESULT_OK);
     EXPECT(aw_config_set_loop_guard_max_failed_repeats(config, 23), AW_RESULT_OK);
     EXPECT(aw_config_set_loop_guard_max_repeats(config, 24), AW_RESULT_OK);
 
@@ -177,6 +172,8 @@ static void test_config(void)
     CHECK(size == 21);
     EXPECT(aw_config_get_request_max_tools(config, &size), AW_RESULT_OK);
     CHECK(size == 22);
+    EXPECT(aw_config_get_request_reject_attachments(config, &b), AW_RESULT_OK);
+    CHECK(b);
     EXPECT(aw_config_get_loop_guard_max_failed_repeats(config, &u32), AW_RESULT_OK);
     CHECK(u32 == 23);
     EXPECT(aw_config_get_loop_guard_max_repeats(config, &u32), AW_RESULT_OK);
@@ -510,6 +507,43 @@ static void test_poisoned(void)
     EXPECT(aw_decoder_new(config, &decoder), AW_RESULT_POISONED);
     aw_config_free(config);
 }
+
+/* A call on a handle another call is inside (as from another thread) is refused with
+   AW_RESULT_BUSY and so is its free; the handle stays whole and usable. The threads test
+   does the same from real threads. */
+static void test_overlap(void)
+{
+    aw_config *config = NULL;
+    aw_bridge *bridge = NULL;
+    aw_decoder *decoder = NULL;
+    aw_output out;
+    aw_event event;
+    uint64_t u64;
+    int ends = 0;
+
+    EXPECT(aw_config_new(&config), AW_RESULT_OK);
+    EXPECT(aw_config_set_keep_alive_ms(config, 5), AW_RESULT_OK);
+    EXPECT(aw_config_test_overlap(config), AW_RESULT_BUSY);
+    EXPECT(aw_config_get_keep_alive_ms(config, &u64), AW_RESULT_OK);
+    CHECK(u64 == 5);
+    CHECK(strcmp(aw_config_last_error(config), "") == 0);
+
+    bridge = new_bridge(STREAM_BODY);
+    EXPECT(aw_bridge_test_overlap(bridge), AW_RESULT_BUSY);
+    EXPECT(aw_bridge_push_stdout(bridge, (const uint8_t *)ANSWER, strlen(ANSWER), 1), AW_RESULT_OK);
+    while (aw_bridge_poll_output(bridge, &out) == AW_RESULT_OK) {
+        ends += out.kind == AW_OUTPUT_KIND_END;
+    }
+    CHECK(ends == 1 && aw_bridge_is_ended(bridge));
+    aw_bridge_free(bridge);
+
+    EXPECT(aw_decoder_new(config, &decoder), AW_RESULT_OK);
+    EXPECT(aw_decoder_test_overlap(decoder), AW_RESULT_BUSY);
+    EXPECT(aw_decoder_push_stdout(decoder, (const uint8_t *)ANSWER, strlen(ANSWER)), AW_RESULT_OK);
+    EXPECT(aw_decoder_poll_event(decoder, &event), AW_RESULT_OK);
+    aw_decoder_free(decoder);
+    aw_config_free(config);
+}
 #endif
 
 int main(void)
@@ -525,6 +559,7 @@ int main(void)
     test_decoder();
 #ifdef AW_TEST_HOOKS
     test_poisoned();
+    test_overlap();
     /* Every named result value was returned by some call above. */
     for (v = 7000; v < 7300; v++) {
         if (strcmp(aw_result_name(v), "AW_RESULT_UNKNOWN") != 0 && !seen[v - 7000]) {

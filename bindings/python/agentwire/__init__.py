@@ -11,7 +11,8 @@ reads no clock::
     for output in bridge.outputs():  # after every push_stdout / push_stderr /
         ...                          # agent_exited / handle_timeout / client_gone
 
-See ``examples/run_prompt.py`` for a whole plugin.
+Objects may be shared between threads (a reader and a timer): each serialises its own
+calls. See ``examples/run_prompt.py`` for a whole plugin.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ._lib import (
     AfterEofError,
     AfterExitError,
     AgentwireError,
+    BusyError,
     ClosedError,
     ExitedTwiceError,
     IndexOutOfRangeError,
@@ -33,10 +35,6 @@ from ._lib import (
     PanicError,
     PoisonedError,
 )
-from . import _lib as _errors
-from . import bridge as _bridge
-from . import config as _config
-from . import decoder as _decoder
 from ._native import ffi as _ffi
 from ._native import lib as _c
 from .bridge import Body, Bridge, End, Head, Invocation, Output, StopAgent
@@ -63,9 +61,55 @@ from .decoder import (
 #: The version of the native library.
 __version__: str = _ffi.string(_c.aw_version()).decode()
 
-# Everything each part of the package exports, once (in a form type checkers follow).
-__all__ = ["__version__"]
-__all__ += _bridge.__all__
-__all__ += _config.__all__
-__all__ += _decoder.__all__
-__all__ += _errors.__all__
+# The public names, as a literal list: type checkers read no other form (`from agentwire
+# import Bridge` under `mypy --strict`). A test checks every public class of the modules is
+# here.
+__all__ = [
+    "__version__",
+    # bridge
+    "Bridge",
+    "Invocation",
+    "Head",
+    "Body",
+    "StopAgent",
+    "End",
+    "Output",
+    # config
+    "Config",
+    "ToolStrategy",
+    "ReasoningField",
+    # decoder
+    "Decoder",
+    "DecoderStats",
+    "Event",
+    "TextDelta",
+    "ReasoningDelta",
+    "ToolCall",
+    "AgentActivity",
+    "ActivityPhase",
+    "ToolOutcome",
+    "Progress",
+    "ProgressKind",
+    "Usage",
+    "Finish",
+    "FinishReason",
+    "Failed",
+    "FailureKind",
+    # errors
+    "AgentwireError",
+    "MisuseError",
+    "InvalidInputError",
+    "NullParameterError",
+    "PanicError",
+    "PoisonedError",
+    "LengthTooLargeError",
+    "IndexOutOfRangeError",
+    "InvalidEnumError",
+    "AfterExitError",
+    "ExitedTwiceError",
+    "AfterEofError",
+    "BusyError",
+    "InvalidUtf8Error",
+    "InteriorNulError",
+    "ClosedError",
+]

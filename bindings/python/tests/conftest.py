@@ -10,10 +10,20 @@ from typing import List, Optional, Tuple
 
 import pytest
 
+from agentwire import _testing
+
 REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "tests" / "fixtures"
 SHARED = REPO.parent / "shared" / "fixtures" / "cursor-agent"
 DEFAULT_REQUEST = b'{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}'
+
+
+# Tests of states only the test hooks reach; run-tests.sh requires the hooks, so that a
+# library built without them fails rather than skips.
+needs_hooks = pytest.mark.skipif(
+    not _testing.has_test_hooks() and os.environ.get("AGENTWIRE_REQUIRE_TEST_HOOKS") != "1",
+    reason="library built without the ffi-test-hooks feature",
+)
 
 
 def transcripts() -> List[Path]:

@@ -152,3 +152,39 @@ def _closed_config() -> aw.Config:
     config = aw.Config()
     config.close()
     return config
+
+
+def test_bytes_like_inputs_give_the_bytes_result():
+    answer = (FIXTURES / "partial_recaps.jsonl").read_bytes()
+
+    def run(body: object, stdout: object) -> list:
+        with aw.Bridge(body, now_ms=0, created=1, id_seed=3) as bridge:  # type: ignore[arg-type]
+            bridge.push_stdout(stdout, 1)  # type: ignore[arg-type]
+            bridge.push_stderr(stdout, 1)  # type: ignore[arg-type]
+            return list(bridge.outputs())
+
+    expected = run(DEFAULT_REQUEST, answer)
+    assert any(isinstance(o, aw.Body) for o in expected)
+    for make in (bytearray, memoryview, lambda b: memoryview(bytearray(b))):
+        assert run(make(DEFAULT_REQUEST), make(answer)) == expected
+
+
+@pytest.mark.parametrize("value", [5, "{}", None, [123], 1.5])
+def test_inputs_that_are_not_bytes_are_type_errors(value: object):
+    with pytest.raises(TypeError, match="body must be a bytes-like object"):
+        aw.Bridge(value)  # type: ignore[arg-type]
+    with aw.Bridge(DEFAULT_REQUEST, now_ms=0) as bridge:
+        with pytest.raises(TypeError, match="data must be a bytes-like object"):
+            bridge.push_stdout(value, 1)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="data must be a bytes-like object"):
+            bridge.push_stderr(value, 1)  # type: ignore[arg-type]
+        # Nothing was fed: the bridge still waits for its first input.
+        assert list(bridge.outputs()) == []
+    with pytest.raises(TypeError, match="config must be a Config"):
+        aw.Bridge(DEFAULT_REQUEST, {"workspace": "/srv"})  # type: ignore[arg-type]
+
+
+def test_a_non_contiguous_buffer_is_refused():
+    with aw.Bridge(DEFAULT_REQUEST, now_ms=0) as bridge:
+        with pytest.raises(BufferError):
+            bridge.push_stdout(memoryview(b"{}\n{}\n")[::2], 1)

@@ -37,7 +37,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use agentwire::bridge::{Bridge, Head, Output};
+use agentwire::bridge::{Bridge, Dialect, Head, Output};
 use agentwire::cursor::ExitStatus;
 use agentwire_proxy::agent::{self, EXIT_DRAIN, Signal, Stopper, exit_status, signal_group};
 use agentwire_proxy::connections::{Admitted, Connections, Lane, OVERFLOW_TIMEOUT};
@@ -543,7 +543,7 @@ fn chat(
         return write_reply(&mut stream, reply, false, &answer, &mut record);
     };
     let params = server.ids.params(record.number, &server.clock);
-    let bridge = Bridge::new(&body, &server.settings.config, params);
+    let bridge = Bridge::new(Dialect::ChatCompletions, &body, &server.settings.config, params);
     let (events_tx, events) = mpsc::sync_channel(PIPE_CHUNKS);
     let number = record.number;
     server

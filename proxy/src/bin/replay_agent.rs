@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use agentwire::openai::prompt::read_blocks;
+use agentwire::cursor::prompt::read_blocks;
 
 /// What `models` prints: the CLI's listing format, markers included.
 const MODELS: &str = "Available models\n\nauto - Auto (default)\ncomposer-2.5 - Composer 2.5 (current)\ngpt-5 - GPT-5\nsonnet-4.5-thinking - Claude 4.5 Sonnet (Thinking)\n\nTip: use --model <id> to switch.\n";

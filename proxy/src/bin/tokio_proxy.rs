@@ -40,7 +40,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 
-use agentwire::bridge::{Bridge, Head, Output};
+use agentwire::bridge::{Bridge, Dialect, Head, Output};
 use agentwire::cursor::ExitStatus;
 use agentwire_proxy::agent::{EXIT_DRAIN, Signal, Stopper, exit_status, signal_group};
 use agentwire_proxy::connections::{Admitted, Connections, Lane, OVERFLOW_TIMEOUT};
@@ -516,7 +516,7 @@ async fn chat(
         return reply_response(reply, cors, &mut record);
     };
     let params = server.ids.params(record.number, &server.clock);
-    let bridge = Bridge::new(&body, &server.settings.config, params);
+    let bridge = Bridge::new(Dialect::ChatCompletions, &body, &server.settings.config, params);
     let mut run = Run::start(Arc::clone(server), bridge, permit, record);
     let Some(Step::Head(head)) = run.next().await else {
         unreachable!("a bridge's first output is its head");

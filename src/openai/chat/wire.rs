@@ -1,19 +1,7 @@
-//! Writing the JSON fragments chunks and bodies share, straight into the output buffer.
+//! The JSON fragments Chat Completions chunks and bodies share: usage and finish reasons.
 
-use std::io::Write as _;
-
+use crate::api::json::write_u64;
 use crate::event::{FinishReason, Usage};
-
-/// Appends `text` as a JSON string literal.
-pub(crate) fn write_str(out: &mut Vec<u8>, text: &str) {
-    // Writing into a Vec cannot fail, and a str always serializes.
-    serde_json::to_writer(&mut *out, text).expect("a string serializes into a Vec");
-}
-
-/// Appends a decimal number.
-pub(crate) fn write_u64(out: &mut Vec<u8>, n: u64) {
-    write!(out, "{n}").expect("writing into a Vec cannot fail");
-}
 
 /// Appends an OpenAI `usage` object: `prompt_tokens` counts fresh, cache-read and
 /// cache-written input; `prompt_tokens_details` has the cache reads as `cached_tokens` and
@@ -105,12 +93,5 @@ mod tests {
                 .unwrap()
                 .contains("\"cost\":0.0123}")
         );
-    }
-
-    #[test]
-    fn strings_escape() {
-        let mut out = Vec::new();
-        write_str(&mut out, "a\"\n\u{1}é");
-        assert_eq!(out, b"\"a\\\"\\n\\u0001\xc3\xa9\"");
     }
 }

@@ -1,16 +1,17 @@
-//! Chat Completions request bodies: parsed, validated, and reduced to what the bridge
-//! uses — the model, the response options, and the [`Conversation`] (messages, tools,
-//! `tool_choice`, `parallel_tool_calls`) that everything downstream reads in no dialect's
-//! terms.
+//! Chat Completions request bodies: parsed, validated, and reduced to the neutral
+//! [`Request`] — the model, the response options, and the
+//! [`Conversation`](crate::conversation::Conversation) (messages, tools, `tool_choice`,
+//! `parallel_tool_calls`) that everything downstream reads in no dialect's terms.
 //!
-//! Honoured: `model` (and the non-standard `cursorModel`, which wins when non-empty),
-//! `messages` (roles `system`, `developer`, `user`, `assistant` with `tool_calls`, `tool`
-//! with `tool_call_id`; content as a string or an array of text parts), `tools` (function
-//! tools: name, description, parameters), `tool_choice` (`none`, `auto`, `required`, or a
-//! named function), `parallel_tool_calls`, `stream`, `stream_options.include_usage`.
+//! Honoured: `model` (and the non-standard `cursorModel`, which wins when non-empty; the
+//! rules are in [`api`](crate::api)'s parser notes), `messages` (roles `system` and
+//! `developer` — anywhere, kept in place —, `user`, `assistant` with `tool_calls`, `tool`
+//! with `tool_call_id`; content as a string or an array of parts), `tools` (function tools:
+//! name, description, parameters), `tool_choice` (`none`, `auto`, `required`, or a named
+//! function), `parallel_tool_calls`, `stream`, `stream_options.include_usage`.
 //!
 //! Accepted but not honoured, because the CLI has no way to pass them on (listed in
-//! [`ChatRequest::ignored`]): `temperature`, `top_p`, `max_tokens`,
+//! [`Request::ignored`]): `temperature`, `top_p`, `max_tokens`,
 //! `max_completion_tokens`, `stop`, `seed`, `presence_penalty`, `frequency_penalty`,
 //! `logit_bias`, `logprobs`, `top_logprobs`, `n` (only 1, or `1.0`), `response_format`,
 //! `reasoning_effort`, `verbosity`, `user`, `metadata`, `store`, `service_tier`,
@@ -22,73 +23,27 @@
 //! `tool_calls` and a non-standard `reasoning_content` (OpenCode); tool results as a string
 //! or text parts; the `developer` role; lone UTF-16 surrogate escapes (`"\ud800"`, which
 //! JavaScript clients write when they slice a string inside a character), read as U+FFFD
-//! anywhere in the body. Rejected with a 400 in OpenAI's error shape naming
-//! the offending `param`: malformed JSON, wrong types, empty `messages`, unknown roles, a
-//! `tool` message answering no earlier call, image/audio/file parts (the CLI takes text
-//! only), invalid tool names, an unusable model name, an over-limit body (413).
-//!
-//! # Model names
-//!
-//! `model` and `cursorModel` are each at most 256 bytes (provider prefix included) and hold
-//! no control characters, whichever of them is used: `model` is echoed in every chunk, and
-//! an unbounded name would multiply the response. The name that reaches `--model` —
-//! `cursorModel`, else `model` after its provider prefix (the part up to the last `/`) —
-//! must be a Cursor model designation (see [`ChatRequest::model`]); a `model` with nothing
-//! after its prefix (`"x/"`) is rejected rather than read as `auto`. Only an absent, `null`
-//! or blank `model` (without `cursorModel`) means `auto`. The error's `param` names the
-//! field that was wrong.
+//! anywhere in the body. Image, audio and file parts (`image_url`, `input_image`, `image`,
+//! `input_audio`, `file`) become [`Attachment`]s — kind, media type and decoded size, never
+//! the bytes — which the agent is shown as a placeholder; with
+//! [`RequestLimits::reject_attachments`] they are a 400 (`unsupported_content`) instead.
+//! Rejected with a 400 naming the offending `param`: malformed JSON, wrong types, empty
+//! `messages`, unknown roles, a `tool` message answering no earlier call, invalid tool
+//! names, an unusable model name, an over-limit body (413).
 
 use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::error::ApiError;
-use super::surrogates;
-use crate::conversation::{Conversation, HistoryToolCall, Message, Role, ToolChoice, ToolSpec};
-use crate::event::invites_retry;
-
-/// Limits applied while parsing a request body.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestLimits {
-    /// Largest body accepted (default 32 MiB).
-    pub max_body_bytes: usize,
-    /// Most messages accepted (default 10,000).
-    pub max_messages: usize,
-    /// Most tools accepted (default 512).
-    pub max_tools: usize,
-}
-
-impl Default for RequestLimits {
-    fn default() -> Self {
-        RequestLimits {
-            max_body_bytes: 32 * 1024 * 1024,
-            max_messages: 10_000,
-            max_tools: 512,
-        }
-    }
-}
-
-/// A validated Chat Completions request.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ChatRequest {
-    /// The model for `--model`: `cursorModel` when non-empty, else `model` without a
-    /// provider prefix (`cursor/gpt-5` → `gpt-5`), else `auto`. Letters, digits, `.`, `_`,
-    /// `-`, `:` and Cursor's bracket parameters (`name[key=value,…]`), starting with a
-    /// letter or digit, so that it cannot be read as a flag.
-    pub model: String,
-    /// The model name echoed in responses: the request's `model` as sent (trimmed), else
-    /// [`model`](Self::model). Validated: at most 256 bytes, no control characters.
-    pub response_model: String,
-    /// The conversation and the client's tools (`messages`, `tools`, `tool_choice` — default
-    /// `none` without tools, `auto` with — and `parallel_tool_calls`, default `true`).
-    pub conversation: Conversation,
-    /// `stream`.
-    pub stream: bool,
-    /// `stream_options.include_usage`.
-    pub include_usage: bool,
-    /// Known fields present in the request that the CLI cannot honour.
-    pub ignored: Vec<&'static str>,
-}
+use crate::api::parse::{
+    data_url, member, message_list, message_role, models, optional_bool, present, read_object,
+    tool_choice_with, tool_list,
+};
+use crate::api::{Reasoning, Request, RequestError, RequestLimits, RequestProblem};
+use crate::conversation::{
+    Attachment, AttachmentKind, Conversation, HistoryToolCall, Message, OutputFormat, Part, Role,
+    ToolChoice, ToolSpec,
+};
 
 /// Fields accepted and ignored (see the module docs).
 const IGNORED: &[&str] = &[
@@ -119,243 +74,68 @@ const IGNORED: &[&str] = &[
     "web_search_options",
 ];
 
-/// Every request error is built here, so that none invites a retry: a message that would is
-/// replaced by a neutral one (`param` and `code` still say what is wrong).
-fn request_error(message: String, param: Option<String>, code: &'static str) -> ApiError {
-    let message = if invites_retry(&message) {
-        "The request is invalid; 'param' and 'code' name the problem.".to_owned()
-    } else {
-        message
-    };
-    ApiError::invalid_request(message, param, code)
-}
+/// The roles a message may have.
+const ROLES: &[(&str, Role)] = &[
+    ("system", Role::System),
+    ("developer", Role::Developer),
+    ("user", Role::User),
+    ("assistant", Role::Assistant),
+    ("tool", Role::Tool),
+];
 
-fn invalid(message: impl Into<String>, param: impl Into<String>, code: &'static str) -> ApiError {
-    request_error(message.into(), Some(param.into()), code)
-}
-
-fn type_error(param: &str, expected: &str) -> ApiError {
-    invalid(
-        format!("Invalid type for '{param}': expected {expected}."),
-        param,
-        "invalid_type",
-    )
-}
-
-impl ChatRequest {
-    /// Parses and validates a request body.
-    pub fn parse(body: &[u8], limits: &RequestLimits) -> Result<ChatRequest, ApiError> {
-        if body.len() > limits.max_body_bytes {
-            let mut error = request_error(
-                format!(
-                    "The request body is {} bytes; the limit is {}.",
-                    body.len(),
-                    limits.max_body_bytes
-                ),
-                None,
-                "body_too_large",
-            );
-            error.status = 413;
-            return Err(error);
-        }
-        // A lone surrogate escape reads as U+FFFD instead of failing the whole body.
-        let fixed = surrogates::replace_lone_surrogates(body);
-        let value: Value =
-            serde_json::from_slice(fixed.as_deref().unwrap_or(body)).map_err(|e| {
-                request_error(
-                    format!(
-                        "We could not parse the JSON body of your request ({}).",
-                        json_problem(&e)
-                    ),
-                    None,
-                    "invalid_json",
-                )
-            })?;
-        let Value::Object(object) = value else {
-            return Err(request_error(
-                "The request body must be a JSON object.".to_owned(),
-                None,
-                "invalid_type",
-            ));
-        };
-        Self::from_object(&object, limits)
-    }
-
-    fn from_object(
-        object: &Map<String, Value>,
-        limits: &RequestLimits,
-    ) -> Result<ChatRequest, ApiError> {
-        // Both fields are bounded and printable whichever one is used: `model` is echoed in
-        // every chunk, `cursorModel` becomes an argument.
-        let sent_model = model_field(object, "model")?;
-        let cursor_model = model_field(object, "cursorModel")?;
-        let model = if !cursor_model.is_empty() {
-            check_model(&cursor_model, "cursorModel")?;
-            cursor_model
-        } else if sent_model.is_empty() {
-            "auto".to_owned()
-        } else {
-            let name = sent_model
-                .rsplit_once('/')
-                .map_or(sent_model.as_str(), |(_, name)| name);
-            if name.trim().is_empty() {
-                return Err(invalid(
-                    "Invalid model name: nothing follows the provider prefix.",
-                    "model",
-                    "invalid_value",
+/// Parses and validates a Chat Completions request body.
+pub fn parse_request(body: &[u8], limits: &RequestLimits) -> Result<Request, RequestError> {
+    let object = read_object(body, limits)?;
+    let (model, response_model) = models(&object)?;
+    let stream = optional_bool(&object, "stream")?.unwrap_or(false);
+    let include_usage = match object.get("stream_options") {
+        None | Some(Value::Null) => false,
+        Some(Value::Object(options)) => {
+            if !stream {
+                return Err(RequestError::invalid_value(
+                    "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+                    "stream_options",
                 ));
             }
-            check_model(name, "model")?;
-            name.to_owned()
-        };
-        let response_model = if sent_model.is_empty() {
-            model.clone()
-        } else {
-            sent_model
-        };
-
-        let stream = optional_bool(object, "stream")?.unwrap_or(false);
-        let include_usage = match object.get("stream_options") {
-            None | Some(Value::Null) => false,
-            Some(Value::Object(options)) => {
-                if !stream {
-                    return Err(invalid(
-                        "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
-                        "stream_options",
-                        "invalid_value",
+            match options.get("include_usage") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => {
+                    return Err(RequestError::invalid_type(
+                        "stream_options.include_usage",
+                        "a boolean",
                     ));
                 }
-                match options.get("include_usage") {
-                    None | Some(Value::Null) => false,
-                    Some(Value::Bool(b)) => *b,
-                    Some(_) => return Err(type_error("stream_options.include_usage", "a boolean")),
-                }
-            }
-            Some(_) => return Err(type_error("stream_options", "an object")),
-        };
-        if let Some(n) = object.get("n") {
-            // `1.0` is 1: JavaScript clients do not tell integers from floats.
-            if !n.is_null() && n.as_f64() != Some(1.0) {
-                return Err(invalid("Only n = 1 is supported.", "n", "invalid_value"));
             }
         }
-        let parallel_tool_calls = optional_bool(object, "parallel_tool_calls")?.unwrap_or(true);
-        let tools = parse_tools(object.get("tools"), limits)?;
-        let tool_choice = parse_tool_choice(object.get("tool_choice"), &tools)?;
-        let messages = parse_messages(object.get("messages"), limits)?;
-        let ignored = IGNORED
-            .iter()
-            .copied()
-            .filter(|f| object.get(*f).is_some_and(|v| !v.is_null()))
-            .collect();
-        Ok(ChatRequest {
-            model,
-            response_model,
-            conversation: Conversation {
-                messages,
-                tools,
-                tool_choice,
-                parallel_tool_calls,
-            },
-            stream,
-            include_usage,
-            ignored,
-        })
-    }
-}
-
-/// A short, retry-safe description of a JSON syntax error.
-fn json_problem(error: &serde_json::Error) -> String {
-    use serde_json::error::Category;
-    match error.classify() {
-        Category::Eof => "the body ends early".to_owned(),
-        Category::Syntax if error.to_string().contains("recursion limit") => {
-            "it is nested too deeply".to_owned()
-        }
-        _ => format!("line {} column {}", error.line(), error.column()),
-    }
-}
-
-/// The most bytes of `model` and of `cursorModel`, provider prefix included.
-const MAX_MODEL_BYTES: usize = 256;
-
-/// A model field, trimmed (empty when absent or `null`): at most [`MAX_MODEL_BYTES`] and
-/// free of control characters, because it is echoed in every chunk or passed to the CLI.
-fn model_field(object: &Map<String, Value>, param: &str) -> Result<String, ApiError> {
-    let model = match object.get(param) {
-        None | Some(Value::Null) => return Ok(String::new()),
-        Some(Value::String(model)) => model.trim(),
-        Some(_) => return Err(type_error(param, "a string")),
+        Some(_) => return Err(RequestError::invalid_type("stream_options", "an object")),
     };
-    if model.len() > MAX_MODEL_BYTES {
-        return Err(invalid(
-            format!("Invalid model name: at most {MAX_MODEL_BYTES} bytes."),
-            param,
-            "invalid_value",
-        ));
+    if let Some(n) = object.get("n") {
+        // `1.0` is 1: JavaScript clients do not tell integers from floats.
+        if !n.is_null() && n.as_f64() != Some(1.0) {
+            return Err(RequestError::invalid_value("Only n = 1 is supported.", "n"));
+        }
     }
-    if model.chars().any(char::is_control) {
-        return Err(invalid(
-            "Invalid model name: control characters are not allowed.",
-            param,
-            "invalid_value",
-        ));
-    }
-    Ok(model.to_owned())
-}
-
-/// Model names become an argument of `--model`: letters, digits, `.`, `_`, `-`, `:` and
-/// Cursor's bracket parameters (`name[key=value,key=value]`), starting with a letter or digit
-/// so that no model can be read as a flag. (A provider prefix is stripped before this.)
-/// `param` is the field it came from.
-fn check_model(model: &str, param: &str) -> Result<(), ApiError> {
-    let (name, params) = match model.split_once('[') {
-        Some((name, rest)) => match rest.strip_suffix(']') {
-            Some(params) => (name, Some(params)),
-            None => ("", None),
+    let parallel_tool_calls = optional_bool(&object, "parallel_tool_calls")?.unwrap_or(true);
+    let tools = parse_tools(object.get("tools"), limits)?;
+    let tool_choice = parse_tool_choice(object.get("tool_choice"), &tools)?;
+    let messages = parse_messages(object.get("messages"), limits)?;
+    let ignored = present(&object, IGNORED);
+    Ok(Request {
+        model,
+        response_model,
+        stream,
+        conversation: Conversation {
+            messages,
+            tools,
+            tool_choice,
+            parallel_tool_calls,
+            output_format: OutputFormat::Text,
         },
-        None => (model, None),
-    };
-    let name_ok = !name.is_empty()
-        && name.len() <= 128
-        && name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphanumeric())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':'));
-    let params_ok = params.is_none_or(|p| {
-        !p.is_empty()
-            && p.len() <= 256
-            && p.split(',').all(|kv| {
-                kv.split_once('=').is_some_and(|(k, v)| {
-                    !k.is_empty()
-                        && !v.is_empty()
-                        && k.chars()
-                            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
-                        && v.chars()
-                            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-                })
-            })
-    });
-    if name_ok && params_ok {
-        Ok(())
-    } else {
-        Err(invalid(
-            "Invalid model name: use letters, digits, '.', '_', '-', ':' and optional [key=value,...] parameters.",
-            param,
-            "invalid_value",
-        ))
-    }
-}
-
-fn optional_bool(object: &Map<String, Value>, key: &str) -> Result<Option<bool>, ApiError> {
-    match object.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(_) => Err(type_error(key, "a boolean")),
-    }
+        reasoning: Reasoning::default(),
+        include_usage,
+        ignored,
+    })
 }
 
 fn valid_tool_name(name: &str) -> bool {
@@ -365,93 +145,73 @@ fn valid_tool_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-fn parse_tools(value: Option<&Value>, limits: &RequestLimits) -> Result<Vec<ToolSpec>, ApiError> {
-    let tools = match value {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(tools)) => tools,
-        Some(_) => return Err(type_error("tools", "an array")),
-    };
-    if tools.len() > limits.max_tools {
-        return Err(invalid(
-            format!("At most {} tools are accepted.", limits.max_tools),
-            "tools",
-            "invalid_value",
-        ));
-    }
+fn parse_tools(
+    value: Option<&Value>,
+    limits: &RequestLimits,
+) -> Result<Vec<ToolSpec>, RequestError> {
+    let tools = tool_list(value, limits)?;
     let mut seen = HashSet::new();
     let mut specs = Vec::with_capacity(tools.len());
     for (i, tool) in tools.iter().enumerate() {
         let param = format!("tools[{i}]");
         let Value::Object(tool) = tool else {
-            return Err(type_error(&param, "an object"));
+            return Err(RequestError::invalid_type(&param, "an object"));
         };
         match tool.get("type").and_then(Value::as_str) {
             Some("function") | None => {}
             Some(other) => {
-                return Err(invalid(
+                return Err(RequestError::invalid_value(
                     format!("Unsupported tool type '{other}': only function tools are supported."),
                     format!("{param}.type"),
-                    "invalid_value",
                 ));
             }
         }
         let Some(Value::Object(function)) = tool.get("function") else {
-            return Err(type_error(&format!("{param}.function"), "an object"));
+            return Err(RequestError::invalid_type(
+                &format!("{param}.function"),
+                "an object",
+            ));
         };
         let name = match function.get("name") {
             Some(Value::String(name)) if valid_tool_name(name) => name.clone(),
             Some(Value::String(_)) => {
-                return Err(invalid(
+                return Err(RequestError::invalid_value(
                     "Invalid function name: use 1 to 64 letters, digits, '_' or '-'.",
                     format!("{param}.function.name"),
-                    "invalid_value",
                 ));
             }
             _ => {
-                return Err(invalid(
+                return Err(RequestError::missing(
                     "Missing required parameter: function name.",
                     format!("{param}.function.name"),
-                    "missing_required_parameter",
                 ));
             }
         };
         if !seen.insert(name.clone()) {
-            return Err(invalid(
+            return Err(RequestError::invalid_value(
                 format!("Duplicate tool name '{name}'."),
                 format!("{param}.function.name"),
-                "invalid_value",
             ));
         }
-        let description = match function.get("description") {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(d)) => d.clone(),
-            Some(_) => {
-                return Err(type_error(
-                    &format!("{param}.function.description"),
-                    "a string",
-                ));
-            }
-        };
-        let parameters = match function.get("parameters") {
-            None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(p @ Value::Object(_)) => p.clone(),
-            Some(_) => {
-                return Err(type_error(
-                    &format!("{param}.function.parameters"),
-                    "an object",
-                ));
-            }
-        };
-        specs.push(ToolSpec {
+        let path = format!("{param}.function");
+        let description = member(function, "description", &path, "a string", Value::as_str)?;
+        let parameters = member(function, "parameters", &path, "an object", |v| {
+            v.is_object().then(|| v.clone())
+        })?
+        .unwrap_or_else(|| Value::Object(Map::new()));
+        specs.push(ToolSpec::function(
             name,
-            description,
+            description.unwrap_or_default(),
             parameters,
-        });
+        ));
     }
     Ok(specs)
 }
 
-fn parse_tool_choice(value: Option<&Value>, tools: &[ToolSpec]) -> Result<ToolChoice, ApiError> {
+fn parse_tool_choice(
+    value: Option<&Value>,
+    tools: &[ToolSpec],
+) -> Result<ToolChoice, RequestError> {
     let default = if tools.is_empty() {
         ToolChoice::None
     } else {
@@ -464,10 +224,9 @@ fn parse_tool_choice(value: Option<&Value>, tools: &[ToolSpec]) -> Result<ToolCh
             "auto" => ToolChoice::Auto,
             "required" => ToolChoice::Required,
             _ => {
-                return Err(invalid(
+                return Err(RequestError::invalid_value(
                     "Invalid value for tool_choice: use none, auto, required or a function.",
                     "tool_choice",
-                    "invalid_value",
                 ));
             }
         },
@@ -477,89 +236,43 @@ fn parse_tool_choice(value: Option<&Value>, tools: &[ToolSpec]) -> Result<ToolCh
                 .and_then(|f| f.get("name"))
                 .and_then(Value::as_str)
                 .ok_or_else(|| {
-                    invalid(
+                    RequestError::missing(
                         "Missing required parameter: tool_choice.function.name.",
                         "tool_choice.function.name",
-                        "missing_required_parameter",
                     )
                 })?;
             if !tools.iter().any(|t| t.name == name) {
-                return Err(invalid(
+                return Err(RequestError::invalid_value(
                     format!("tool_choice names '{name}', which is not among the tools."),
                     "tool_choice.function.name",
-                    "invalid_value",
                 ));
             }
             ToolChoice::Named(name.to_owned())
         }
-        Some(_) => return Err(type_error("tool_choice", "a string or an object")),
-    };
-    if tools.is_empty() && matches!(choice, ToolChoice::Required | ToolChoice::Named(_)) {
-        return Err(invalid(
-            "tool_choice requires tools.",
-            "tool_choice",
-            "invalid_value",
-        ));
-    }
-    Ok(choice)
-}
-
-fn parse_messages(value: Option<&Value>, limits: &RequestLimits) -> Result<Vec<Message>, ApiError> {
-    let messages = match value {
-        None | Some(Value::Null) => {
-            return Err(invalid(
-                "Missing required parameter: 'messages'.",
-                "messages",
-                "missing_required_parameter",
+        Some(_) => {
+            return Err(RequestError::invalid_type(
+                "tool_choice",
+                "a string or an object",
             ));
         }
-        Some(Value::Array(messages)) => messages,
-        Some(_) => return Err(type_error("messages", "an array")),
     };
-    if messages.is_empty() {
-        return Err(invalid(
-            "'messages' must contain at least one message.",
-            "messages",
-            "invalid_value",
-        ));
-    }
-    if messages.len() > limits.max_messages {
-        return Err(invalid(
-            format!("At most {} messages are accepted.", limits.max_messages),
-            "messages",
-            "invalid_value",
-        ));
-    }
+    tool_choice_with(choice, tools)
+}
+
+fn parse_messages(
+    value: Option<&Value>,
+    limits: &RequestLimits,
+) -> Result<Vec<Message>, RequestError> {
+    let messages = message_list(value, limits)?;
     let mut call_ids: HashSet<String> = HashSet::new();
     let mut out = Vec::with_capacity(messages.len());
     for (i, message) in messages.iter().enumerate() {
         let param = format!("messages[{i}]");
         let Value::Object(message) = message else {
-            return Err(type_error(&param, "an object"));
+            return Err(RequestError::invalid_type(&param, "an object"));
         };
-        let role = match message.get("role").and_then(Value::as_str) {
-            Some("system") => Role::System,
-            Some("developer") => Role::Developer,
-            Some("user") => Role::User,
-            Some("assistant") => Role::Assistant,
-            Some("tool") => Role::Tool,
-            Some(other) => {
-                let other: String = other.chars().take(40).collect();
-                return Err(invalid(
-                    format!("Invalid role '{other}'."),
-                    format!("{param}.role"),
-                    "invalid_value",
-                ));
-            }
-            None => {
-                return Err(invalid(
-                    "Missing required parameter: role.",
-                    format!("{param}.role"),
-                    "missing_required_parameter",
-                ));
-            }
-        };
-        let content = content_text(message.get("content"), &format!("{param}.content"))?;
+        let role = message_role(message, &param, ROLES)?;
+        let content = content_parts(message.get("content"), &format!("{param}.content"), limits)?;
         let name = message
             .get("name")
             .and_then(Value::as_str)
@@ -576,24 +289,27 @@ fn parse_messages(value: Option<&Value>, limits: &RequestLimits) -> Result<Vec<M
                         tool_calls.push(call);
                     }
                 }
-                Some(_) => return Err(type_error(&format!("{param}.tool_calls"), "an array")),
+                Some(_) => {
+                    return Err(RequestError::invalid_type(
+                        &format!("{param}.tool_calls"),
+                        "an array",
+                    ));
+                }
             },
             Role::Tool => {
                 let id = match message.get("tool_call_id") {
                     Some(Value::String(id)) => id.clone(),
                     _ => {
-                        return Err(invalid(
+                        return Err(RequestError::missing(
                             "Missing required parameter: tool_call_id.",
                             format!("{param}.tool_call_id"),
-                            "missing_required_parameter",
                         ));
                     }
                 };
                 if !call_ids.contains(&id) {
-                    return Err(invalid(
+                    return Err(RequestError::invalid_value(
                         "Invalid parameter: messages with role 'tool' must be a response to a preceding message with 'tool_calls'.",
                         format!("{param}.tool_call_id"),
-                        "invalid_value",
                     ));
                 }
                 tool_call_id = Some(id);
@@ -606,34 +322,33 @@ fn parse_messages(value: Option<&Value>, limits: &RequestLimits) -> Result<Vec<M
             tool_calls,
             tool_call_id,
             name,
+            is_error: false,
         });
     }
     Ok(out)
 }
 
-fn history_call(call: &Value, param: &str) -> Result<HistoryToolCall, ApiError> {
+fn history_call(call: &Value, param: &str) -> Result<HistoryToolCall, RequestError> {
     let Value::Object(call) = call else {
-        return Err(type_error(param, "an object"));
+        return Err(RequestError::invalid_type(param, "an object"));
     };
     let id = call.get("id").and_then(Value::as_str).ok_or_else(|| {
-        invalid(
+        RequestError::missing(
             "Missing required parameter: tool call id.",
             format!("{param}.id"),
-            "missing_required_parameter",
         )
     })?;
     let function = call
         .get("function")
         .and_then(Value::as_object)
-        .ok_or_else(|| type_error(&format!("{param}.function"), "an object"))?;
+        .ok_or_else(|| RequestError::invalid_type(&format!("{param}.function"), "an object"))?;
     let name = function
         .get("name")
         .and_then(Value::as_str)
         .ok_or_else(|| {
-            invalid(
+            RequestError::missing(
                 "Missing required parameter: function name.",
                 format!("{param}.function.name"),
-                "missing_required_parameter",
             )
         })?;
     let arguments = match function.get("arguments") {
@@ -642,95 +357,150 @@ fn history_call(call: &Value, param: &str) -> Result<HistoryToolCall, ApiError> 
         // Some clients send an object; keep its JSON text.
         Some(other @ Value::Object(_)) => other.to_string(),
         Some(_) => {
-            return Err(type_error(
+            return Err(RequestError::invalid_type(
                 &format!("{param}.function.arguments"),
                 "a string",
             ));
         }
     };
-    Ok(HistoryToolCall {
-        id: id.to_owned(),
-        name: name.to_owned(),
-        arguments,
-    })
+    Ok(HistoryToolCall::new(id, name, arguments))
 }
 
-/// The text of `content`: a string, `null`, or an array of text parts.
-fn content_text(value: Option<&Value>, param: &str) -> Result<String, ApiError> {
+/// The parts of `content`: a string, `null`, or an array of parts.
+fn content_parts(
+    value: Option<&Value>,
+    param: &str,
+    limits: &RequestLimits,
+) -> Result<Vec<Part>, RequestError> {
     match value {
-        None | Some(Value::Null) => Ok(String::new()),
-        Some(Value::String(text)) => Ok(text.clone()),
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::String(text)) if text.is_empty() => Ok(Vec::new()),
+        Some(Value::String(text)) => Ok(vec![Part::Text(text.clone())]),
         Some(Value::Array(parts)) => {
-            let mut texts = Vec::with_capacity(parts.len());
+            let mut out = Vec::with_capacity(parts.len());
             for (i, part) in parts.iter().enumerate() {
                 let part_param = format!("{param}[{i}]");
                 let Value::Object(part) = part else {
-                    return Err(type_error(&part_param, "an object"));
+                    return Err(RequestError::invalid_type(&part_param, "an object"));
                 };
                 match part.get("type").and_then(Value::as_str) {
                     Some("text") | None => match part.get("text") {
-                        Some(Value::String(text)) => texts.push(text.as_str()),
-                        _ => return Err(type_error(&format!("{part_param}.text"), "a string")),
+                        Some(Value::String(text)) => out.push(Part::Text(text.clone())),
+                        _ => {
+                            return Err(RequestError::invalid_type(
+                                &format!("{part_param}.text"),
+                                "a string",
+                            ));
+                        }
                     },
                     Some("refusal") => {
                         if let Some(text) = part.get("refusal").and_then(Value::as_str) {
-                            texts.push(text);
+                            out.push(Part::Text(text.to_owned()));
                         }
                     }
                     Some(
                         kind @ ("image_url" | "input_image" | "input_audio" | "file" | "image"),
                     ) => {
-                        return Err(invalid(
-                            format!(
-                                "Content parts of type '{kind}' are not supported: cursor-agent accepts text only."
-                            ),
-                            part_param,
-                            "unsupported_content",
-                        ));
+                        if limits.reject_attachments {
+                            return Err(RequestError::new(
+                                RequestProblem::UnsupportedContent,
+                                format!(
+                                    "Content parts of type '{kind}' are not supported: cursor-agent accepts text only."
+                                ),
+                                Some(part_param),
+                            ));
+                        }
+                        out.push(Part::Attachment(attachment(kind, part)));
                     }
                     Some(other) => {
                         let other: String = other.chars().take(40).collect();
-                        return Err(invalid(
+                        return Err(RequestError::invalid_value(
                             format!("Unknown content part type '{other}'."),
                             format!("{part_param}.type"),
-                            "invalid_value",
                         ));
                     }
                 }
             }
-            Ok(texts.join("\n"))
+            Ok(out)
         }
-        Some(_) => Err(type_error(param, "a string or an array of content parts")),
+        Some(_) => Err(RequestError::invalid_type(
+            param,
+            "a string or an array of content parts",
+        )),
     }
+}
+
+/// What an image, audio or file part is: its media type and size from a `data:` URL or
+/// base64 data, its file name or web address otherwise. Whatever cannot be read stays
+/// unknown: a part the agent will not see is never a reason to reject the request.
+fn attachment(kind: &str, part: &Map<String, Value>) -> Attachment {
+    let member = |key: &str| part.get(key);
+    let string_at = |value: Option<&Value>, key: &str| -> Option<String> {
+        match value? {
+            Value::String(text) => Some(text.clone()),
+            Value::Object(object) => object.get(key)?.as_str().map(str::to_owned),
+            _ => None,
+        }
+    };
+    let mut found = Attachment {
+        kind: AttachmentKind::Image,
+        media_type: None,
+        size: None,
+        name: None,
+    };
+    let url = match kind {
+        "input_audio" => {
+            found.kind = AttachmentKind::Audio;
+            let audio = member("input_audio").and_then(Value::as_object);
+            found.media_type = audio
+                .and_then(|a| a.get("format"))
+                .and_then(Value::as_str)
+                .map(|format| format!("audio/{format}"));
+            found.size = audio
+                .and_then(|a| a.get("data"))
+                .and_then(Value::as_str)
+                .map(crate::api::parse::base64_size);
+            None
+        }
+        "file" => {
+            found.kind = AttachmentKind::Document;
+            let file = member("file").and_then(Value::as_object);
+            found.name = file
+                .and_then(|f| f.get("filename").or_else(|| f.get("file_id")))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            string_at(member("file"), "file_data")
+        }
+        _ => string_at(member(kind), "url").or_else(|| string_at(member("image_url"), "url")),
+    };
+    if let Some(url) = url {
+        match data_url(&url) {
+            Some((media_type, size)) => {
+                found.media_type = media_type;
+                found.size = Some(size);
+            }
+            None if url.starts_with("http://") || url.starts_with("https://") => {
+                found.name = found.name.or(Some(url));
+            }
+            // Bare base64 (a file's `file_data` may be sent without the `data:` prefix).
+            None => found.size = Some(crate::api::parse::base64_size(&url)),
+        }
+    }
+    found
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::event::invites_retry;
 
-    /// The real OpenCode request bodies in `../shared/fixtures/opencode`, or `None` (with a
-    /// line saying the test was skipped) when the shared fixtures are absent.
-    pub(crate) fn opencode_bodies() -> Option<Vec<Vec<u8>>> {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/fixtures/opencode/opencode-1.18.33-requests-toolround.jsonl");
-        let Ok(text) = std::fs::read_to_string(path) else {
-            println!("skipped: ../shared fixtures absent");
-            return None;
-        };
-        let bodies = text.lines().map(|line| {
-            let record: serde_json::Value = serde_json::from_str(line).unwrap();
-            serde_json::to_vec(&record["body"]).unwrap()
-        });
-        Some(bodies.collect())
-    }
-
-    fn parse(body: &str) -> Result<ChatRequest, ApiError> {
-        ChatRequest::parse(body.as_bytes(), &RequestLimits::default())
+    fn parse(body: &str) -> Result<Request, RequestError> {
+        parse_request(body.as_bytes(), &RequestLimits::default())
     }
 
     fn param(body: &str) -> (u16, Option<String>, Option<&'static str>) {
         let error = parse(body).unwrap_err();
-        (error.status, error.param, error.code)
+        (error.status(), error.param, Some(error.problem.code()))
     }
 
     /// The first message's content of a body whose content is the JSON string text
@@ -742,7 +512,8 @@ pub(crate) mod tests {
             .conversation
             .messages
             .remove(0)
-            .content
+            .text()
+            .into_owned()
     }
 
     #[test]
@@ -809,8 +580,8 @@ pub(crate) mod tests {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/requests/truncated_tool_output.json");
         let body = std::fs::read(path).unwrap();
-        let request = ChatRequest::parse(&body, &RequestLimits::default()).unwrap();
-        let result = &request.conversation.messages[3].content;
+        let request = parse_request(&body, &RequestLimits::default()).unwrap();
+        let result = request.conversation.messages[3].text();
         assert!(result.ends_with("Build finished \u{fffd}"), "{result:?}");
         // In keys, names, ids and arguments, and at the very end of a string.
         let body = r#"{"messages":[{"role":"user","content":"x","\udbff":1},
@@ -827,7 +598,7 @@ pub(crate) mod tests {
             request.conversation.messages[1].name.as_deref(),
             Some("\u{fffd}")
         );
-        assert_eq!(request.conversation.messages[2].content, "\u{fffd}");
+        assert_eq!(request.conversation.messages[2].text(), "\u{fffd}");
         // Broken escapes stay errors, at the same place.
         for body in [
             r#"{"messages":[{"role":"user","content":"\ud8"}]}"#,
@@ -853,8 +624,90 @@ pub(crate) mod tests {
         }
     }
 
+    #[test]
+    fn attachments_become_placeholders_or_are_rejected() {
+        let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+        let body = serde_json::json!({"messages":[
+            {"role":"user","content":[
+                {"type":"text","text":"What is in these?"},
+                {"type":"image_url","image_url":{"url": format!("data:image/png;base64,{png}"),"detail":"low"}},
+                {"type":"image_url","image_url":{"url":"https://example.com/cat.jpg"}},
+                {"type":"input_audio","input_audio":{"data":"UklGRg==","format":"wav"}},
+                {"type":"file","file":{"filename":"report.pdf","file_data":"data:application/pdf;base64,JVBERi0x"}},
+                {"type":"file","file":{"file_id":"file-123"}},
+                {"type":"image_url","image_url":7},
+                {"type":"text","text":"Thanks."}]}]})
+        .to_string();
+        let request = parse(&body).unwrap();
+        let message = &request.conversation.messages[0];
+        assert_eq!(message.text(), "What is in these?\nThanks.");
+        let attachments: Vec<&Attachment> = message
+            .content
+            .iter()
+            .filter_map(|part| match part {
+                Part::Attachment(a) => Some(a),
+                Part::Text(_) => None,
+            })
+            .collect();
+        let described: Vec<Attachment> = attachments.into_iter().cloned().collect();
+        let expected = [
+            (AttachmentKind::Image, Some("image/png"), Some(70), None),
+            (
+                AttachmentKind::Image,
+                None,
+                None,
+                Some("https://example.com/cat.jpg"),
+            ),
+            (AttachmentKind::Audio, Some("audio/wav"), Some(4), None),
+            (
+                AttachmentKind::Document,
+                Some("application/pdf"),
+                Some(6),
+                Some("report.pdf"),
+            ),
+            (AttachmentKind::Document, None, None, Some("file-123")),
+            (AttachmentKind::Image, None, None, None),
+        ]
+        .map(|(kind, media_type, size, name)| Attachment {
+            kind,
+            media_type: media_type.map(str::to_owned),
+            size,
+            name: name.map(str::to_owned),
+        });
+        assert_eq!(described, expected);
+        // The same parts are a 400 naming each one when attachments are refused.
+        let limits = RequestLimits {
+            reject_attachments: true,
+            ..RequestLimits::default()
+        };
+        let error = parse_request(body.as_bytes(), &limits).unwrap_err();
+        assert_eq!(
+            (error.status(), error.param.as_deref(), error.problem),
+            (
+                400,
+                Some("messages[0].content[1]"),
+                RequestProblem::UnsupportedContent
+            )
+        );
+        assert_eq!(
+            error.message,
+            "Content parts of type 'image_url' are not supported: cursor-agent accepts text only."
+        );
+        for kind in ["input_image", "image", "input_audio", "file"] {
+            let body =
+                format!(r#"{{"messages":[{{"role":"user","content":[{{"type":"{kind}"}}]}}]}}"#);
+            let error = parse_request(body.as_bytes(), &limits).unwrap_err();
+            assert_eq!(
+                error.param.as_deref(),
+                Some("messages[0].content[0]"),
+                "{kind}"
+            );
+            assert!(parse(&body).is_ok(), "{kind}: a placeholder by default");
+        }
+    }
+
     /// The request with `fields` (JSON object members) and one user message.
-    fn with_fields(fields: &str) -> Result<ChatRequest, ApiError> {
+    fn with_fields(fields: &str) -> Result<Request, RequestError> {
         parse(&format!(
             r#"{{{fields}"messages":[{{"role":"user","content":"x"}}]}}"#
         ))
@@ -866,7 +719,7 @@ pub(crate) mod tests {
             panic!("accepted: {shown}");
         };
         assert_eq!(
-            (error.status, error.code),
+            (error.status(), Some(error.problem.code())),
             (400, Some("invalid_value")),
             "{shown}"
         );
@@ -987,7 +840,7 @@ pub(crate) mod tests {
             "tools":[{"type":"function","function":{"name":"read","parameters":{"type":"object"}}}],"tool_choice":"auto"}"#;
         let r = parse(body).unwrap();
         assert!(r.stream && r.include_usage);
-        assert_eq!(r.conversation.messages[0].content, "a\nb");
+        assert_eq!(r.conversation.messages[0].text(), "a\nb");
         assert_eq!(r.conversation.messages[2].tool_calls[0].name, "read");
         assert_eq!(
             r.conversation.messages[3].tool_call_id.as_deref(),
@@ -1014,16 +867,6 @@ pub(crate) mod tests {
                 .1
                 .as_deref(),
             Some("messages[0].content")
-        );
-        assert_eq!(
-            param(
-                r#"{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}"#
-            ),
-            (
-                400,
-                Some("messages[0].content[0]".into()),
-                Some("unsupported_content")
-            )
         );
         assert_eq!(
             param(r#"{"messages":[{"role":"tool","tool_call_id":"nope","content":"x"}]}"#)
@@ -1073,9 +916,12 @@ pub(crate) mod tests {
             max_body_bytes: 10,
             ..RequestLimits::default()
         };
-        let error = ChatRequest::parse(br#"{"messages":[{"role":"user","content":"x"}]}"#, &limits)
-            .unwrap_err();
-        assert_eq!((error.status, error.code), (413, Some("body_too_large")));
+        let error =
+            parse_request(br#"{"messages":[{"role":"user","content":"x"}]}"#, &limits).unwrap_err();
+        assert_eq!(
+            (error.status(), Some(error.problem.code())),
+            (413, Some("body_too_large"))
+        );
     }
 
     #[test]
@@ -1093,7 +939,7 @@ pub(crate) mod tests {
         for body in [
             "{",
             "[]",
-            r#"{"messages":[{"role":"user","content":[{"type":"input_audio"}]}]}"#,
+            r#"{"messages":[{"role":"user","content":[{"type":"input_video"}]}]}"#,
             r#"{"model":"--x","messages":[]}"#,
         ] {
             let message = parse(body).unwrap_err().message.to_lowercase();
@@ -1111,7 +957,7 @@ pub(crate) mod tests {
             .to_string();
         assert!(detail.contains("column 500"), "{detail}");
         let error = parse(&late).unwrap_err();
-        assert_eq!(error.code, Some("invalid_json"));
+        assert_eq!(error.problem, RequestProblem::InvalidJson);
         assert!(!invites_retry(&error.message), "{}", error.message);
         let error = parse(r#"{"messages":[{"role":"Timeout","content":"x"}]}"#).unwrap_err();
         assert_eq!(error.param.as_deref(), Some("messages[0].role"));
@@ -1154,11 +1000,6 @@ pub(crate) mod tests {
                 r#"{"messages":[{"role":"user","content":[{"type":"video"}]}]}"#,
                 "messages[0].content[0].type",
                 "invalid_value",
-            ),
-            (
-                r#"{"messages":[{"role":"user","content":[{"type":"file","file":{}}]}]}"#,
-                "messages[0].content[0]",
-                "unsupported_content",
             ),
             (
                 r#"{"messages":[{"role":"assistant","tool_calls":{}}]}"#,
@@ -1247,7 +1088,11 @@ pub(crate) mod tests {
             let body = body.replace("USER", user);
             let error = parse(&body).unwrap_err();
             assert_eq!(
-                (error.status, error.param.as_deref(), error.code),
+                (
+                    error.status(),
+                    error.param.as_deref(),
+                    Some(error.problem.code())
+                ),
                 (400, Some(expected_param), Some(expected_code)),
                 "{body}"
             );
@@ -1262,8 +1107,8 @@ pub(crate) mod tests {
         let body =
             serde_json::json!({"messages":[{"role":"user","content": format!("a\u{0}b{huge}")}]});
         let r = parse(&body.to_string()).unwrap();
-        assert!(r.conversation.messages[0].content.starts_with("a\u{0}b"));
-        assert_eq!(r.conversation.messages[0].content.len(), 3 + huge.len());
+        assert!(r.conversation.messages[0].text().starts_with("a\u{0}b"));
+        assert_eq!(r.conversation.messages[0].text().len(), 3 + huge.len());
         // Raw invalid UTF-8 inside a string, a BOM, trailing data.
         for bytes in [
             &b"{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\xfe\"}]}"[..],
@@ -1272,8 +1117,11 @@ pub(crate) mod tests {
             b"",
             b"\0",
         ] {
-            let error = ChatRequest::parse(bytes, &RequestLimits::default()).unwrap_err();
-            assert_eq!((error.status, error.code), (400, Some("invalid_json")));
+            let error = parse_request(bytes, &RequestLimits::default()).unwrap_err();
+            assert_eq!(
+                (error.status(), Some(error.problem.code())),
+                (400, Some("invalid_json"))
+            );
         }
         // Deep nesting of objects in an ignored field is still a clean 400.
         let deep = format!(
@@ -1292,10 +1140,10 @@ pub(crate) mod tests {
             ..RequestLimits::default()
         };
         let three = r#"{"messages":[{"role":"user","content":"a"},{"role":"user","content":"b"},{"role":"user","content":"c"}]}"#;
-        let error = ChatRequest::parse(three.as_bytes(), &limits).unwrap_err();
+        let error = parse_request(three.as_bytes(), &limits).unwrap_err();
         assert_eq!(error.param.as_deref(), Some("messages"));
         let two_tools = r#"{"messages":[{"role":"user","content":"a"}],"tools":[{"function":{"name":"a"}},{"function":{"name":"b"}}]}"#;
-        let error = ChatRequest::parse(two_tools.as_bytes(), &limits).unwrap_err();
+        let error = parse_request(two_tools.as_bytes(), &limits).unwrap_err();
         assert_eq!(error.param.as_deref(), Some("tools"));
     }
 
@@ -1315,7 +1163,7 @@ pub(crate) mod tests {
             r#"{"x":1}"#
         );
         assert_eq!(r.conversation.messages[0].tool_calls[1].arguments, "{}");
-        assert_eq!(r.conversation.messages[1].content, "");
+        assert_eq!(r.conversation.messages[1].text(), "");
     }
 
     #[test]
@@ -1328,52 +1176,12 @@ pub(crate) mod tests {
                 continue;
             }
             let body = std::fs::read(&path).unwrap();
-            let request = ChatRequest::parse(&body, &RequestLimits::default())
+            let request = parse_request(&body, &RequestLimits::default())
                 .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
             assert!(!request.conversation.messages.is_empty());
             assert_eq!(request.model, "auto", "{}", path.display());
             seen += 1;
         }
         assert!(seen >= 3);
-    }
-
-    #[test]
-    fn real_opencode_bodies() {
-        let Some(bodies) = opencode_bodies() else {
-            return;
-        };
-        let mut requests = Vec::new();
-        for body in bodies {
-            let request = ChatRequest::parse(&body, &RequestLimits::default()).unwrap();
-            assert!(request.stream && request.include_usage);
-            assert_eq!(request.conversation.tools.len(), 10);
-            assert_eq!(request.conversation.tool_choice, ToolChoice::Auto);
-            assert!(request.ignored.contains(&"max_tokens"));
-            requests.push(request);
-        }
-        // The tool round: an assistant turn with `content: ""` and calls, then one result
-        // per call, in order.
-        let round = requests.last().unwrap();
-        let roles: Vec<Role> = round.conversation.messages.iter().map(|m| m.role).collect();
-        assert_eq!(
-            roles,
-            [
-                Role::System,
-                Role::User,
-                Role::Assistant,
-                Role::Tool,
-                Role::Tool
-            ]
-        );
-        let calls: Vec<&str> = round.conversation.messages[2]
-            .tool_calls
-            .iter()
-            .map(|c| c.id.as_str())
-            .collect();
-        let answered: Vec<&str> = round.conversation.messages[3..]
-            .iter()
-            .filter_map(|m| m.tool_call_id.as_deref())
-            .collect();
-        assert_eq!(calls, answered);
     }
 }

@@ -1,4 +1,7 @@
-//! What every response of one request shares: its identity and output options.
+//! What every chunk of one Chat Completions response shares: its identity and output
+//! options.
+
+use crate::api::json::seeded_hex;
 
 /// Identity fields repeated in every chunk of one response (`id`, `created`, `model`).
 /// The caller supplies them: the core reads no clock and draws no random numbers.
@@ -16,22 +19,12 @@ impl ResponseMeta {
     /// Meta with an id derived from `id_seed` (any number unique per request, e.g. a
     /// counter mixed with the start time): `chatcmpl-` and 24 hex digits.
     pub fn new(id_seed: u64, created: u64, model: impl Into<String>) -> Self {
-        // splitmix64, twice: a well-spread id from any seed, including small counters.
-        let a = splitmix64(id_seed);
-        let b = splitmix64(a);
         ResponseMeta {
-            id: format!("chatcmpl-{:016x}{:08x}", a, b >> 32),
+            id: format!("chatcmpl-{}", seeded_hex(id_seed)),
             created,
             model: model.into(),
         }
     }
-}
-
-fn splitmix64(seed: u64) -> u64 {
-    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// Where reasoning ("thinking") text goes in a chunk's `delta` or a message.

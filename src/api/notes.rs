@@ -35,6 +35,23 @@ pub(crate) fn activity_note(activity: &AgentActivity<'_>, out: &mut String) {
     out.push('\n');
 }
 
+/// Renders a note with `render` into `scratch` (cleared first), after a line break when
+/// `line_break_first` (the reasoning it follows did not end a line): a note sits on a line
+/// of its own. Returns whether a note was rendered: an activity worth none renders nothing.
+pub(crate) fn note_on_own_line(
+    scratch: &mut String,
+    line_break_first: bool,
+    render: impl FnOnce(&mut String),
+) -> bool {
+    scratch.clear();
+    if line_break_first {
+        scratch.push('\n');
+    }
+    let prefix = scratch.len();
+    render(scratch);
+    scratch.len() > prefix
+}
+
 /// Appends the note for a progress event, as one line.
 pub(crate) fn progress_note(progress: &Progress, out: &mut String) {
     use std::fmt::Write;

@@ -1,11 +1,13 @@
 //! Events → `chat.completion.chunk` SSE frames.
 
-use super::error::ApiError;
-use super::notes::{activity_note, progress_note};
 use super::options::{OutputOptions, ResponseMeta};
-use super::wire::{finish_reason, write_str, write_u64, write_usage};
+use super::wire::{finish_reason, write_usage};
+use crate::api::json::{write_str, write_u64};
+use crate::api::notes::{activity_note, note_on_own_line, progress_note};
+use crate::api::{ErrorReply, StreamEncoder};
 use crate::event::{Event, Failure, FinishReason, ToolCall, Usage};
 use crate::framing::SseWriter;
+use crate::openai::ApiError;
 
 /// Writes one streaming response as `data:` frames, appending to a caller-owned buffer.
 ///
@@ -108,7 +110,7 @@ impl ChunkEncoder {
             return;
         }
         SseWriter::begin_data(out);
-        ApiError::from_failure(failure).write_json(out);
+        ApiError::from(&ErrorReply::from_failure(failure)).write_json(out);
         SseWriter::end_data(out);
         SseWriter::done(out);
         self.finished = true;
@@ -147,14 +149,7 @@ impl ChunkEncoder {
         }
         // Rendered into a reused buffer: notes come with every tool call.
         let mut note = std::mem::take(&mut self.scratch);
-        note.clear();
-        // A note sits on a line of its own.
-        let prefix = if self.reasoning_at_line_start { 0 } else { 1 };
-        if prefix == 1 {
-            note.push('\n');
-        }
-        render(&mut note);
-        if note.len() > prefix {
+        if note_on_own_line(&mut note, !self.reasoning_at_line_start, render) {
             self.reasoning(&note, out);
         }
         self.scratch = note;
@@ -216,6 +211,21 @@ impl ChunkEncoder {
 
     fn end_delta(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"},\"finish_reason\":null}]}\n\n");
+    }
+}
+
+impl StreamEncoder for ChunkEncoder {
+    fn encode(&mut self, event: &Event<'_>, out: &mut Vec<u8>) {
+        ChunkEncoder::encode(self, event, out);
+    }
+
+    fn is_finished(&self) -> bool {
+        ChunkEncoder::is_finished(self)
+    }
+
+    /// An SSE comment, `: keep-alive`: every SSE parser skips it.
+    fn keep_alive(&mut self, out: &mut Vec<u8>) {
+        SseWriter::comment(out, "keep-alive");
     }
 }
 

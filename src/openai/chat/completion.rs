@@ -1,10 +1,12 @@
 //! Events → one `chat.completion` body (non-streaming responses).
 
-use super::error::ApiError;
-use super::notes::{activity_note, progress_note};
 use super::options::{OutputOptions, ResponseMeta};
-use super::wire::{finish_reason, write_str, write_u64, write_usage};
+use super::wire::{finish_reason, write_usage};
+use crate::api::json::{write_str, write_u64};
+use crate::api::notes::{activity_note, progress_note};
+use crate::api::{BodyBuilder, ErrorReply};
 use crate::event::{Event, Failure, FinishReason, Usage};
+use crate::openai::ApiError;
 
 /// Assembles a non-streaming response from the same events a stream is made of, as they
 /// arrive (no raw output is buffered), and writes the body at the end.
@@ -102,7 +104,7 @@ impl CompletionBuilder {
     /// failure's status.
     pub fn status(&self) -> u16 {
         match self.failure() {
-            Some(failure) => ApiError::from_failure(failure).status,
+            Some(failure) => ErrorReply::from_failure(failure).status(),
             None => 200,
         }
     }
@@ -111,7 +113,7 @@ impl CompletionBuilder {
     /// answer failed.
     pub fn write_body(&self, out: &mut Vec<u8>) {
         if let Some(failure) = self.failure() {
-            ApiError::from_failure(failure).write_json(out);
+            ApiError::from(&ErrorReply::from_failure(failure)).write_json(out);
             return;
         }
         let reason = match self.outcome {
@@ -172,6 +174,24 @@ impl CompletionBuilder {
             write_usage(out, usage);
         }
         out.push(b'}');
+    }
+}
+
+impl BodyBuilder for CompletionBuilder {
+    fn push(&mut self, event: &Event<'_>) {
+        CompletionBuilder::push(self, event);
+    }
+
+    fn is_finished(&self) -> bool {
+        CompletionBuilder::is_finished(self)
+    }
+
+    fn failure(&self) -> Option<&Failure> {
+        CompletionBuilder::failure(self)
+    }
+
+    fn write_body(&self, out: &mut Vec<u8>) {
+        CompletionBuilder::write_body(self, out);
     }
 }
 
