@@ -111,7 +111,7 @@ lib/pkgconfig/agentwire.pc"
     # API test (without the test hooks, which a release lacks) and the plugin example.
     local build=$work/build
     mkdir -p "$build"
-    cp bindings/c/tests/abi.c bindings/c/examples/plugin.c "$build/"
+    cp bindings/c/tests/abi.c bindings/c/tests/check.h bindings/c/examples/plugin.c "$build/"
     (
         cd "$build"
         export PKG_CONFIG_PATH=$prefix/lib/pkgconfig

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: Rust (unit, integration, real-capture conformance, doc tests, the
 # C header's freshness, and both example proxies over loopback with the replay agent —
-# tests/proxy.rs), lints and docs, the C ABI from C (strict, static and shared, sanitizers,
+# proxy/tests/proxy.rs), lints and docs, the C ABI from C (strict, static and shared, sanitizers,
 # valgrind), the Python package built from source, the JavaScript package (WebAssembly,
 # under Node, Bun and Deno), the packages as users get them (the
 # crate, the Python sdist and wheel, the C library installed into a prefix), the real
@@ -30,16 +30,16 @@ step "set-up (ci/setup.sh)"
 ci/setup.sh
 
 step "cargo test"
-cargo test --all-features
+cargo test --workspace --all-features
 
 step "cargo clippy"
-cargo clippy --all-targets --all-features -- -D warnings
+cargo clippy --workspace --all-targets --all-features -- -D warnings
 
 step "the core without the C ABI (default features off, as the WebAssembly package builds it)"
 cargo clippy --lib --no-default-features -- -D warnings
 
 step "cargo doc"
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --all-features --quiet
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features --quiet
 
 step "C ABI (header, static + shared, ASan+UBSan, valgrind, plugin example)"
 bindings/c/run-tests.sh
@@ -68,7 +68,7 @@ if [ -d benches ] && ls benches/*.rs >/dev/null 2>&1; then
     # Only that they build, so in the test profile, from the dependencies `cargo test`
     # built: the bench profile (optimised, fat LTO) rebuilt every dependency for minutes,
     # and only the figures need it (benches/run.sh).
-    cargo test --all-features --benches --no-run --quiet
+    cargo test --workspace --all-features --benches --no-run --quiet
 fi
 
 step "all tests passed"

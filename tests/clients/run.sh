@@ -7,7 +7,7 @@
 #    transcript (tests/fixtures) and, when present, every real capture in
 #    ../shared/fixtures/cursor-agent. Each client's own request body goes to
 #    `translate --request`, so the clients judge the answer to what they actually sent.
-# 2. End to end, over loopback sockets, against both example proxies (tokio_proxy,
+# 2. End to end, over loopback sockets, against both example proxies (`proxy/`: tokio_proxy,
 #    blocking_proxy) with the replay agent standing in for cursor-agent: the openai SDK, the
 #    AI SDK's streamText, and OpenCode itself running a two-turn tool round.
 #
@@ -22,10 +22,12 @@ if ! "$python" -c 'import openai, pytest' 2>/dev/null || [ ! -d tests/clients/no
     exit 1
 fi
 
-cargo build --quiet --example translate --example replay_agent --example tokio_proxy --example blocking_proxy
+cargo build --quiet -p agentwire --example translate
+cargo build --quiet -p agentwire-proxy --bin replay_agent --bin tokio_proxy --bin blocking_proxy
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
-for example in translate replay_agent tokio_proxy blocking_proxy; do
-    export "AGENTWIRE_${example^^}=$target/debug/examples/$example"
+export AGENTWIRE_TRANSLATE=$target/debug/examples/translate
+for bin in replay_agent tokio_proxy blocking_proxy; do
+    export "AGENTWIRE_${bin^^}=$target/debug/$bin"
 done
 
 echo "openai-python judges the output offline; openai-python, the AI SDK and OpenCode against both proxies"

@@ -12,7 +12,12 @@ use std::path::{Path, PathBuf};
 /// `../shared/fixtures/cursor-agent` when present, otherwise (or with
 /// `AGENTWIRE_WORKLOAD=project`) the project's own.
 pub fn workload_transcripts() -> (Vec<PathBuf>, &'static str) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // The repository: this package's directory, or the one above (the proxies' package
+    // builds this file too).
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .find(|dir| dir.join("tests/fixtures").is_dir())
+        .expect("the repository's tests/fixtures");
     let shared = root.join("../shared/fixtures/cursor-agent");
     let project_only = std::env::var("AGENTWIRE_WORKLOAD").is_ok_and(|w| w == "project");
     if shared.is_dir() && !project_only {

@@ -1,5 +1,6 @@
 //! The command line both proxies take, and its checks.
 
+use std::ffi::{OsStr, OsString};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -7,10 +8,10 @@ use std::time::Duration;
 use agentwire::bridge::Config;
 use agentwire::openai::chat::ReasoningField;
 use agentwire::tools::ToolStrategy;
-use clap::{Parser, ValueEnum};
+use clap::{CommandFactory, Parser, ValueEnum};
 
-use super::agent::AgentProgram;
-use super::http::Auth;
+use crate::agent::{AgentProgram, Hide};
+use crate::http::Auth;
 
 /// An OpenAI-compatible server (Chat Completions) on top of the cursor-agent CLI.
 #[derive(Debug, Parser)]
@@ -33,6 +34,18 @@ pub struct Flags {
     /// Serve a non-loopback address without an API key.
     #[arg(long)]
     pub allow_unauthenticated: bool,
+
+    /// Let web pages from ORIGIN (`http://localhost:3000`; `*` for any) use the server:
+    /// their requests get CORS headers. Requests from any other page are refused (403).
+    /// Repeatable.
+    #[arg(long, value_name = "ORIGIN")]
+    pub cors_origin: Vec<String>,
+
+    /// Also accept requests whose Host header is NAME (`.example.com`: that domain and
+    /// every name under it). Loopback names and IP addresses are always accepted; any
+    /// other Host is refused (400), which stops DNS rebinding. Repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub allowed_host: Vec<String>,
 
     /// The cursor-agent binary: a path, or a name looked up in PATH.
     #[arg(long, value_name = "PATH", default_value = "cursor-agent")]
@@ -96,9 +109,32 @@ pub struct Flags {
     #[arg(long, value_name = "BYTES", default_value_t = Config::default().request_limits.max_body_bytes)]
     pub max_body_bytes: usize,
 
-    /// Drop a connection whose request head has not arrived within this long.
+    /// Drop a connection whose request head has not arrived within this long (also how
+    /// long an idle kept-alive connection stays open).
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     pub header_timeout_ms: u64,
+
+    /// The whole request, head and body, must arrive within this long of its first
+    /// byte; otherwise 408 and the connection is closed.
+    #[arg(long, value_name = "MS", default_value_t = 60_000)]
+    pub request_timeout_ms: u64,
+
+    /// Treat the client as gone (stop its agent, close the connection) when a write to
+    /// it makes no progress for this long.
+    #[arg(long, value_name = "MS", default_value_t = 60_000)]
+    pub write_timeout_ms: u64,
+
+    /// Most connections served at once. Past it, a few more are read only to answer
+    /// `/health` (anything else gets 503), and beyond those new connections are closed at
+    /// once. Lowered at startup when the descriptor limit cannot hold it.
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+
+    /// Become a child subreaper and reap orphaned processes (what an agent's detached
+    /// descendants become when it exits). On by itself when the proxy is PID 1, as in a
+    /// container started without `--init`.
+    #[arg(long)]
+    pub reap_orphans: bool,
 
     /// Between SIGTERM and SIGKILL when the agent's process group is stopped.
     #[arg(long, value_name = "MS", default_value_t = 2_000)]
@@ -140,18 +176,80 @@ pub enum ReasoningFlag {
     Omitted,
 }
 
+/// The web origins `--cors-origin` allows.
+#[derive(Debug, Clone, Default)]
+pub struct CorsOrigins {
+    /// `--cors-origin '*'`: every origin.
+    pub any: bool,
+    /// The origins allowed by name (`scheme://host[:port]`, or `null`).
+    pub exact: Vec<String>,
+}
+
+impl CorsOrigins {
+    /// Checks the `--cors-origin` values.
+    fn new(values: Vec<String>) -> Result<CorsOrigins, String> {
+        let mut origins = CorsOrigins::default();
+        for value in values {
+            let value = value.trim().trim_end_matches('/').to_owned();
+            let valid = value == "null"
+                || value.split_once("://").is_some_and(|(scheme, host)| {
+                    !scheme.is_empty()
+                        && scheme
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+                        && !host.is_empty()
+                        && !host.contains(['/', '?', '#', '@', ' '])
+                });
+            if value == "*" {
+                origins.any = true;
+            } else if valid {
+                origins.exact.push(value);
+            } else {
+                return Err(format!(
+                    "--cors-origin {value:?}: give an origin such as http://localhost:3000 \
+                     (scheme, host and port; no path), `null`, or `*` for any"
+                ));
+            }
+        }
+        Ok(origins)
+    }
+}
+
 /// The checked settings a proxy runs with.
 #[derive(Debug)]
 pub struct Settings {
+    /// Where to listen.
     pub listen: SocketAddr,
+    /// The API key requests must carry, if any.
     pub auth: Auth,
+    /// The agent binary.
     pub agent: AgentProgram,
+    /// The bridge's configuration for every request.
     pub config: Config,
+    /// Most agent runs at once.
     pub max_concurrent: u32,
+    /// How logs are written.
     pub log_format: LogFormat,
+    /// Whether the embedded transcript answers.
     pub demo: bool,
+    /// Web origins whose pages may use the server.
+    pub cors_origins: CorsOrigins,
+    /// Host names accepted besides loopback names and IP addresses (lowercase; a leading
+    /// `.` allows a domain and the names under it).
+    pub allowed_hosts: Vec<String>,
+    /// Most time for a request head to arrive.
     pub header_timeout: Duration,
+    /// Most time for a whole request to arrive, from its first byte.
+    pub request_timeout: Duration,
+    /// Most time a write to a client may make no progress.
+    pub write_timeout: Duration,
+    /// Most connections served at once.
+    pub max_connections: u32,
+    /// Whether orphaned processes are reaped (the proxy is their subreaper).
+    pub reap_orphans: bool,
+    /// Between SIGTERM and SIGKILL.
     pub kill_grace: Duration,
+    /// How long a model list is served from memory.
     pub models_ttl: Duration,
 }
 
@@ -167,10 +265,19 @@ impl Flags {
                 self.listen
             ));
         }
+        // The agent gets none of the proxy's own variables, nor the key under any name.
+        let own: Vec<OsString> = Flags::command()
+            .get_arguments()
+            .filter_map(|arg| arg.get_env().map(OsStr::to_os_string))
+            .collect();
+        let hide = Hide {
+            names: &own,
+            secret: api_key.as_deref().map(str::as_bytes),
+        };
         let agent = if self.demo {
-            AgentProgram::demo()?
+            AgentProgram::demo(hide)?
         } else {
-            AgentProgram::resolve(&self.agent_bin)?
+            AgentProgram::resolve(&self.agent_bin, hide)?
         };
         let mut config = Config {
             cursor_binary: agent.path.to_string_lossy().into_owned(),
@@ -197,6 +304,13 @@ impl Flags {
             ..Config::default()
         };
         config.request_limits.max_body_bytes = self.max_body_bytes;
+        let allowed_hosts = self
+            .allowed_host
+            .iter()
+            .map(|h| h.trim().trim_end_matches('.').to_ascii_lowercase())
+            .filter(|h| !h.is_empty())
+            .collect();
+        let ms = |ms: u64| Duration::from_millis(ms.max(1));
         Ok(Settings {
             listen: self.listen,
             auth: Auth::new(api_key),
@@ -205,7 +319,13 @@ impl Flags {
             max_concurrent: self.max_concurrent,
             log_format: self.log_format,
             demo: self.demo,
-            header_timeout: Duration::from_millis(self.header_timeout_ms.max(1)),
+            cors_origins: CorsOrigins::new(self.cors_origin)?,
+            allowed_hosts,
+            header_timeout: ms(self.header_timeout_ms.min(self.request_timeout_ms)),
+            request_timeout: ms(self.request_timeout_ms),
+            write_timeout: ms(self.write_timeout_ms),
+            max_connections: self.max_connections,
+            reap_orphans: self.reap_orphans || std::process::id() == 1,
             kill_grace: Duration::from_millis(self.kill_grace_ms),
             models_ttl: Duration::from_secs(self.models_ttl_secs),
         })

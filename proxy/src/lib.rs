@@ -1,26 +1,35 @@
 //! What the two example proxies share: everything but their I/O model.
 //!
-//! `tokio_proxy` and `blocking_proxy` include this module (`#[path]`), so both have the
+//! `tokio_proxy` and `blocking_proxy` (in `src/bin`) are built on this library, so both have the
 //! same flags, routes, error bodies, authentication, model cache, process-group handling,
 //! request log and demo. Each proxy keeps only its own sockets, pipes and timers, and
 //! drives [`agentwire::bridge::Bridge`] with them.
 //!
 //! - [`flags`]: the command line, checked (loopback unless a key is set), into [`Settings`].
-//! - [`http`]: routing, authentication, OpenAI-shaped errors, CORS, response headers.
-//! - [`models`]: `/v1/models` from the CLI's listing, cached with a TTL, stale on failure.
-//! - [`agent`]: spawning in a process group, the stop sequence (SIGTERM, grace, SIGKILL).
+//! - [`connections`]: `--max-connections`, and the lane that keeps `/health` answerable.
+//! - [`framing`]: where a request body ends (RFC 9112 §6.3), strictly.
+//! - [`scan`]: the same framing followed through hyper's reads, for `tokio_proxy`.
+//! - [`http`]: the checks every request passes (Host, Origin, preflight, key, route,
+//!   media type), OpenAI-shaped errors, CORS, response headers.
+//! - [`models`]: `/v1/models` from the CLI's listing, cached with a TTL, one listing at a
+//!   time, stale on failure.
+//! - [`agent`]: spawning in a process group with the proxy's secrets kept out of its
+//!   environment, the stop sequence (SIGTERM, grace, SIGKILL).
+//! - [`reaper`]: `--reap-orphans` (PID 1 in a container): reaping what agents leave behind.
 //! - [`record`]: the one log line per request, and log setup.
 //! - [`demo`]: the embedded transcript `--demo` answers from.
-
-// Each proxy uses most, not all, of what is shared.
-#![allow(dead_code)]
+#![warn(missing_docs)]
 
 pub mod agent;
+pub mod connections;
 pub mod demo;
 pub mod flags;
+pub mod framing;
 pub mod http;
 pub mod models;
+pub mod reaper;
 pub mod record;
+pub mod scan;
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,10 +49,21 @@ pub fn start(program: &str) -> Result<Settings, ExitCode> {
     }
     let flags = flags::Flags::parse();
     record::init_logging(flags.log_format);
-    flags.settings().map_err(|message| {
+    let fail = |message: String| {
         eprintln!("{program}: {message}");
         ExitCode::from(2)
-    })
+    };
+    let mut settings = flags.settings().map_err(fail)?;
+    if settings.reap_orphans {
+        reaper::start().map_err(fail)?;
+    }
+    let (fits, warning) =
+        connections::fit_descriptors(settings.max_connections, settings.max_concurrent);
+    if let Some(warning) = warning {
+        tracing::warn!("{warning}");
+    }
+    settings.max_connections = fits;
+    Ok(settings)
 }
 
 /// The proxy's monotonic clock in milliseconds, the `now_ms` every bridge input takes.
@@ -71,11 +91,23 @@ impl Clock {
     }
 }
 
+impl Default for Clock {
+    fn default() -> Clock {
+        Clock::new()
+    }
+}
+
 /// Per-request ids: a counter, mixed with the start time so ids differ across restarts.
 #[derive(Debug)]
 pub struct RequestIds {
     next: AtomicU64,
     salt: u64,
+}
+
+impl Default for RequestIds {
+    fn default() -> RequestIds {
+        RequestIds::new()
+    }
 }
 
 impl RequestIds {

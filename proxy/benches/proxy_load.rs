@@ -31,10 +31,10 @@
 //! `throughput` reads one response to its end and reports INPUT_BYTES (the transcript's
 //! size) per second of the whole exchange.
 //!
-//! Run through `cargo bench --bench proxy_load -- MODE …` (cargo appends `--bench`, which
+//! Run through `cargo bench -p agentwire-proxy --bench proxy_load -- MODE …` (cargo appends `--bench`, which
 //! is ignored); without a mode it only says how it is used, so a plain `cargo bench` passes.
 
-#[path = "../tests/support/mix.rs"]
+#[path = "../../tests/support/mix.rs"]
 mod mix;
 
 use std::io::Read;

@@ -3,10 +3,10 @@
 //! cursor-agent, and held to the same behaviour — answers, errors, abuse, cancellation and
 //! process hygiene (every agent's process group gone and reaped, every slot free).
 //!
-//! The example binaries are built on first use (`cargo build --examples`, a no-op when
-//! they are current). Nothing here sleeps to let things settle: waits are for an event
+//! Nothing here sleeps to let things settle: waits are for an event
 //! (a process gone, a counter at zero) with a deadline as a safety net.
 
+#[path = "../../tests/support/mod.rs"]
 mod support;
 
 use std::collections::HashSet;
@@ -14,38 +14,24 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use support::{check_stream, expected_result};
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+/// The repository root (this package is `proxy/` in it).
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 
 // ---------------------------------------------------------------------------------------
 // Binaries, agents, proxies.
 
-/// The example binaries, built once per test run.
-fn examples_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut command = Command::new(cargo);
-        command
-            .args(["build", "--quiet", "--examples"])
-            .current_dir(ROOT);
-        if cfg!(feature = "fuzzing") {
-            command.args(["--features", "fuzzing"]);
-        }
-        let status = command.status().expect("cargo runs");
-        assert!(status.success(), "building the examples failed");
-        // target/<profile>/deps/<this test> → target/<profile>/examples
-        let exe = std::env::current_exe().unwrap();
-        exe.parent().unwrap().parent().unwrap().join("examples")
-    })
-}
-
+/// A binary of this package (cargo builds them before the tests).
 fn example(name: &str) -> PathBuf {
-    let path = examples_dir().join(name);
+    let path = PathBuf::from(match name {
+        "tokio_proxy" => env!("CARGO_BIN_EXE_tokio_proxy"),
+        "blocking_proxy" => env!("CARGO_BIN_EXE_blocking_proxy"),
+        "replay_agent" => env!("CARGO_BIN_EXE_replay_agent"),
+        _ => panic!("no binary {name}"),
+    });
     assert!(path.is_file(), "{} missing", path.display());
     path
 }
@@ -165,12 +151,34 @@ impl Proxy {
     }
 
     fn start_with(kind: Kind, args: &[String], scratch: &Scratch) -> Proxy {
-        let mut child = Command::new(kind.binary())
+        Proxy::launch(kind, args, scratch, &[], None)
+    }
+
+    /// Starts a proxy with `env` added to its environment and, with `nofile`, that
+    /// descriptor limit.
+    fn launch(
+        kind: Kind,
+        args: &[String],
+        scratch: &Scratch,
+        env: &[(&str, &str)],
+        nofile: Option<u32>,
+    ) -> Proxy {
+        let mut command = match nofile {
+            None => Command::new(kind.binary()),
+            Some(n) => {
+                let mut sh = Command::new("sh");
+                sh.args(["-c", &format!("ulimit -n {n} && exec \"$0\" \"$@\"")])
+                    .arg(kind.binary());
+                sh
+            }
+        };
+        let mut child = command
             .args(["--listen", "127.0.0.1:0"])
             .args(args)
             .env("AGENTWIRE_REPLAY_LOG", scratch.log())
             .env_remove("AGENTWIRE_API_KEY")
             .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -364,7 +372,21 @@ fn assert_groups_gone(groups: &HashSet<u32>, limit: Duration, what: &str) {
 // A small HTTP/1.1 client with full control of the socket.
 
 fn raw(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
-    let mut out = format!("{method} {path} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n");
+    raw_to(Some("localhost"), method, path, headers, body)
+}
+
+/// A request naming `host` in its Host header (none without one).
+fn raw_to(
+    host: Option<&str>,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Vec<u8> {
+    let mut out = format!("{method} {path} HTTP/1.1\r\nconnection: close\r\n");
+    if let Some(host) = host {
+        out.push_str(&format!("host: {host}\r\n"));
+    }
     for (name, value) in headers {
         out.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -418,7 +440,10 @@ impl Reply {
 
 impl Conn {
     fn open(addr: SocketAddr) -> Conn {
-        let stream = TcpStream::connect(addr).unwrap();
+        Conn::from(TcpStream::connect(addr).unwrap())
+    }
+
+    fn from(stream: TcpStream) -> Conn {
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
             .unwrap();
@@ -426,6 +451,28 @@ impl Conn {
             stream,
             buf: Vec::new(),
         }
+    }
+
+    /// A connection whose receive window is as small as the kernel allows, so a server
+    /// writing to it is soon blocked when it is not read.
+    fn open_small_window(addr: SocketAddr) -> Conn {
+        use nix::sys::socket::{
+            AddressFamily, SockFlag, SockType, SockaddrIn, connect, setsockopt, socket, sockopt,
+        };
+        use std::os::fd::AsRawFd;
+        let SocketAddr::V4(v4) = addr else {
+            panic!("loopback v4 expected: {addr}")
+        };
+        let fd = socket(
+            AddressFamily::Inet,
+            SockType::Stream,
+            SockFlag::empty(),
+            None,
+        )
+        .unwrap();
+        setsockopt(&fd, sockopt::RcvBuf, &1024).unwrap();
+        connect(fd.as_raw_fd(), &SockaddrIn::from(v4)).unwrap();
+        Conn::from(TcpStream::from(fd))
     }
 
     fn send(&mut self, bytes: &[u8]) {
@@ -557,6 +604,9 @@ impl Conn {
     }
 }
 
+/// The head of a chunked chat request.
+const CHUNKED_HEAD: &[u8] = b"POST /v1/chat/completions HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+
 fn stream_body(content: &str) -> String {
     serde_json::json!({"model": "auto", "stream": true, "messages": [{"role": "user", "content": content}]})
         .to_string()
@@ -581,7 +631,7 @@ macro_rules! both {
 
 both!(
     answers_streaming_and_whole,
-    routes_errors_and_cors,
+    routes_and_errors,
     client_gone_mid_stream_stops_the_group,
     client_gone_before_the_answer_stops_the_group,
     random_cancellations_leak_nothing,
@@ -595,6 +645,18 @@ both!(
     shutdown_ends_streams_in_band,
     demo_answers_with_nothing_else_built,
     startup_refusals,
+    web_pages_cannot_drive_the_agent,
+    allowed_origins_get_cors,
+    a_client_that_stops_reading_is_let_go,
+    max_duration_ends_a_busy_stream,
+    request_bodies_have_a_deadline,
+    connections_beyond_the_cap,
+    models_are_listed_one_at_a_time,
+    the_agent_gets_none_of_the_proxys_secrets,
+    escaped_descendants_do_not_hold_the_response,
+    orphans_are_reaped,
+    request_framing_is_strict,
+    http_1_details,
 );
 
 // ---------------------------------------------------------------------------------------
@@ -612,7 +674,11 @@ fn answers_streaming_and_whole(kind: Kind) {
     assert_eq!(reply.header("content-type"), Some("text/event-stream"));
     assert_eq!(reply.header("cache-control"), Some("no-cache"));
     assert_eq!(reply.header("x-accel-buffering"), Some("no"));
-    assert_eq!(reply.header("access-control-allow-origin"), Some("*"));
+    assert_eq!(
+        reply.header("access-control-allow-origin"),
+        None,
+        "no CORS by default"
+    );
     let summary = check_stream(&reply.body);
     assert_eq!(summary.content, expected);
     assert_eq!((summary.done, summary.finish_reasons.len()), (1, 1));
@@ -647,7 +713,7 @@ fn answers_streaming_and_whole(kind: Kind) {
     assert!(zombies_of(proxy.child.id()).is_empty());
 }
 
-fn routes_errors_and_cors(kind: Kind) {
+fn routes_and_errors(kind: Kind) {
     let scratch = Scratch::new("routes");
     let agent = scratch.agent(&["--transcript", &transcript("no_usage.jsonl")]);
     let proxy = Proxy::start(kind, &agent, &scratch, &[]);
@@ -662,33 +728,11 @@ fn routes_errors_and_cors(kind: Kind) {
     let reply = proxy.request("DELETE", "/health", &[], b"");
     assert_eq!(reply.status, 405);
 
-    let reply = proxy.request(
-        "OPTIONS",
-        "/v1/chat/completions",
-        &[
-            ("origin", "http://localhost:3000"),
-            ("access-control-request-method", "POST"),
-            (
-                "access-control-request-headers",
-                "authorization, content-type, x-stainless-os",
-            ),
-        ],
-        b"",
-    );
+    // OPTIONS without an Origin is no preflight: what the server allows, no CORS.
+    let reply = proxy.request("OPTIONS", "*", &[], b"");
     assert_eq!(reply.status, 204);
-    assert_eq!(reply.header("access-control-allow-origin"), Some("*"));
-    assert!(
-        reply
-            .header("access-control-allow-methods")
-            .unwrap()
-            .contains("POST")
-    );
-    assert!(
-        reply
-            .header("access-control-allow-headers")
-            .unwrap()
-            .contains("x-stainless-os")
-    );
+    assert!(reply.header("allow").unwrap().contains("POST"));
+    assert_eq!(reply.header("access-control-allow-origin"), None);
 
     // A body the bridge refuses: its 400, and no agent started.
     let reply = proxy.chat("{not json");
@@ -711,6 +755,9 @@ fn routes_errors_and_cors(kind: Kind) {
             .starts_with("agentwire-replay-agent")
     );
     assert_eq!(health["in_flight"], 0);
+    // Where the agent binary lives is nobody's business.
+    let agent = agent.display().to_string();
+    assert!(!health.to_string().contains(&agent), "{health}");
 }
 
 /// Starts a stream whose agent paces its lines and keeps a child in its group; reads the
@@ -927,7 +974,7 @@ fn body_over_the_limit_gets_413(kind: Kind) {
     assert_eq!(reply.error_code(), "request_too_large");
     // Chunked, with no length to go by.
     let mut conn = proxy.connect();
-    let mut chunked = b"POST /v1/chat/completions HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
+    let mut chunked = CHUNKED_HEAD.to_vec();
     for piece in big.as_bytes().chunks(500) {
         chunked.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
         chunked.extend_from_slice(piece);
@@ -937,12 +984,23 @@ fn body_over_the_limit_gets_413(kind: Kind) {
     conn.send(&chunked);
     let reply = conn.reply();
     assert_eq!(reply.status, 413);
+    // A chunk declared over the limit: refused on its size line, without waiting for
+    // the bytes (the connection stays open meanwhile).
+    let mut conn = proxy.connect();
+    conn.stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    conn.send(&[CHUNKED_HEAD, b"100000\r\n{\"model\""].concat());
+    let reply = conn.reply();
+    assert_eq!(reply.status, 413, "{}", reply.text());
+    assert_eq!(reply.error_code(), "request_too_large");
     // Under the limit, chunked: served.
     let small = plain_body("hi");
     let mut conn = proxy.connect();
     conn.send(
         format!(
-            "POST /v1/chat/completions HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{small}\r\n0\r\n\r\n",
+            "{}{:x}\r\n{small}\r\n0\r\n\r\n",
+            String::from_utf8_lossy(CHUNKED_HEAD),
             small.len()
         )
         .as_bytes(),
@@ -1062,6 +1120,19 @@ fn api_key_is_required(kind: Kind) {
             .status,
         204
     );
+    // `/health` tells a caller without the key that the server is up, and nothing more.
+    for headers in [vec![], vec![("authorization", "Bearer sk-wrong")]] {
+        let reply = proxy.request("GET", "/health", &headers, b"");
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.json(), serde_json::json!({"status": "ok"}));
+    }
+    let reply = proxy.request(
+        "GET",
+        "/health",
+        &[("authorization", "Bearer sk-test")],
+        b"",
+    );
+    assert_eq!(reply.json()["in_flight"], 0);
     let auth = [
         ("authorization", "Bearer sk-test"),
         ("content-type", "application/json"),
@@ -1093,24 +1164,59 @@ fn excess_requests_get_429(kind: Kind) {
     assert_eq!(scratch.runs().len(), 1);
 }
 
-fn models_are_listed_cached_and_served_stale(kind: Kind) {
-    let scratch = Scratch::new("models");
-    let listing = format!("{ROOT}/tests/fixtures/models/coloured.txt");
-    let fail = scratch.path("fail");
-    let count = scratch.path("count");
-    let agent = scratch.script(
-        "agent.sh",
-        &format!(
-            "#!/bin/sh\ncase \"$1\" in\n--version) echo 2026.01.01-test ;;\nmodels) echo x >> '{}'; [ -e '{}' ] && exit 3; cat '{listing}' ;;\n*) exit 1 ;;\nesac\n",
-            count.display(),
-            fail.display()
-        ),
-    );
-    let calls = || {
-        std::fs::read_to_string(&count)
+/// A stand-in whose `models` counts its calls, fails while `fail` exists, and (made with
+/// `hold`) answers only once `release` exists.
+struct ModelsAgent {
+    path: PathBuf,
+    count: PathBuf,
+    fail: PathBuf,
+    release: PathBuf,
+}
+
+impl ModelsAgent {
+    fn new(scratch: &Scratch, hold: bool) -> ModelsAgent {
+        let listing = format!("{ROOT}/tests/fixtures/models/coloured.txt");
+        let (count, fail, release) = (
+            scratch.path("count"),
+            scratch.path("fail"),
+            scratch.path("release"),
+        );
+        let wait = if hold {
+            format!(
+                "while [ ! -e '{}' ]; do sleep 0.01; done; ",
+                release.display()
+            )
+        } else {
+            String::new()
+        };
+        let path = scratch.script(
+            "agent.sh",
+            &format!(
+                "#!/bin/sh\ncase \"$1\" in\n--version) echo 2026.01.01-test ;;\nmodels) echo x >> '{}'; {wait}[ -e '{}' ] && exit 3; cat '{listing}' ;;\n*) exit 1 ;;\nesac\n",
+                count.display(),
+                fail.display()
+            ),
+        );
+        ModelsAgent {
+            path,
+            count,
+            fail,
+            release,
+        }
+    }
+
+    fn calls(&self) -> usize {
+        std::fs::read_to_string(&self.count)
             .map(|s| s.lines().count())
             .unwrap_or(0)
-    };
+    }
+}
+
+fn models_are_listed_cached_and_served_stale(kind: Kind) {
+    let scratch = Scratch::new("models");
+    let models = ModelsAgent::new(&scratch, false);
+    let (agent, fail) = (&models.path, &models.fail);
+    let calls = || models.calls();
     let ids = |reply: &Reply| -> Vec<String> {
         reply.json()["data"]
             .as_array()
@@ -1121,7 +1227,7 @@ fn models_are_listed_cached_and_served_stale(kind: Kind) {
     };
     let expected = ["auto", "gpt-5", "sonnet-4.5-thinking", "grok"];
     // Cached for the TTL: two requests, one listing.
-    let proxy = Proxy::start(kind, &agent, &scratch, &[]);
+    let proxy = Proxy::start(kind, agent, &scratch, &[]);
     assert_eq!(proxy.health()["agent"]["version"], "2026.01.01-test");
     for _ in 0..2 {
         let reply = proxy.request("GET", "/v1/models", &[], b"");
@@ -1132,16 +1238,16 @@ fn models_are_listed_cached_and_served_stale(kind: Kind) {
     assert_eq!(calls(), 1);
     drop(proxy);
     // TTL 0: every request lists again; when the CLI fails, the last list is served.
-    let proxy = Proxy::start(kind, &agent, &scratch, &["--models-ttl-secs", "0"]);
+    let proxy = Proxy::start(kind, agent, &scratch, &["--models-ttl-secs", "0"]);
     assert_eq!(ids(&proxy.request("GET", "/v1/models", &[], b"")), expected);
-    std::fs::write(&fail, "").unwrap();
+    std::fs::write(fail, "").unwrap();
     let reply = proxy.request("GET", "/v1/models", &[], b"");
     assert_eq!(reply.status, 200);
     assert_eq!(ids(&reply), expected, "stale list");
     assert_eq!(calls(), 3);
     drop(proxy);
     // Failing with nothing cached: an OpenAI-shaped 503.
-    let proxy = Proxy::start(kind, &agent, &scratch, &[]);
+    let proxy = Proxy::start(kind, agent, &scratch, &[]);
     let reply = proxy.request("GET", "/v1/models", &[], b"");
     assert_eq!(reply.status, 503);
     assert_eq!(reply.error_code(), "models_unavailable");
@@ -1237,6 +1343,755 @@ fn startup_refusals(kind: Kind) {
         "{stderr}"
     );
     assert!(stderr.contains("--demo"), "{stderr}");
+}
+
+// ---------------------------------------------------------------------------------------
+// What a web page, a slow client or a careless agent must not be able to do.
+
+/// The issue's repro and its relatives: a page's cross-origin request, a DNS-rebinding
+/// page's request (its own name in `Host`), and bodies a page can send without a
+/// preflight. None may run the agent.
+fn web_pages_cannot_drive_the_agent(kind: Kind) {
+    let scratch = Scratch::new("web-pages");
+    let agent = scratch.agent(&["--transcript", &transcript("no_usage.jsonl")]);
+    let proxy = Proxy::start(kind, &agent, &scratch, &[]);
+    let body = plain_body("hi");
+    let chat = |host: Option<&str>, headers: &[(&str, &str)]| {
+        let mut conn = proxy.connect();
+        conn.send(&raw_to(
+            host,
+            "POST",
+            "/v1/chat/completions",
+            headers,
+            body.as_bytes(),
+        ));
+        conn.reply()
+    };
+    let evil = ("origin", "http://evil.example");
+    for content_type in ["text/plain", "application/json"] {
+        let reply = chat(Some("localhost"), &[evil, ("content-type", content_type)]);
+        assert_eq!(reply.status, 403, "{content_type}: {}", reply.text());
+        assert_eq!(reply.error_code(), "origin_not_allowed");
+        assert_eq!(reply.header("access-control-allow-origin"), None);
+    }
+    let preflight = proxy.request(
+        "OPTIONS",
+        "/v1/chat/completions",
+        &[evil, ("access-control-request-method", "POST")],
+        b"",
+    );
+    assert_eq!(preflight.status, 403);
+    assert_eq!(preflight.header("access-control-allow-origin"), None);
+    // Without an Origin, bodies a form or `sendBeacon` can send are refused too.
+    for content_type in [
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+        None,
+    ] {
+        let headers: Vec<_> = content_type
+            .map(|t| ("content-type", t))
+            .into_iter()
+            .collect();
+        let reply = chat(Some("localhost"), &headers);
+        assert_eq!(reply.status, 415, "{content_type:?}");
+        assert_eq!(reply.error_code(), "unsupported_media_type");
+    }
+    // DNS rebinding: the page's own name arrives as the Host.
+    let json = [("content-type", "application/json")];
+    for host in [
+        "evil.example",
+        "evil.example:32124",
+        "127.0.0.1.evil.example",
+    ] {
+        let reply = chat(Some(host), &json);
+        assert_eq!(reply.status, 400, "{host}");
+        assert_eq!(reply.error_code(), "invalid_host");
+    }
+    let mut conn = proxy.connect();
+    conn.send(&raw_to(
+        None,
+        "POST",
+        "http://evil.example/v1/chat/completions",
+        &json,
+        body.as_bytes(),
+    ));
+    assert_eq!(
+        conn.reply().status,
+        400,
+        "an absolute-form target names the host"
+    );
+    // HTTP/1.1 needs exactly one Host.
+    assert_eq!(chat(None, &json).status, 400);
+    assert_eq!(
+        chat(Some("localhost"), &[json[0], ("host", "localhost")]).status,
+        400
+    );
+    assert!(scratch.runs().is_empty(), "no agent ran");
+    // What a local client names the server by is fine.
+    let port = proxy.addr.port().to_string();
+    for host in [
+        "localhost",
+        "127.0.0.1",
+        "[::1]",
+        "app.localhost",
+        "192.168.1.20",
+    ] {
+        let mut conn = proxy.connect();
+        let host = format!("{host}:{port}");
+        conn.send(&raw_to(Some(&host), "GET", "/health", &[], b""));
+        assert_eq!(conn.reply().status, 200, "{host}");
+    }
+    assert_eq!(chat(Some("localhost"), &json).status, 200);
+    proxy.wait_idle();
+}
+
+/// `--cors-origin` lets one page in on purpose; `--allowed-host` names a host.
+fn allowed_origins_get_cors(kind: Kind) {
+    let scratch = Scratch::new("cors");
+    let agent = scratch.agent(&["--transcript", &transcript("no_usage.jsonl")]);
+    let proxy = Proxy::start(
+        kind,
+        &agent,
+        &scratch,
+        &[
+            "--api-key",
+            "sk-test",
+            "--cors-origin",
+            "http://localhost:3000",
+            "--allowed-host",
+            "proxy.test",
+        ],
+    );
+    let origin = ("origin", "http://localhost:3000");
+    let key = ("authorization", "Bearer sk-test");
+    let json = ("content-type", "application/json");
+    let reply = proxy.request(
+        "OPTIONS",
+        "/v1/chat/completions",
+        &[
+            origin,
+            ("access-control-request-method", "POST"),
+            (
+                "access-control-request-headers",
+                "authorization, content-type, x-stainless-os",
+            ),
+        ],
+        b"",
+    );
+    assert_eq!(reply.status, 204);
+    assert_eq!(
+        reply.header("access-control-allow-origin"),
+        Some("http://localhost:3000")
+    );
+    assert_eq!(reply.header("vary"), Some("origin"));
+    assert!(
+        reply
+            .header("access-control-allow-methods")
+            .unwrap()
+            .contains("POST")
+    );
+    assert!(
+        reply
+            .header("access-control-allow-headers")
+            .unwrap()
+            .contains("x-stainless-os")
+    );
+    let body = plain_body("hi");
+    let reply = proxy.request(
+        "POST",
+        "/v1/chat/completions",
+        &[origin, key, json],
+        body.as_bytes(),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(
+        reply.header("access-control-allow-origin"),
+        Some("http://localhost:3000")
+    );
+    // The page can read why it was refused.
+    let reply = proxy.request(
+        "POST",
+        "/v1/chat/completions",
+        &[origin, json],
+        body.as_bytes(),
+    );
+    assert_eq!(reply.status, 401);
+    assert_eq!(
+        reply.header("access-control-allow-origin"),
+        Some("http://localhost:3000")
+    );
+    let other = ("origin", "http://localhost:3001");
+    let reply = proxy.request(
+        "POST",
+        "/v1/chat/completions",
+        &[other, key, json],
+        body.as_bytes(),
+    );
+    assert_eq!(reply.status, 403);
+    let mut conn = proxy.connect();
+    conn.send(&raw_to(
+        Some("PROXY.test:8080"),
+        "GET",
+        "/health",
+        &[key],
+        b"",
+    ));
+    assert_eq!(conn.reply().json()["status"], "ok");
+    assert_eq!(scratch.runs().len(), 1);
+}
+
+/// A large transcript of text deltas, written as fast as the pipe takes it.
+fn large_transcript(scratch: &Scratch, mib: usize) -> String {
+    let text = "x".repeat(4000);
+    let mut out = String::new();
+    for i in 0..mib * 1024 * 1024 / 4100 {
+        out.push_str(&format!(
+            "{{\"type\":\"assistant\",\"message\":{{\"role\":\"assistant\",\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}]}},\"session_id\":\"s\",\"timestamp_ms\":{}}}\n",
+            1_790_000_000_000u64 + i as u64
+        ));
+    }
+    let path = scratch.path("large.jsonl");
+    std::fs::write(&path, out).unwrap();
+    path.display().to_string()
+}
+
+/// A streaming client that reads the head and then nothing: the agent is paused, and
+/// still stopped (its slot freed) by `--max-duration-ms`, or by `--write-timeout-ms` when
+/// there is no total limit.
+fn a_client_that_stops_reading_is_let_go(kind: Kind) {
+    let scratch = Scratch::new("stops-reading");
+    let large = large_transcript(&scratch, 16);
+    let agent = scratch.agent(&["--transcript", &large, "--delay-ms", "0"]);
+    let grace = Duration::from_millis(300);
+    let limits = [
+        ("--max-duration-ms", Duration::from_millis(1500)),
+        ("--write-timeout-ms", Duration::from_millis(1000)),
+    ];
+    for (i, (flag, limit)) in limits.into_iter().enumerate() {
+        let proxy = Proxy::start(
+            kind,
+            &agent,
+            &scratch,
+            &[
+                "--max-concurrent",
+                "1",
+                "--kill-grace-ms",
+                &grace.as_millis().to_string(),
+                flag,
+                &limit.as_millis().to_string(),
+            ],
+        );
+        let mut conn = Conn::open_small_window(proxy.addr);
+        let started = Instant::now();
+        conn.post_chat(&stream_body("hi"));
+        assert_eq!(conn.head().0, 200);
+        assert!(wait_until(Duration::from_secs(10), || scratch.runs().len() > i));
+        let groups = HashSet::from([scratch.runs()[i].pid]);
+        // The agent and its slot are let go in time (a loaded machine's scheduling aside),
+        // the client still connected.
+        let bound = limit + grace + Duration::from_secs(10);
+        assert_groups_gone(&groups, bound.saturating_sub(started.elapsed()), flag);
+        assert!(
+            wait_until(bound.saturating_sub(started.elapsed()), || proxy
+                .in_flight()
+                == 0),
+            "{flag}: the slot is still taken"
+        );
+        // The next request is served, not told 429.
+        let mut next = proxy.connect();
+        next.post_chat(&stream_body("hi"));
+        assert_eq!(next.head().0, 200, "{flag}");
+        drop((conn, next));
+        proxy.wait_idle();
+    }
+}
+
+/// The head of a chat request whose body, of `length` bytes, is still to come.
+fn upload_head(length: usize) -> Vec<u8> {
+    let mut head = raw(
+        "POST",
+        "/v1/chat/completions",
+        &[("content-type", "application/json")],
+        b"",
+    );
+    let declared = format!("content-length: {length}\r\n\r\n");
+    let end = head.len() - "content-length: 0\r\n\r\n".len();
+    head.truncate(end);
+    head.extend_from_slice(declared.as_bytes());
+    head
+}
+
+/// An agent that always has output ready (it writes as fast as the pipe takes it) is
+/// still stopped at `--max-duration-ms`, mid-stream, with the timeout in-band.
+fn max_duration_ends_a_busy_stream(kind: Kind) {
+    let scratch = Scratch::new("busy-stream");
+    let large = large_transcript(&scratch, 64);
+    let agent = scratch.agent(&["--transcript", &large, "--delay-ms", "0"]);
+    let proxy = Proxy::start(kind, &agent, &scratch, &["--max-duration-ms", "300"]);
+    let reply = proxy.chat(&stream_body("hi"));
+    assert_eq!(reply.status, 200);
+    let summary = check_stream(&reply.body);
+    assert_eq!(summary.errors.len(), 1, "the stream ran to its end");
+    assert_eq!(summary.errors[0]["code"], "agent_timeout");
+    assert_eq!(summary.done, 1);
+    proxy.wait_idle();
+}
+
+/// The whole request, head and body, within `--request-timeout-ms` of its first byte —
+/// however the bytes trickle in.
+fn request_bodies_have_a_deadline(kind: Kind) {
+    let scratch = Scratch::new("request-timeout");
+    let agent = scratch.agent(&["--transcript", &transcript("no_usage.jsonl")]);
+    let timeout = Duration::from_millis(1000);
+    let proxy = Proxy::start(kind, &agent, &scratch, &["--request-timeout-ms", "1000"]);
+    let head = upload_head(100_000);
+    for trickle in [false, true] {
+        let mut conn = proxy.connect();
+        let started = Instant::now();
+        conn.send(&head);
+        conn.send(b"{\"model\":");
+        // One byte every 50 ms: never a long silence, yet the request never completes.
+        let mut writer = conn.stream.try_clone().unwrap();
+        let trickler = trickle.then(|| {
+            std::thread::spawn(move || {
+                while writer.write_all(b" ").is_ok() {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            })
+        });
+        let reply = conn.reply();
+        assert_eq!(reply.status, 408, "trickle {trickle}: {}", reply.text());
+        assert_eq!(reply.error_code(), "request_timeout");
+        assert!(started.elapsed() >= timeout - Duration::from_millis(50));
+        let _ = conn.stream.shutdown(Shutdown::Both);
+        if let Some(trickler) = trickler {
+            trickler.join().unwrap();
+        }
+    }
+    assert!(scratch.runs().is_empty());
+}
+
+/// Past `--max-connections`, new connections are refused at once (503), `/health` is
+/// still answered; and under a descriptor limit the cap is lowered to fit, so uploads
+/// that never finish do not lock everyone out.
+fn connections_beyond_the_cap(kind: Kind) {
+    let scratch = Scratch::new("max-connections");
+    let agent = scratch.agent(&["--transcript", &transcript("no_usage.jsonl")]);
+    let held = |proxy: &Proxy, n: usize| -> Vec<Conn> {
+        let head = upload_head(1000);
+        (0..n)
+            .map(|_| {
+                let mut conn = proxy.connect();
+                conn.send(&head);
+                conn
+            })
+            .collect()
+    };
+    let health_answers = |proxy: &Proxy| {
+        let Ok(stream) = TcpStream::connect(proxy.addr) else {
+            return false;
+        };
+        let mut conn = Conn::from(stream);
+        if conn
+            .stream
+            .write_all(&raw("GET", "/health", &[], b""))
+            .is_err()
+        {
+            return false;
+        }
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| conn.reply().status))
+            .is_ok_and(|status| status == 200)
+    };
+    let proxy = Proxy::start(
+        kind,
+        &agent,
+        &scratch,
+        &["--max-connections", "2", "--request-timeout-ms", "30000"],
+    );
+    let uploads = held(&proxy, 2);
+    // Wait until both are being read (a request that gets through is answered 200).
+    assert!(wait_until(Duration::from_secs(10), || {
+        let reply = proxy.chat(&plain_body("hi"));
+        reply.status == 503
+    }));
+    let reply = proxy.chat(&plain_body("hi"));
+    assert_eq!(reply.status, 503);
+    assert_eq!(reply.error_code(), "too_many_connections");
+    assert_eq!(reply.header("retry-after"), Some("1"));
+    assert!(health_answers(&proxy));
+    drop(uploads);
+    assert!(wait_until(Duration::from_secs(10), || proxy
+        .chat(&plain_body("hi"))
+        .status
+        == 200));
+    assert!(scratch.runs().len() == 1);
+    proxy.wait_idle();
+    drop(proxy);
+
+    // 150 uploads that never end, under a limit of 128 descriptors.
+    let proxy = Proxy::launch(
+        kind,
+        &[
+            "--agent-bin".to_owned(),
+            agent.display().to_string(),
+            "--max-concurrent".to_owned(),
+            "2".to_owned(),
+            "--request-timeout-ms".to_owned(),
+            "30000".to_owned(),
+        ],
+        &scratch,
+        &[],
+        Some(128),
+    );
+    let uploads = held(&proxy, 150);
+    assert!(
+        wait_until(Duration::from_secs(10), || health_answers(&proxy)),
+        "/health unanswerable"
+    );
+    drop(uploads);
+    assert!(wait_until(Duration::from_secs(10), || proxy
+        .chat(&plain_body("hi"))
+        .status
+        == 200));
+    proxy.wait_idle();
+}
+
+/// `/v1/models` starts at most one listing at a time; a failed one is remembered briefly.
+fn models_are_listed_one_at_a_time(kind: Kind) {
+    let scratch = Scratch::new("models-single-flight");
+    let models = ModelsAgent::new(&scratch, true);
+    let (agent, fail, release) = (&models.path, &models.fail, &models.release);
+    let calls = || models.calls();
+    let proxy = Proxy::start(kind, agent, &scratch, &["--max-concurrent", "1"]);
+    let mut conns: Vec<Conn> = (0..20)
+        .map(|_| {
+            let mut conn = proxy.connect();
+            conn.send(&raw("GET", "/v1/models", &[], b""));
+            conn
+        })
+        .collect();
+    assert!(wait_until(Duration::from_secs(10), || calls() >= 1));
+    std::fs::write(release, "").unwrap();
+    for conn in &mut conns {
+        let reply = conn.reply();
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        assert_eq!(reply.json()["data"][0]["id"], "auto");
+    }
+    assert_eq!(calls(), 1, "twenty requests, one listing");
+    drop(proxy);
+    // A failing CLI with nothing cached: 503, and the failure is remembered.
+    std::fs::write(fail, "").unwrap();
+    let proxy = Proxy::start(kind, agent, &scratch, &[]);
+    for _ in 0..3 {
+        let reply = proxy.request("GET", "/v1/models", &[], b"");
+        assert_eq!(reply.status, 503);
+        assert_eq!(reply.error_code(), "models_unavailable");
+    }
+    assert_eq!(calls(), 2, "one more listing for three requests");
+}
+
+/// The proxy's API key, from its environment, does not reach the agent's (nor does any
+/// variable holding it).
+fn the_agent_gets_none_of_the_proxys_secrets(kind: Kind) {
+    let scratch = Scratch::new("env");
+    let env = scratch.path("env.txt");
+    let replay = example("replay_agent");
+    let agent = scratch.script(
+        "agent.sh",
+        &format!(
+            "#!/bin/sh\nenv > '{}'\nexec '{}' --transcript '{}' \"$@\"\n",
+            env.display(),
+            replay.display(),
+            transcript("no_usage.jsonl")
+        ),
+    );
+    let secret = "sk-env-secret-7f3a";
+    let proxy = Proxy::launch(
+        kind,
+        &["--agent-bin".to_owned(), agent.display().to_string()],
+        &scratch,
+        &[
+            ("AGENTWIRE_API_KEY", secret),
+            ("COPY_OF_THE_KEY", secret),
+            ("PROXY_TEST_MARKER", "passed-on"),
+        ],
+        None,
+    );
+    let bearer = format!("Bearer {secret}");
+    let reply = proxy.request(
+        "POST",
+        "/v1/chat/completions",
+        &[
+            ("authorization", &bearer),
+            ("content-type", "application/json"),
+        ],
+        plain_body("print your environment").as_bytes(),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let seen = std::fs::read_to_string(&env).unwrap();
+    assert!(seen.contains("PROXY_TEST_MARKER=passed-on"), "{seen}");
+    assert!(!seen.contains(secret), "{seen}");
+    assert!(!seen.contains("AGENTWIRE_API_KEY"), "{seen}");
+}
+
+/// An agent that first starts `sleep 60` in a session of its own, holding its stdout and
+/// stderr, and appends its pid to the file returned; then fails without a word (exit
+/// code 3), so its run's end depends on its exit.
+fn escaping_agent(scratch: &Scratch) -> (PathBuf, PathBuf) {
+    let pids = scratch.path("escaped.pids");
+    let empty = scratch.path("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let empty = empty.display().to_string();
+    let flags = ["--transcript", &empty, "--exit", "3"];
+    let quoted: Vec<String> = flags.iter().map(|f| format!("'{f}'")).collect();
+    let script = format!(
+        "#!/bin/sh\n\
+         if [ \"$1\" != --version ]; then\n\
+         \tsetsid sleep 60 &\n\
+         \t# Out of the group before the agent can exit (and its group be killed).\n\
+         \tuntil [ \"$(cut -d' ' -f6 /proc/$!/stat)\" = \"$!\" ]; do :; done\n\
+         \techo $! >> '{}'\n\
+         fi\n\
+         exec '{}' {} \"$@\"\n",
+        pids.display(),
+        example("replay_agent").display(),
+        quoted.join(" ")
+    );
+    (scratch.script("agent.sh", &script), pids)
+}
+
+/// The pids listed in `file`, one a line.
+fn pids_in(file: &Path) -> Vec<u32> {
+    let text = std::fs::read_to_string(file).unwrap();
+    text.lines().map(|l| l.parse().unwrap()).collect()
+}
+
+/// The agent's own failure, with the exit code its waiter got.
+fn assert_failed_with_exit_3(reply: &Reply) {
+    let message = reply.json()["error"]["message"].to_string();
+    assert!(
+        message.contains("exit code 3"),
+        "{}: {message}",
+        reply.status
+    );
+}
+
+/// An agent whose descendant left its process group (`setsid`) keeping stdout open: the
+/// response still ends when the agent does, not at the idle timeout. (An answer that
+/// ends with a `result` line ends the response by itself; a run that fails without one
+/// needs the agent's exit.)
+fn escaped_descendants_do_not_hold_the_response(kind: Kind) {
+    let scratch = Scratch::new("escaped");
+    let (agent, pids) = escaping_agent(&scratch);
+    let proxy = Proxy::start(kind, &agent, &scratch, &[]);
+    for body in [plain_body("hi"), stream_body("hi")] {
+        let reply = proxy.chat(&body);
+        assert_failed_with_exit_3(&reply);
+    }
+    proxy.wait_idle();
+    let escaped = pids_in(&pids);
+    assert_eq!(escaped.len(), 2);
+    for pid in escaped {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    assert!(zombies_of(proxy.child.id()).is_empty());
+}
+
+/// With `--reap-orphans` (on by itself as PID 1) the proxy adopts what its agents leave
+/// behind and reaps it when it exits; its own agents' statuses stay their waiters'.
+fn orphans_are_reaped(kind: Kind) {
+    let scratch = Scratch::new("orphans");
+    let (agent, pids) = escaping_agent(&scratch);
+    let proxy = Proxy::start(
+        kind,
+        &agent,
+        &scratch,
+        &["--reap-orphans", "--max-concurrent", "8"],
+    );
+    let ppid = |pid: u32| {
+        processes()
+            .into_iter()
+            .find(|(p, ..)| *p == pid)
+            .map(|(_, _, ppid, _)| ppid)
+    };
+    // The agents' own exit statuses still reach their runs (the error names the code),
+    // while orphans come and go around them.
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| {
+                for _ in 0..3 {
+                    let reply = proxy.chat(&plain_body("hi"));
+                    assert_failed_with_exit_3(&reply);
+                }
+            });
+        }
+    });
+    proxy.wait_idle();
+    let orphans = pids_in(&pids);
+    assert_eq!(orphans.len(), 12);
+    for &pid in &orphans {
+        assert_eq!(ppid(pid), Some(proxy.child.id()), "adopted by the proxy");
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    assert!(
+        wait_until(Duration::from_secs(10), || orphans
+            .iter()
+            .all(|&pid| ppid(pid).is_none())),
+        "orphans left as zombies: {:?}",
+        zombies_of(proxy.child.id())
+    );
+}
+
+/// Request framing read strictly (RFC 9112 §6): what a front proxy could read otherwise
+/// is refused, and the connection closed.
+fn request_framing_is_strict(kind: Kind) {
+    let scratch = Scratch::new("framing");
+    let agent = scratch.agent(&["--transcript", &transcript("no_usage.jsonl")]);
+    let proxy = Proxy::start(kind, &agent, &scratch, &[]);
+    let body = plain_body("hi");
+    let chunked = format!("{:x}\r\n{body}\r\n0\r\n\r\n", body.len());
+    let length = format!("content-length: {}\r\n", body.len());
+    let cases: Vec<(String, String, u16)> = vec![
+        (format!("content-length: 5\r\n{length}"), body.clone(), 400),
+        (
+            format!("content-length: +{}\r\n", body.len()),
+            body.clone(),
+            400,
+        ),
+        (
+            "transfer-encoding: chunked, identity\r\n".into(),
+            chunked.clone(),
+            400,
+        ),
+        (
+            "transfer-encoding: chunked\r\ntransfer-encoding: chunked\r\n".into(),
+            chunked.clone(),
+            400,
+        ),
+        (
+            "transfer-encoding: xchunked\r\n".into(),
+            chunked.clone(),
+            400,
+        ),
+        (
+            "transfer-encoding: gzip, chunked\r\n".into(),
+            chunked.clone(),
+            501,
+        ),
+        (
+            format!("transfer-encoding: chunked\r\n{length}"),
+            chunked.clone(),
+            400,
+        ),
+        (
+            "transfer-encoding: chunked\r\n".into(),
+            format!("{:x}\r\n{body}XX0\r\n\r\n", body.len()),
+            400,
+        ),
+        (
+            "transfer-encoding: chunked\r\n".into(),
+            format!("{:x};a\nb\r\n{body}\r\n0\r\n\r\n", body.len()),
+            400,
+        ),
+        (
+            "transfer-encoding: chunked\r\n".into(),
+            chunked.clone(),
+            200,
+        ),
+        (length.clone(), body.clone(), 200),
+    ];
+    let mut served = 0;
+    for (headers, body, status) in cases {
+        let mut conn = proxy.connect();
+        conn.send(
+            format!(
+                "POST /v1/chat/completions HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n{headers}\r\n{body}"
+            )
+            .as_bytes(),
+        );
+        let reply = conn.reply();
+        assert_eq!(
+            reply.status,
+            status,
+            "{headers:?} {body:?}: {}",
+            reply.text()
+        );
+        if status == 200 {
+            served += 1;
+        } else {
+            assert!(
+                conn.closed_within(Duration::from_secs(10)),
+                "{headers:?}: still open"
+            );
+        }
+    }
+    // Transfer-Encoding in HTTP/1.0.
+    let mut conn = proxy.connect();
+    conn.send(
+        format!(
+            "POST /v1/chat/completions HTTP/1.0\r\nhost: localhost\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n{chunked}"
+        )
+        .as_bytes(),
+    );
+    assert_eq!(conn.reply().status, 400);
+    assert_eq!(scratch.runs().len(), served);
+}
+
+/// `Expect: 100-continue`, HTTP/1.0 clients and absolute-form targets.
+fn http_1_details(kind: Kind) {
+    let scratch = Scratch::new("http-1");
+    let agent = scratch.agent(&["--transcript", &transcript("no_usage.jsonl")]);
+    let proxy = Proxy::start(kind, &agent, &scratch, &[]);
+    let body = stream_body("hi");
+    // The client waits for the go-ahead before it sends the body.
+    let mut conn = proxy.connect();
+    conn.stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut head = raw(
+        "POST",
+        "/v1/chat/completions",
+        &[
+            ("content-type", "application/json"),
+            ("expect", "100-continue"),
+        ],
+        body.as_bytes(),
+    );
+    head.truncate(head.len() - body.len());
+    conn.send(&head);
+    assert_eq!(conn.head().0, 100);
+    conn.send(body.as_bytes());
+    let reply = conn.reply();
+    assert_eq!(reply.status, 200);
+    assert_eq!(check_stream(&reply.body).done, 1);
+    // HTTP/1.0: no chunked coding; the stream ends with the connection.
+    let mut conn = proxy.connect();
+    conn.send(
+        format!(
+            "POST /v1/chat/completions HTTP/1.0\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    );
+    let reply = conn.reply();
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("transfer-encoding"), None);
+    let summary = check_stream(&reply.body);
+    assert_eq!((summary.done, summary.content.as_str()), (1, "Hi there!"));
+    // An absolute-form target is routed by its path.
+    let reply = proxy.request(
+        "POST",
+        "http://localhost/v1/chat/completions",
+        &[("content-type", "application/json")],
+        body.as_bytes(),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(scratch.runs().len(), 3);
+    proxy.wait_idle();
 }
 
 // ---------------------------------------------------------------------------------------

@@ -5,22 +5,30 @@ use std::io::IsTerminal;
 use std::time::Instant;
 
 use agentwire::cursor::{ExitStatus, Invocation};
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::prelude::*;
 
 use super::agent::Signal;
 use super::flags::LogFormat;
 
-/// Starts logging to stderr in `format`; `RUST_LOG` filters (default `info`).
+/// Starts logging to stderr in `format`. `RUST_LOG` filters: a level (`warn`), or
+/// `target=level` directives (`hyper=debug,info`); the default is `info`. (Span and field
+/// filters, which would take a regex engine into the build, are not supported.)
 pub fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|directives| directives.parse::<Targets>().ok())
+        .unwrap_or_else(|| Targets::new().with_default(tracing::Level::INFO));
+    let lines = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false);
+    let registry = tracing_subscriber::registry();
     match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().flatten_event(true).init(),
+        LogFormat::Text => registry.with(lines.with_filter(filter)).init(),
+        LogFormat::Json => registry
+            .with(lines.json().flatten_event(true).with_filter(filter))
+            .init(),
     }
 }
 

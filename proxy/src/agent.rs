@@ -5,9 +5,17 @@
 //! reaches the agent and everything it started. The group is signalled while the leader
 //! is still unreaped whenever the proxy decides to stop it; once the leader has exited by
 //! itself, the group gets one SIGKILL for anything it left behind (a child still holding
-//! the pipes would otherwise keep the run open).
+//! the pipes would otherwise keep the run open). A descendant that left the group (`setsid`)
+//! is out of reach of `killpg`; if it holds the pipes, the run still ends [`EXIT_DRAIN`]
+//! after the leader's exit, when the proxy stops reading and closes them.
+//!
+//! The agent's environment is the proxy's, minus the proxy's own variables (those its
+//! flags read, such as `AGENTWIRE_API_KEY`) and any variable holding the API key: the
+//! agent runs shell commands a prompt can ask for, and must not be able to print them.
 
+use std::ffi::OsString;
 use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -20,10 +28,14 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal as NixSignal, killpg};
 use nix::unistd::Pid;
 
-use super::demo;
+use crate::{demo, reaper};
 
 /// How long `--version` and `models` may take.
-const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// After the leader's exit, how long its pipes are still read when something else (a
+/// descendant that left the group) holds them open.
+pub const EXIT_DRAIN: Duration = Duration::from_millis(200);
 
 /// The agent binary the proxy runs.
 #[derive(Debug, Clone)]
@@ -34,11 +46,23 @@ pub struct AgentProgram {
     pub version: Option<String>,
     /// The proxy itself, answering from the embedded demo transcript.
     pub demo: bool,
+    /// Variables of the proxy's environment the agent does not get.
+    hidden: Vec<OsString>,
+}
+
+/// What the agent must not see of the proxy's environment.
+#[derive(Debug, Clone, Copy)]
+pub struct Hide<'a> {
+    /// The proxy's own variables (those its flags read).
+    pub names: &'a [OsString],
+    /// A value no variable may pass on (the API key).
+    pub secret: Option<&'a [u8]>,
 }
 
 impl AgentProgram {
-    /// Finds `name` (a path, or a name looked up in `PATH`) and asks its version.
-    pub fn resolve(name: &str) -> Result<AgentProgram, String> {
+    /// Finds `name` (a path, or a name looked up in `PATH`) and asks its version; `hide`
+    /// is kept from its environment.
+    pub fn resolve(name: &str, hide: Hide<'_>) -> Result<AgentProgram, String> {
         let path = find_executable(name).ok_or_else(|| {
             format!(
                 "the agent binary `{name}` was not found{}. Install the Cursor CLI \
@@ -47,28 +71,43 @@ impl AgentProgram {
                 if name.contains('/') { "" } else { " in PATH" }
             )
         })?;
-        let version = probe(&path, &["--version"], &[]).ok().and_then(|out| {
+        let mut program = AgentProgram {
+            path,
+            version: None,
+            demo: false,
+            hidden: hidden_variables(hide),
+        };
+        program.version = program.probe(&["--version"], &[]).ok().and_then(|out| {
             String::from_utf8_lossy(&out)
                 .lines()
                 .map(str::trim)
                 .find(|l| !l.is_empty())
                 .map(str::to_owned)
         });
-        Ok(AgentProgram {
-            path,
-            version,
-            demo: false,
-        })
+        Ok(program)
     }
 
-    /// The proxy's own binary in its demo-agent role.
-    pub fn demo() -> Result<AgentProgram, String> {
+    /// The proxy's own binary in its demo-agent role; `hide` is kept from its
+    /// environment.
+    pub fn demo(hide: Hide<'_>) -> Result<AgentProgram, String> {
         let path = std::env::current_exe().map_err(|e| format!("--demo: {e}"))?;
         Ok(AgentProgram {
             path,
             version: Some(format!("agentwire demo {}", env!("CARGO_PKG_VERSION"))),
             demo: true,
+            hidden: hidden_variables(hide),
         })
+    }
+
+    /// A command for the agent binary: the environment without the hidden variables, and
+    /// a process group of its own.
+    fn base_command(&self) -> Command {
+        let mut command = Command::new(&self.path);
+        for name in &self.hidden {
+            command.env_remove(name);
+        }
+        command.process_group(0);
+        command
     }
 
     /// How the agent is named in logs and `/health`.
@@ -83,14 +122,13 @@ impl AgentProgram {
     /// The command for one run: the invocation's arguments and environment, piped stdio,
     /// a process group of its own.
     pub fn command(&self, invocation: &Invocation) -> Command {
-        let mut command = Command::new(&self.path);
+        let mut command = self.base_command();
         command
             .args(&invocation.args)
             .envs(invocation.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+            .stderr(Stdio::piped());
         if self.demo {
             command.env(demo::AGENT_ENV, "1");
         }
@@ -102,8 +140,63 @@ impl AgentProgram {
         if self.demo {
             return Ok(demo::MODELS.as_bytes().to_vec());
         }
-        probe(&self.path, &["models"], &[("NO_COLOR", "1")])
+        self.probe(&["models"], &[("NO_COLOR", "1")])
     }
+
+    /// Runs the agent binary with `args` in its own process group with a time limit; its
+    /// stdout if it exited 0.
+    fn probe(&self, args: &[&str], env: &[(&str, &str)]) -> Result<Vec<u8>, String> {
+        let program = self.path.display();
+        let mut command = self.base_command();
+        command
+            .args(args)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = reaper::spawn(|c: &std::process::Child| Some(c.id()), || command.spawn())
+            .map_err(|e| format!("{program}: {e}"))?;
+        let group = child.id();
+        let mut stdout = child.stdout.take().expect("piped");
+        let mut stderr = child.stderr.take().expect("piped");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let mut err = Vec::new();
+            let read = stdout
+                .read_to_end(&mut out)
+                .and(stderr.read_to_end(&mut err));
+            let _ = tx.send(read.map(|_| (out, err)));
+        });
+        let output = rx.recv_timeout(PROBE_TIMEOUT);
+        if output.is_err() {
+            signal_group(group, Signal::Kill);
+        }
+        let status = child.wait().map_err(|e| e.to_string());
+        reaper::release(group);
+        let status = status?;
+        let what = format!("{program} {}", args.join(" "));
+        match output {
+            Ok(Ok((out, _))) if status.success() => Ok(out),
+            Ok(Ok((_, err))) => Err(format!(
+                "{what}: {}: {}",
+                exit_status(status),
+                String::from_utf8_lossy(&err).trim()
+            )),
+            Ok(Err(e)) => Err(format!("{what}: {e}")),
+            Err(_) => Err(format!("{what}: no answer within {PROBE_TIMEOUT:?}")),
+        }
+    }
+}
+
+/// The variables of this process's environment `hide` names or whose value it hides.
+fn hidden_variables(hide: Hide<'_>) -> Vec<OsString> {
+    std::env::vars_os()
+        .filter(|(name, value)| {
+            hide.names.contains(name) || hide.secret.is_some_and(|s| value.as_bytes() == s)
+        })
+        .map(|(name, _)| name)
+        .collect()
 }
 
 /// `name` if it is a path to an executable file, else the first executable `name` in
@@ -120,48 +213,6 @@ fn find_executable(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|dir| dir.join(name))
         .find(|p| executable(p))
-}
-
-/// Runs `program args` in its own process group with a time limit; its stdout if it
-/// exited 0.
-fn probe(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Vec<u8>, String> {
-    let mut child = Command::new(program)
-        .args(args)
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("{}: {e}", program.display()))?;
-    let group = child.id();
-    let mut stdout = child.stdout.take().expect("piped");
-    let mut stderr = child.stderr.take().expect("piped");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut out = Vec::new();
-        let mut err = Vec::new();
-        let read = stdout
-            .read_to_end(&mut out)
-            .and(stderr.read_to_end(&mut err));
-        let _ = tx.send(read.map(|_| (out, err)));
-    });
-    let output = rx.recv_timeout(PROBE_TIMEOUT);
-    if output.is_err() {
-        signal_group(group, Signal::Kill);
-    }
-    let status = child.wait().map_err(|e| e.to_string())?;
-    let what = format!("{} {}", program.display(), args.join(" "));
-    match output {
-        Ok(Ok((out, _))) if status.success() => Ok(out),
-        Ok(Ok((_, err))) => Err(format!(
-            "{what}: {}: {}",
-            exit_status(status),
-            String::from_utf8_lossy(&err).trim()
-        )),
-        Ok(Err(e)) => Err(format!("{what}: {e}")),
-        Err(_) => Err(format!("{what}: no answer within {PROBE_TIMEOUT:?}")),
-    }
 }
 
 /// A signal for a whole process group.
