@@ -916,7 +916,7 @@ mod tests {
             body["error"]["message"]
                 .as_str()
                 .unwrap()
-                .starts_with("messages"),
+                .contains("'messages'"),
             "{body}"
         );
     }
