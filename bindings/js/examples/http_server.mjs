@@ -1,19 +1,25 @@
 #!/usr/bin/env node
-// The OpenAI Chat Completions API on top of cursor-agent, served over HTTP on node:http: the
-// same loop as the Rust proxies (examples/tokio_proxy.rs), with agentwire/node's AgentRun
-// spawning and stopping the agent.
+// The OpenAI Chat Completions and Responses APIs and the Anthropic Messages API on top of
+// cursor-agent, served over HTTP on node:http: the same loop as the Rust proxies
+// (examples/tokio_proxy.rs), with agentwire/node's AgentRun spawning and stopping the agent.
 //
 //   node http_server.mjs [--listen 127.0.0.1:32124] [--api-key KEY] [--agent PROGRAM] [--workspace DIR]
+//
+// Routes: POST /v1/chat/completions, POST /v1/responses, POST /v1/messages (any query
+// string: Claude Code sends ?beta=true), POST /v1/messages/count_tokens (never an agent) and
+// HEAD /api/hello (Claude Code's check that the server is up). Every refusal is in the
+// dialect of its route, so that each client shows it as its own API's error.
 //
 // A local server is attacked through the user's browser, so: loopback by default (another
 // address needs --api-key), the Host header checked against the address listened on
 // (DNS rebinding), no cross-origin use (a request with an Origin header is refused),
-// JSON bodies only, the API key checked before anything else, and deadlines on reading the
-// request. On SIGINT/SIGTERM open responses end with a retryable error and every agent is
-// stopped.
+// JSON bodies only, the API key (`Authorization: Bearer KEY`, or Anthropic's `x-api-key: KEY`)
+// checked before anything else, and deadlines on reading the request. On SIGINT/SIGTERM
+// open responses end with a retryable error and every agent is stopped.
 import { timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
+import { countTokens, errorReply } from 'agentwire';
 import { AgentRun } from 'agentwire/node';
 
 const { values } = parseArgs({
@@ -41,23 +47,56 @@ const MAX_BODY = 32 << 20;
 const runs = new Set();
 
 /**
- * @param {import('node:http').ServerResponse} res
- * @param {number} status
- * @param {string} code
- * @param {string} message
+ * The route of a path (`/v1` may be left out of the OpenAI ones): the dialect of its
+ * requests and its errors, its one method, and what it serves. An unknown path gets its 404 in the Anthropic shape when the
+ * request carries `anthropic-version` (every Anthropic SDK sends it), else in the OpenAI one.
+ * @param {string} path
+ * @param {import('node:http').IncomingMessage} req
+ * @returns {{ dialect: import('agentwire').Dialect, method: string, serves: 'agent' | 'countTokens' | 'hello' | undefined }}
  */
-function refuse(res, status, code, message) {
-  res.writeHead(status, { 'content-type': 'application/json', 'x-should-retry': 'false' });
-  res.end(JSON.stringify({ error: { message, type: 'invalid_request_error', param: null, code } }));
+function routeOf(path, req) {
+  switch (path) {
+    case '/chat/completions':
+    case '/v1/chat/completions':
+      return { dialect: 'chat-completions', method: 'POST', serves: 'agent' };
+    case '/responses':
+    case '/v1/responses':
+      return { dialect: 'responses', method: 'POST', serves: 'agent' };
+    case '/v1/messages':
+      return { dialect: 'messages', method: 'POST', serves: 'agent' };
+    case '/v1/messages/count_tokens':
+      return { dialect: 'messages', method: 'POST', serves: 'countTokens' };
+    case '/api/hello':
+      return { dialect: 'messages', method: 'HEAD', serves: 'hello' };
+    default:
+      return { dialect: req.headers['anthropic-version'] ? 'messages' : 'chat-completions', method: '', serves: undefined };
+  }
 }
 
-/** @param {import('node:http').IncomingMessage} req */
+/**
+ * Sends a reply that needs no agent: a refusal, or the answer to count_tokens.
+ * @param {import('node:http').ServerResponse} res
+ * @param {import('agentwire').Reply} reply
+ * @param {Record<string, string>} [headers]
+ */
+function send(res, reply, headers = {}) {
+  res.writeHead(reply.status, { ...reply.headers, ...headers });
+  res.end(reply.body);
+}
+
+/**
+ * Whether the request carries the key: `Authorization: Bearer KEY` (OpenAI clients) or
+ * `x-api-key: KEY` (Anthropic clients), compared in constant time.
+ * @param {import('node:http').IncomingMessage} req
+ */
 function authorized(req) {
   const key = values['api-key'];
   if (!key) return true;
-  const given = Buffer.from(req.headers.authorization ?? '');
-  const wanted = Buffer.from(`Bearer ${key}`);
-  return given.length === wanted.length && timingSafeEqual(given, wanted);
+  const same = (/** @type {string} */ given, /** @type {string} */ wanted) =>
+    Buffer.byteLength(given) === Buffer.byteLength(wanted) && timingSafeEqual(Buffer.from(given), Buffer.from(wanted));
+  const bearer = req.headers.authorization;
+  const apiKey = req.headers['x-api-key'];
+  return (bearer !== undefined && same(bearer, `Bearer ${key}`)) || (typeof apiKey === 'string' && same(apiKey, key));
 }
 
 /**
@@ -89,17 +128,22 @@ async function readBody(req) {
  * @param {import('node:http').ServerResponse} res
  */
 async function serve(req, res) {
-  if (!authorized(req)) return refuse(res, 401, 'invalid_api_key', 'Missing or wrong API key.');
-  if (!hostAllowed(req.headers.host, listening().port)) return refuse(res, 421, 'misdirected_request', 'Unknown Host.');
-  if (req.headers.origin !== undefined) return refuse(res, 403, 'cross_origin', 'Cross-origin requests are not allowed.');
   const path = new URL(req.url ?? '/', 'http://localhost').pathname;
-  if (path !== '/v1/chat/completions' && path !== '/chat/completions') return refuse(res, 404, 'not_found', `${path} is not served here.`);
-  if (req.method !== 'POST') return refuse(res, 405, 'method_not_allowed', 'Use POST.');
-  if (!/^application\/json\b/.test(req.headers['content-type'] ?? '')) return refuse(res, 415, 'unsupported_media_type', 'Send JSON.');
+  const route = routeOf(path, req);
+  /** @type {(kind: import('agentwire').ErrorReplyKind, message: string, headers?: Record<string, string>) => void} */
+  const refuse = (kind, message, headers) => send(res, errorReply(route.dialect, kind, message), headers);
+  if (!authorized(req)) return refuse('authentication', 'Missing or wrong API key: send it as Authorization: Bearer KEY or x-api-key: KEY.');
+  if (!hostAllowed(req.headers.host, listening().port)) return refuse('invalidRequest', 'This Host is not allowed: requests must name the address the server listens on.');
+  if (req.headers.origin !== undefined) return refuse('permissionDenied', 'Cross-origin requests are not allowed.');
+  if (route.serves === undefined) return refuse('notFound', `${path} is not served here.`);
+  if (req.method !== route.method) return refuse('methodNotAllowed', `Use ${route.method}.`, { allow: route.method });
+  if (route.serves === 'hello') return res.writeHead(200).end();
+  if (!/^application\/json\b/.test(req.headers['content-type'] ?? '')) return refuse('unsupportedMediaType', 'Send JSON.');
   const body = await readBody(req);
-  if (body === undefined) return refuse(res, 413, 'request_too_large', 'The request body is too large.');
+  if (body === undefined) return refuse('requestTooLarge', 'The request body is too large.');
+  if (route.serves === 'countTokens') return send(res, countTokens(body, { config }));
 
-  const run = new AgentRun(body, { config });
+  const run = new AgentRun(body, { dialect: route.dialect, config });
   runs.add(run);
   // A client that hangs up before the end: stop the agent.
   res.on('close', () => run.clientGone());

@@ -16,12 +16,25 @@ use serde::Serialize;
 use wasm_bindgen::prelude::wasm_bindgen;
 
 use crate::config;
-use crate::error::{RawError, millis};
+use crate::error::{Code, RawError, millis};
 
 const HEAD: u8 = 1;
 const BODY: u8 = 2;
 const STOP_AGENT: u8 = 3;
 const END: u8 = 4;
+
+/// The dialect of its name in the package (`Dialect`): the API names of the routes.
+pub(crate) fn dialect(name: &str) -> Result<Dialect, RawError> {
+    match name {
+        "chat-completions" => Ok(Dialect::ChatCompletions),
+        "responses" => Ok(Dialect::Responses),
+        "messages" => Ok(Dialect::Messages),
+        _ => Err(RawError::new(
+            Code::InvalidArgument,
+            "dialect must be 'chat-completions', 'responses' or 'messages'",
+        )),
+    }
+}
 
 /// A bridge; the TypeScript `Bridge` wraps it.
 #[wasm_bindgen]
@@ -39,17 +52,20 @@ struct InvocationJson<'a> {
 
 #[wasm_bindgen]
 impl RawBridge {
-    /// Validates `body` and prepares the run. `config` is the JSON of the package's
-    /// `Config` (nothing: the defaults); `created_unix` the response's `created` in Unix
-    /// seconds; `id_seed` the number the response and tool-call ids derive from.
+    /// Validates `body`, a request of `dialect` (`chat-completions`, `responses`,
+    /// `messages`), and prepares the run. `config` is the JSON of the package's `Config`
+    /// (nothing: the defaults); `created_unix` the response's `created` in Unix seconds;
+    /// `id_seed` the number the response and tool-call ids derive from.
     #[wasm_bindgen(constructor)]
     pub fn new(
+        dialect: &str,
         body: &[u8],
         config: Option<String>,
         now_ms: f64,
         created_unix: f64,
         id_seed: u64,
     ) -> Result<RawBridge, RawError> {
+        let dialect = self::dialect(dialect)?;
         let config = config::parse(config.as_deref())?;
         let params = BridgeParams {
             now_ms: millis(now_ms, "nowMs")?,
@@ -57,7 +73,7 @@ impl RawBridge {
             id_seed,
         };
         Ok(RawBridge {
-            bridge: Bridge::new(Dialect::ChatCompletions, body, &config, params),
+            bridge: Bridge::new(dialect, body, &config, params),
         })
     }
 

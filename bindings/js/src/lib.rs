@@ -7,10 +7,11 @@
 //!   on the caller's clock (a fraction is dropped; a negative or non-finite time is an
 //!   `invalidArgument` error).
 //! - **Configuration** arrives as the JSON text of the package's `Config` object
-//!   ([`config`]): fields left out keep the Rust defaults.
-//! - **Outputs** cross once per drain: a bridge's as one byte string ([`bridge`]), a
-//!   decoder's events as one JSON array ([`events`]), which the TypeScript layer turns
-//!   into objects with `JSON.parse` (faster than building them through the boundary).
+//!   (module `config`): fields left out keep the Rust defaults.
+//! - **Outputs** cross once per drain: a bridge's as one byte string (module `bridge`), a
+//!   decoder's events as one JSON array (module `events`), which the TypeScript layer turns
+//!   into objects with `JSON.parse` (faster than building them through the boundary); a
+//!   reply that needs no agent as one byte string too (module `reply`).
 //! - **Errors** are thrown as [`RawError`] (a code and the library's message).
 //! - **Panics** abort: on `wasm32-unknown-unknown` a panic traps, and JavaScript sees a
 //!   `WebAssembly.RuntimeError` from the call. The panic hook installed at start-up keeps
@@ -24,11 +25,13 @@ mod decoder;
 mod error;
 mod events;
 mod panic;
+mod reply;
 
 pub use bridge::RawBridge;
 pub use decoder::RawDecoder;
 pub use error::RawError;
 pub use panic::take_panic_message;
+pub use reply::{count_tokens, error_reply};
 
 use wasm_bindgen::prelude::wasm_bindgen;
 

@@ -1,5 +1,5 @@
 // The Bridge from JavaScript: the same status and bytes as the Rust bridge on the same input,
-// in every chunking; typed outputs; the configuration reaching the core; misuse throwing the
+// in every dialect and every chunking; typed outputs; the configuration reaching the core; misuse throwing the
 // right code.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -7,7 +7,7 @@ import { basename, join } from 'node:path';
 import { AgentwireError, Bridge, defaultConfig } from 'agentwire';
 import { HOSTILE_CASES, defaultRequestFile } from './support/cases.mjs';
 import { read, respond } from './support/drive.mjs';
-import { DEFAULT_REQUEST, FIXTURES, realCaptures, requests, stderrs, transcripts } from './support/paths.mjs';
+import { DEFAULT_REQUEST, DIALECTS, FIXTURES, clientToolsRequest, realCaptures, requests, stderrs, transcripts } from './support/paths.mjs';
 import { rustTranslate } from './support/rust.mjs';
 
 const CHUNKS = [1, 7, 4096];
@@ -15,57 +15,82 @@ const TEXT = new TextEncoder();
 const bytes = (text) => TEXT.encode(text);
 const bodyText = (outputs) => Buffer.concat(outputs.filter((o) => o.type === 'body').map((o) => o.data)).toString();
 
-test('every project transcript, for every example request, gives the Rust status and bytes in every chunking', () => {
-  for (const transcript of transcripts()) {
-    for (const request of [defaultRequestFile(), ...requests()]) {
-      const expected = rustTranslate(request, transcript);
-      for (const chunk of CHUNKS) {
-        const got = respond(read(request), read(transcript), chunk);
-        assert.equal(got.status, expected.status, `${basename(transcript)} ${basename(request)} ${chunk}`);
-        assert.ok(got.body.equals(expected.body), `${basename(transcript)} ${basename(request)} in ${chunk}-byte pushes`);
+for (const dialect of Object.keys(DIALECTS)) {
+  test(`${dialect}: every project transcript, for every example request, gives the Rust status and bytes in every chunking`, () => {
+    for (const transcript of transcripts()) {
+      for (const request of [defaultRequestFile(dialect), ...requests(dialect)]) {
+        const expected = rustTranslate(dialect, request, transcript);
+        for (const chunk of CHUNKS) {
+          const got = respond(read(request), read(transcript), { chunk, dialect });
+          assert.equal(got.status, expected.status, `${basename(transcript)} ${basename(request)} ${chunk}`);
+          assert.ok(got.body.equals(expected.body), `${basename(transcript)} ${basename(request)} in ${chunk}-byte pushes`);
+        }
       }
     }
-  }
-});
+  });
 
-test('every real capture gives the Rust status and bytes, streaming and with client tools', { skip: realCaptures().length === 0 && '../shared/fixtures absent' }, () => {
-  for (const transcript of realCaptures()) {
-    for (const request of [defaultRequestFile(), join(FIXTURES, 'requests/client_tools.json')]) {
-      const expected = rustTranslate(request, transcript);
-      for (const chunk of [7, 4096]) {
-        const got = respond(read(request), read(transcript), chunk);
-        assert.equal(got.status, expected.status, basename(transcript));
-        assert.ok(got.body.equals(expected.body), `${basename(transcript)} ${basename(request)} in ${chunk}-byte pushes`);
+  test(`${dialect}: every real capture gives the Rust status and bytes, streaming and with client tools`, { skip: realCaptures().length === 0 && '../shared/fixtures absent' }, () => {
+    for (const transcript of realCaptures()) {
+      for (const request of [defaultRequestFile(dialect), clientToolsRequest(dialect)]) {
+        const expected = rustTranslate(dialect, request, transcript);
+        for (const chunk of [7, 4096]) {
+          const got = respond(read(request), read(transcript), { chunk, dialect });
+          assert.equal(got.status, expected.status, basename(transcript));
+          assert.ok(got.body.equals(expected.body), `${basename(transcript)} ${basename(request)} in ${chunk}-byte pushes`);
+        }
       }
     }
-  }
+  });
+
+  test(`${dialect}: failed runs give the Rust status and error body`, () => {
+    const transcript = join(FIXTURES, 'failure_no_result.jsonl');
+    for (const stderr of stderrs()) {
+      const expected = rustTranslate(dialect, defaultRequestFile(dialect), transcript, stderr, 1);
+      const got = respond(bytes(DIALECTS[dialect]), read(transcript), { stderr: read(stderr), exitCode: 1, dialect });
+      assert.ok(got.status >= 400, basename(stderr));
+      assert.equal(got.status, expected.status, basename(stderr));
+      assert.ok(got.body.equals(expected.body), basename(stderr));
+    }
+  });
+
+  test(`${dialect}: hostile bodies get the Rust 400 and spawn nothing`, () => {
+    for (const { body, file } of HOSTILE_CASES()) {
+      const expected = rustTranslate(dialect, file, join(FIXTURES, 'partial_recaps.jsonl'));
+      assert.equal(expected.status, 400);
+      const bridge = new Bridge(body, { dialect, nowMs: 0, created: 1_700_000_000, idSeed: 0n });
+      assert.equal(bridge.invocation, undefined);
+      const outputs = bridge.drain();
+      assert.deepEqual(outputs[0], { type: 'head', status: 400, contentType: 'application/json', retryable: false });
+      assert.equal(outputs[1].type, 'body');
+      assert.deepEqual(outputs.slice(2), [{ type: 'end' }]);
+      assert.ok(Buffer.from(outputs[1].data).equals(expected.body), file);
+      assert.ok(bridge.isEnded);
+      assert.equal(bridge.pollTimeout(), undefined);
+      bridge.free();
+    }
+  });
+}
+
+test('Chat Completions is the default dialect, and each dialect answers in its own shape', () => {
+  const transcript = read(join(FIXTURES, 'multibyte.jsonl'));
+  const implicit = respond(bytes(DEFAULT_REQUEST), transcript);
+  assert.ok(implicit.body.equals(respond(bytes(DEFAULT_REQUEST), transcript, { dialect: 'chat-completions' }).body));
+  const bodies = Object.entries(DIALECTS).map(([dialect, request]) => respond(bytes(request), transcript, { dialect }));
+  assert.deepEqual(bodies.map((b) => b.status), [200, 200, 200]);
+  assert.match(bodies[0].body.toString(), /^data: \{"id":"chatcmpl-/);
+  assert.match(bodies[1].body.toString(), /^event: response\.created\n/);
+  assert.match(bodies[2].body.toString(), /^event: message_start\n/);
+  // A body of one dialect on another's route is refused, not guessed at.
+  assert.equal(respond(bytes(DIALECTS.messages), transcript, { dialect: 'responses' }).status, 400);
 });
 
-test('failed runs give the Rust status and error body', () => {
-  const transcript = join(FIXTURES, 'failure_no_result.jsonl');
-  for (const stderr of stderrs()) {
-    const expected = rustTranslate(defaultRequestFile(), transcript, stderr, 1);
-    const got = respond(bytes(DEFAULT_REQUEST), read(transcript), 4096, read(stderr), 1);
-    assert.ok(got.status >= 400, basename(stderr));
-    assert.equal(got.status, expected.status, basename(stderr));
-    assert.ok(got.body.equals(expected.body), basename(stderr));
-  }
-});
-
-test('hostile bodies get the Rust 400 and spawn nothing', () => {
-  for (const { body, file } of HOSTILE_CASES()) {
-    const expected = rustTranslate(file, join(FIXTURES, 'partial_recaps.jsonl'));
-    assert.equal(expected.status, 400);
-    const bridge = new Bridge(body, { nowMs: 0, created: 1_700_000_000, idSeed: 0n });
-    assert.equal(bridge.invocation, undefined);
-    const outputs = bridge.drain();
-    assert.deepEqual(outputs[0], { type: 'head', status: 400, contentType: 'application/json', retryable: false });
-    assert.equal(outputs[1].type, 'body');
-    assert.deepEqual(outputs.slice(2), [{ type: 'end' }]);
-    assert.ok(Buffer.from(outputs[1].data).equals(expected.body), file);
-    assert.ok(bridge.isEnded);
-    assert.equal(bridge.pollTimeout(), undefined);
-    bridge.free();
+test('an unknown dialect is an invalidArgument naming the dialects', () => {
+  for (const dialect of ['anthropic', 'Messages', 'chat_completions', '', 1, null]) {
+    assert.throws(
+      () => new Bridge(DEFAULT_REQUEST, { dialect }),
+      (e) => e instanceof AgentwireError && e.code === 'invalidArgument' && /'chat-completions', 'responses', 'messages'/.test(e.message),
+      String(dialect),
+    );
   }
 });
 

@@ -3,26 +3,34 @@
 // and hands the file to the suite under Node, Bun and Deno.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FIXTURES, realCaptures, requests, stderrs, transcripts } from './support/paths.mjs';
-import { eventsKey, rustEvents, runTranslate, translateKey } from './support/rust.mjs';
-import { HOSTILE_CASES, defaultRequestFile } from './support/cases.mjs';
+import { DIALECTS, FIXTURES, clientToolsRequest, realCaptures, requests, stderrs, transcripts } from './support/paths.mjs';
+import { eventsKey, replyKey, runReply, runTranslate, rustEvents, translateKey } from './support/rust.mjs';
+import { COUNT_TOKENS_BODIES, ERROR_KINDS, HOSTILE_CASES, REFUSAL_MESSAGE, defaultRequestFile } from './support/cases.mjs';
 
 const out = {};
-const translate = (request, transcript, stderr, exit) => {
-  const { status, body } = runTranslate(request, transcript, stderr, exit);
-  out[translateKey(request, transcript, stderr, exit)] = { status, body: body.toString('base64') };
+const translate = (dialect, request, transcript, stderr, exit) => {
+  const { status, body } = runTranslate(dialect, request, transcript, stderr, exit);
+  out[translateKey(dialect, request, transcript, stderr, exit)] = { status, body: body.toString('base64') };
+};
+const reply = (args, stdin) => {
+  const { status, retryable, body } = runReply(args, stdin);
+  out[replyKey(args, stdin)] = { status, retryable, body: body.toString('base64') };
 };
 for (const transcript of [...transcripts(), ...realCaptures()]) {
   out[eventsKey(transcript)] = rustEvents(transcript);
 }
-const defaultRequest = defaultRequestFile();
-for (const transcript of transcripts()) {
-  for (const request of [defaultRequest, ...requests()]) translate(request, transcript, undefined, 0);
+for (const dialect of Object.keys(DIALECTS)) {
+  const defaultRequest = defaultRequestFile(dialect);
+  for (const transcript of transcripts()) {
+    for (const request of [defaultRequest, ...requests(dialect)]) translate(dialect, request, transcript, undefined, 0);
+  }
+  for (const transcript of realCaptures()) {
+    for (const request of [defaultRequest, clientToolsRequest(dialect)]) translate(dialect, request, transcript, undefined, 0);
+  }
+  for (const stderr of stderrs()) translate(dialect, defaultRequest, join(FIXTURES, 'failure_no_result.jsonl'), stderr, 1);
+  for (const { file } of HOSTILE_CASES()) translate(dialect, file, join(FIXTURES, 'partial_recaps.jsonl'), undefined, 0);
+  for (const [kind] of ERROR_KINDS) reply(['error', dialect, kind, REFUSAL_MESSAGE]);
 }
-for (const transcript of realCaptures()) {
-  for (const request of [defaultRequest, join(FIXTURES, 'requests/client_tools.json')]) translate(request, transcript, undefined, 0);
-}
-for (const stderr of stderrs()) translate(defaultRequest, join(FIXTURES, 'failure_no_result.jsonl'), stderr, 1);
-for (const { file } of HOSTILE_CASES()) translate(file, join(FIXTURES, 'partial_recaps.jsonl'), undefined, 0);
+for (const body of COUNT_TOKENS_BODIES()) reply(['count-tokens'], body);
 writeFileSync(process.argv[2], JSON.stringify(out));
 console.log(`    ${Object.keys(out).length} Rust answers computed`);

@@ -1,6 +1,8 @@
 // createAgentFetch judged by real clients, with the replay agent standing in for
-// cursor-agent: the AI SDK's openai-compatible provider (what OpenCode uses) and openai-node,
-// each given the fetch as its own; no server, no port. Cancelling a request stops the
+// cursor-agent: the AI SDK's openai-compatible provider (what OpenCode uses), its Anthropic
+// and OpenAI (Responses) providers, and openai-node, each given the fetch as its own; no
+// server, no port. Every route answers in its dialect, count_tokens and /api/hello without
+// an agent. Cancelling a request stops the
 // agent's whole process group and leaves no zombie.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -8,11 +10,15 @@ import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAI } from '@ai-sdk/openai';
 import { generateText, jsonSchema, streamText, tool } from 'ai';
+import { jsonSchema as jsonSchema7, streamText as streamText7, tool as tool7 } from 'ai7';
 import OpenAI from 'openai';
+import { countTokens, errorReply } from 'agentwire';
 import { createAgentFetch } from 'agentwire/node';
 import { assertTextAnswer, assertToolCallTurn, offeredTools, reasonOf, resultOf, streamParts } from '../../../tests/clients/node/judge.mjs';
-import { FIXTURES, PACKAGE, rustProgram } from './support/paths.mjs';
+import { DIALECTS, FIXTURES, PACKAGE, rustProgram } from './support/paths.mjs';
 import { aliveIn, waitUntil, zombies } from './support/procs.mjs';
 
 const AGENT = join(PACKAGE, 'test/support/agent.sh');
@@ -55,6 +61,41 @@ test('AI SDK streamText with tools: two parallel tool calls, then the agent is s
   const tools = offeredTools(tool, jsonSchema);
   const { parts } = await streamParts(streamText, { model: provider('e2e-tools'), prompt: 'fix the failing test', tools });
   assertToolCallTurn(parts);
+  await assertAgentsGone(log, 5_000);
+});
+
+// The AI SDK's Anthropic and OpenAI providers (ai 7) on the Messages and Responses routes.
+// Anthropic's provider asks for thinking only when told to; OpenAI's asks for no reasoning
+// summary for a model it does not know, so its answers carry none.
+const THINKING = { anthropic: { thinking: { type: 'enabled', budgetTokens: 1024 } } };
+
+test('AI SDK 7, @ai-sdk/anthropic streamText over POST /v1/messages: text, thinking, usage and finish reason', async () => {
+  const anthropic = createAnthropic({ baseURL: BASE_URL, apiKey: 'unused', fetch: agentFetch() });
+  const { result, parts } = await streamParts(streamText7, { model: anthropic('e2e-text'), prompt: 'hi', maxOutputTokens: 1024, providerOptions: THINKING });
+  await assertTextAnswer(result, parts);
+});
+
+test('AI SDK 7, @ai-sdk/anthropic streamText with tools: two parallel tool calls, then the agent is stopped', async () => {
+  const log = logFile();
+  const anthropic = createAnthropic({ baseURL: BASE_URL, apiKey: 'unused', fetch: agentFetch({ log }) });
+  const tools = offeredTools(tool7, jsonSchema7);
+  const { parts } = await streamParts(streamText7, { model: anthropic('e2e-tools'), prompt: 'fix the failing test', maxOutputTokens: 1024, tools, providerOptions: THINKING });
+  assertToolCallTurn(parts);
+  await assertAgentsGone(log, 5_000);
+});
+
+test('AI SDK 7, @ai-sdk/openai streamText over POST /v1/responses: text, usage and finish reason', async () => {
+  const openai = createOpenAI({ baseURL: BASE_URL, apiKey: 'unused', fetch: agentFetch() });
+  const { result, parts } = await streamParts(streamText7, { model: openai.responses('e2e-text'), prompt: 'hi' });
+  await assertTextAnswer(result, parts, { reasoning: false });
+});
+
+test('AI SDK 7, @ai-sdk/openai streamText with tools over POST /v1/responses: two parallel tool calls, then the agent is stopped', async () => {
+  const log = logFile();
+  const openai = createOpenAI({ baseURL: BASE_URL, apiKey: 'unused', fetch: agentFetch({ log }) });
+  const tools = offeredTools(tool7, jsonSchema7);
+  const { parts } = await streamParts(streamText7, { model: openai.responses('e2e-tools'), prompt: 'fix the failing test', tools });
+  assertToolCallTurn(parts, { reasoning: false });
   await assertAgentsGone(log, 5_000);
 });
 
@@ -151,16 +192,72 @@ test('a request aborted before its answer starts rejects like fetch', async () =
   );
 });
 
-test('other routes and methods get OpenAI-shaped 404 and 405', async () => {
+const post = (fetch, path, body, headers = {}) => fetch(`${BASE_URL}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+
+test('each route runs the agent in its dialect; any query string is accepted', async () => {
+  const log = logFile();
+  const fetch = agentFetch({ log, agent: `--transcript ${join(FIXTURES, 'multibyte.jsonl')}` });
+  const routes = [
+    ['/chat/completions', DIALECTS['chat-completions'], /^data: \{"id":"chatcmpl-/, /data: \[DONE\]\n\n$/],
+    ['/responses', DIALECTS.responses, /^event: response\.created\n/, /event: response\.completed\n/],
+    ['/messages?beta=true', DIALECTS.messages, /^event: message_start\n/, /event: message_stop\n/],
+    ['/messages', DIALECTS.messages, /^event: message_start\n/, /event: message_stop\n/],
+  ];
+  for (const [path, body, start, end] of routes) {
+    const response = await post(fetch, path, body);
+    assert.equal(response.status, 200, path);
+    assert.equal(response.headers.get('content-type'), 'text/event-stream', path);
+    const text = await response.text();
+    assert.match(text, start, path);
+    assert.match(text, end, path);
+  }
+  assert.equal(runsIn(log).length, routes.length);
+});
+
+test('count_tokens answers without an agent, as the package’s countTokens does', async () => {
+  const log = logFile();
+  const fetch = agentFetch({ log });
+  for (const [body, status] of [[DIALECTS.messages, 404], ['{"model":', 400]]) {
+    const response = await post(fetch, '/messages/count_tokens?beta=true', body, { 'anthropic-version': '2023-06-01' });
+    const expected = countTokens(body);
+    assert.equal(response.status, status);
+    assert.equal(response.status, expected.status);
+    assert.equal(response.headers.get('x-should-retry'), 'false');
+    assert.ok(Buffer.from(await response.arrayBuffer()).equals(Buffer.from(expected.body)));
+  }
+  assert.equal(runsIn(log).length, 0, 'no agent ran');
+});
+
+test('HEAD /api/hello answers 200 with nothing, and starts no agent', async () => {
+  const log = logFile();
+  const fetch = agentFetch({ log });
+  const hello = await fetch('http://agentwire.invalid/api/hello', { method: 'HEAD' });
+  assert.equal(hello.status, 200);
+  assert.equal((await hello.arrayBuffer()).byteLength, 0);
+  const wrong = await fetch('http://agentwire.invalid/api/hello', { method: 'GET' });
+  assert.deepEqual([wrong.status, wrong.headers.get('allow'), (await wrong.json()).type], [405, 'HEAD', 'error']);
+  assert.equal(runsIn(log).length, 0);
+});
+
+test('every refusal is in its route’s dialect, as errorReply renders it', async () => {
   const fetch = agentFetch();
   const missing = await fetch(`${BASE_URL}/models`);
   assert.equal(missing.status, 404);
   assert.equal((await missing.json()).error.code, 'not_found');
-  const wrong = await fetch(`${BASE_URL}/chat/completions`, { method: 'GET' });
-  assert.equal(wrong.status, 405);
-  assert.equal(wrong.headers.get('allow'), 'POST');
-  const invalid = await fetch(`${BASE_URL}/chat/completions`, { method: 'POST', body: '{"model":' });
-  assert.equal(invalid.status, 400);
-  assert.equal(invalid.headers.get('x-should-retry'), 'false');
-  assert.equal((await invalid.json()).error.type, 'invalid_request_error');
+  const anthropicMissing = await fetch(`${BASE_URL}/models`, { headers: { 'anthropic-version': '2023-06-01' } });
+  assert.deepEqual([anthropicMissing.status, (await anthropicMissing.json()).error.type], [404, 'not_found_error']);
+  for (const [path, dialect] of [['/chat/completions', 'chat-completions'], ['/responses', 'responses'], ['/messages?beta=true', 'messages'], ['/messages/count_tokens', 'messages']]) {
+    const wrong = await fetch(`${BASE_URL}${path}`, { method: 'GET' });
+    assert.equal(wrong.status, 405, path);
+    assert.equal(wrong.headers.get('allow'), 'POST', path);
+    assert.equal(wrong.headers.get('x-should-retry'), 'false', path);
+    const expected = errorReply(dialect, 'methodNotAllowed', `GET is not allowed on ${new URL(`${BASE_URL}${path}`).pathname}: use POST`);
+    assert.ok(Buffer.from(await wrong.arrayBuffer()).equals(Buffer.from(expected.body)), path);
+    const invalid = await post(fetch, path, '{"model":');
+    assert.equal(invalid.status, 400, path);
+    assert.equal(invalid.headers.get('x-should-retry'), 'false', path);
+    const error = await invalid.json();
+    assert.equal(error.type === 'error', dialect === 'messages', path);
+    assert.equal(error.error.type, 'invalid_request_error', path);
+  }
 });

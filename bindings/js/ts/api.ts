@@ -6,8 +6,8 @@
 import { version as rawVersion } from '../wasm/agentwire_js.js';
 import { requireLoaded } from './module.js';
 
-export { Bridge } from './bridge.js';
-export type { AgentExit, Body, BridgeOptions, BridgeOutput, End, Head, Invocation, StopAgent } from './bridge.js';
+export { Bridge, DIALECTS } from './bridge.js';
+export type { AgentExit, Body, BridgeOptions, BridgeOutput, Dialect, End, Head, Invocation, StopAgent } from './bridge.js';
 export { defaultConfig } from './config.js';
 export type { Config, DecoderLimits, LoopGuardLimits, ReasoningField, RequestLimits, ResolvedConfig, ToolStrategy } from './config.js';
 export { Decoder } from './decoder.js';
@@ -29,6 +29,8 @@ export type {
   Usage,
 } from './events.js';
 export { isLoaded } from './module.js';
+export { countTokens, errorReply } from './reply.js';
+export type { ErrorReplyKind, Reply } from './reply.js';
 export { DecoderStream, decodeStdout } from './streams.js';
 
 /** The library's version (the core's, which the package shares). */

@@ -1,6 +1,6 @@
 /**
- * `Bridge`: one request's state machine, from its OpenAI Chat Completions body to the end
- * of its HTTP response, with no I/O of its own.
+ * `Bridge`: one request's state machine, from its body (in the {@link Dialect} of its
+ * route) to the end of its HTTP response, with no I/O of its own.
  * @module
  */
 
@@ -57,11 +57,32 @@ export interface End {
 /** What the adapter must do next. Narrow on `type`. */
 export type BridgeOutput = Head | Body | StopAgent | End;
 
+/**
+ * The API a request speaks, chosen from the route it came in on (never guessed from the
+ * body): `chat-completions` (OpenAI Chat Completions, `POST /v1/chat/completions`),
+ * `responses` (OpenAI Responses, `POST /v1/responses`, what Codex speaks) or `messages`
+ * (Anthropic Messages, `POST /v1/messages`, what Claude Code speaks; its
+ * `POST /v1/messages/count_tokens` is {@link countTokens}).
+ */
+export type Dialect = 'chat-completions' | 'responses' | 'messages';
+
+/** Every {@link Dialect}. */
+export const DIALECTS: readonly Dialect[] = Object.freeze(['chat-completions', 'responses', 'messages']);
+
+/** Throws `invalidArgument` unless `value` is a {@link Dialect}. */
+export function requireDialect(value: unknown): asserts value is Dialect {
+  if (typeof value !== 'string' || !(DIALECTS as readonly string[]).includes(value)) {
+    throw new AgentwireError('invalidArgument', `dialect must be one of ${DIALECTS.map((d) => `'${d}'`).join(', ')}, not ${typeof value === 'string' ? `'${value}'` : describe(value)}`);
+  }
+}
+
 /** How the agent ended: with an exit code, or by a signal (its number). */
 export type AgentExit = { code: number } | { signal: number };
 
 /** Per-request values of a {@link Bridge}; all optional. */
 export interface BridgeOptions {
+  /** The API of the route the request came in on (default `chat-completions`). */
+  dialect?: Dialect;
   /** Settings (default: the library's defaults). */
   config?: Config;
   /** Now, on the caller's millisecond clock; every later `nowMs` is on the same clock (default 0). */
@@ -78,7 +99,8 @@ const TEXT = new TextEncoder();
 const UTF8 = new TextDecoder();
 
 /**
- * One request, from its OpenAI Chat Completions body to its HTTP response.
+ * One request, from its body to its HTTP response, in any {@link Dialect}: the one its
+ * route speaks (`options.dialect`).
  *
  * - getters: {@link invocation} (`undefined`: the request was rejected, spawn nothing),
  *   {@link isStream}, {@link isEnded}, {@link sessionId};
@@ -93,23 +115,23 @@ const UTF8 = new TextDecoder();
  * for a child process.
  */
 export class Bridge extends Handle<RawBridge> {
-  /** The agent run to start, or `undefined` when the request was rejected (its 400 is in the outputs). */
+  /** The agent run to start, or `undefined` when the request was rejected (its 400, in the dialect's shape, is in the outputs). */
   readonly invocation: Invocation | undefined;
 
   constructor(body: Uint8Array | string, options: BridgeOptions = {}) {
     requireLoaded();
     const bytes = typeof body === 'string' ? TEXT.encode(body) : body;
     requireBytes(bytes, 'body');
-    const { config, nowMs = 0, created = Math.floor(Date.now() / 1000), idSeed = randomSeed() } = options;
+    const { dialect = 'chat-completions', config, nowMs = 0, created = Math.floor(Date.now() / 1000), idSeed = randomSeed() } = options;
+    requireDialect(dialect);
     requireNumber(nowMs, 'nowMs');
     requireNumber(created, 'created');
     if (typeof idSeed !== 'bigint' || idSeed < 0n || idSeed >= 1n << 64n) {
       throw new AgentwireError('invalidArgument', `idSeed must be a bigint from 0 to 2^64 - 1, not ${describe(idSeed)}`);
     }
-    // An API dialect choice, once the core has one, is one more option passed on here.
     let raw: RawBridge;
     try {
-      raw = new RawBridge(bytes, configJson(config), nowMs, created, idSeed);
+      raw = new RawBridge(dialect, bytes, configJson(config), nowMs, created, idSeed);
     } catch (error) {
       throw convert(error);
     }
@@ -190,8 +212,8 @@ export class Bridge extends Handle<RawBridge> {
 
   /**
    * The program is shutting down: the response ends as a failure the client may retry
-   * (503 before the head, an in-band error and `[DONE]` after it), and the agent is to be
-   * stopped.
+   * (503 before the head, the dialect's in-band error and end after it), and the agent is
+   * to be stopped.
    */
   shutdown(nowMs: number): void {
     requireNumber(nowMs, 'nowMs');

@@ -1,11 +1,12 @@
 /**
  * agentwire for Node, Bun and Deno (and Electron, so VS Code's desktop extension host): the
- * OpenAI Chat Completions API on top of the cursor-agent CLI, as a sans-IO library. The
- * WebAssembly module is loaded, synchronously, when this module is imported.
+ * OpenAI Chat Completions and Responses APIs and the Anthropic Messages API on top of the
+ * cursor-agent CLI, as a sans-IO library. The WebAssembly module is loaded, synchronously,
+ * when this module is imported.
  *
  * ```ts
  * import { Bridge } from 'agentwire';
- * const bridge = new Bridge(body, { nowMs: performance.now() });
+ * const bridge = new Bridge(body, { dialect: 'messages', nowMs: performance.now() });
  * // spawn bridge.invocation (or let agentwire/node do it), then after every input:
  * for (const output of bridge.drain()) { … }
  * ```

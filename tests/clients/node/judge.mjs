@@ -36,14 +36,17 @@ export async function streamParts(streamText, options) {
   return { result, parts };
 }
 
-/** The answer of `multibyte.jsonl` (model `e2e-text`): text, reasoning, usage, finish reason. */
-export async function assertTextAnswer(result, parts) {
+/**
+ * The answer of `multibyte.jsonl` (model `e2e-text`): text, reasoning (none with
+ * `reasoning: false`, for a request that asked for none), usage, finish reason.
+ */
+export async function assertTextAnswer(result, parts, { reasoning = true } = {}) {
   const want = resultOf('multibyte.jsonl');
   assert.equal(parts.filter((p) => p.type === 'text-delta').map(deltaText).join(''), want.result);
   assert.equal(parts.filter((p) => p.type === 'text-start').length, 1);
-  const reasoning = parts.filter((p) => p.type === 'reasoning-delta').map(deltaText).join('');
-  assert.equal(reasoning, thinkingOf('multibyte.jsonl'));
-  assert.ok(parts.some((p) => p.type === 'reasoning-start') && parts.some((p) => p.type === 'reasoning-end'));
+  const thought = parts.filter((p) => p.type === 'reasoning-delta').map(deltaText).join('');
+  assert.equal(thought, reasoning ? thinkingOf('multibyte.jsonl') : '');
+  assert.equal(parts.some((p) => p.type === 'reasoning-start') && parts.some((p) => p.type === 'reasoning-end'), reasoning);
   assert.equal(reasonOf(parts.find((p) => p.type === 'finish').finishReason), 'stop');
   const usage = await result.usage;
   const counts = want.usage;
@@ -59,13 +62,16 @@ export function offeredTools(tool, jsonSchema) {
   );
 }
 
-/** The turn of `client_native_batch.jsonl` (model `e2e-tools`): two parallel tool calls. */
-export function assertToolCallTurn(parts) {
+/**
+ * The turn of `client_native_batch.jsonl` (model `e2e-tools`): two parallel tool calls, the
+ * thinking before them a reasoning part (none with `reasoning: false`).
+ */
+export function assertToolCallTurn(parts, { reasoning = true } = {}) {
   const calls = parts.filter((p) => p.type === 'tool-call');
   assert.deepEqual(calls.map((c) => c.toolName), ['bash', 'read']);
   assert.ok(calls.every((c) => !c.invalid && typeof c.input === 'object'), 'inputs parse and match the schemas');
   assert.equal(calls[0].input.command, 'ls -la');
   assert.equal(new Set(calls.map((c) => c.toolCallId)).size, 2);
-  assert.ok(parts.some((p) => p.type === 'reasoning-delta'), 'the thinking before the calls is a reasoning part');
+  assert.equal(parts.some((p) => p.type === 'reasoning-delta'), reasoning, 'the thinking before the calls is a reasoning part');
   assert.equal(reasonOf(parts.find((p) => p.type === 'finish').finishReason), 'tool-calls');
 }

@@ -1,8 +1,8 @@
 // Inputs several test files share, written once to files the Rust examples can read.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_REQUEST } from './paths.mjs';
+import { DIALECTS, clientToolsRequest } from './paths.mjs';
 
 const DIR = join(tmpdir(), `agentwire-js-cases-${process.env.AGENTWIRE_JS_RUN ?? process.pid}`);
 
@@ -13,8 +13,8 @@ function file(name, content) {
   return path;
 }
 
-/** The default request of the `translate` example, as a file. */
-export const defaultRequestFile = () => file('default.json', DEFAULT_REQUEST);
+/** A dialect's smallest request (the `translate` example's default for Chat Completions), as a file. */
+export const defaultRequestFile = (dialect = 'chat-completions') => file(`default-${dialect}.json`, DIALECTS[dialect]);
 
 /** Request bodies the bridge must answer with a 400, as they are and as files. */
 export const HOSTILE = [
@@ -30,3 +30,33 @@ export const HOSTILE = [
 ];
 
 export const HOSTILE_CASES = () => HOSTILE.map((body, i) => ({ body, file: file(`hostile-${i}.json`, body) }));
+
+/** Every error class, by its name in the `reply` example and in the package, with its status. */
+export const ERROR_KINDS = [
+  ['invalid-request', 'invalidRequest', 400],
+  ['authentication', 'authentication', 401],
+  ['permission-denied', 'permissionDenied', 403],
+  ['not-found', 'notFound', 404],
+  ['method-not-allowed', 'methodNotAllowed', 405],
+  ['request-too-large', 'requestTooLarge', 413],
+  ['unsupported-media-type', 'unsupportedMediaType', 415],
+  ['rate-limited', 'rateLimited', 429],
+  ['internal', 'internal', 500],
+  ['agent-failed', 'agentFailed', 502],
+  ['unavailable', 'unavailable', 503],
+  ['timeout', 'timeout', 504],
+];
+
+/** The message of every refusal compared: quotes, a backslash, a newline and non-ASCII text to escape. */
+export const REFUSAL_MESSAGE = 'no "key" \\ here\nsend one — héllo 😀';
+
+/** count_tokens bodies: valid ones of every shape, and ones it must refuse. */
+export const COUNT_TOKENS_BODIES = () => [
+  Buffer.from(DIALECTS.messages),
+  readFileSync(clientToolsRequest('messages')),
+  readFileSync(clientToolsRequest('chat-completions')),
+  Buffer.from('{"model":"claude-sonnet-4-5","messages":[{"role":"robot","content":"x"}]}'),
+  Buffer.from('{"model":'),
+  Buffer.from([0xff, 0xfe, 0x7b, 0x7d]),
+  Buffer.from(''),
+];

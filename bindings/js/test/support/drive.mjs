@@ -2,11 +2,16 @@
 import { readFileSync } from 'node:fs';
 import { Bridge, Decoder } from 'agentwire';
 
-/** `{ status, body }` of a whole request, like the `translate` example. */
-export function respond(body, transcript, chunk = 4096, stderr = undefined, exitCode = 0) {
+/**
+ * `{ status, body }` of a whole request of `dialect` (the package's default without one),
+ * like the `translate` example: the transcript pushed `chunk` bytes at a time, then `stderr`
+ * and the agent's exit code.
+ */
+export function respond(body, transcript, { chunk = 4096, stderr = undefined, exitCode = 0, dialect = undefined } = {}) {
   let status = 0;
   const out = [];
-  const bridge = new Bridge(body, { nowMs: 0, created: 1_700_000_000, idSeed: 0n });
+  const options = { nowMs: 0, created: 1_700_000_000, idSeed: 0n };
+  const bridge = new Bridge(body, dialect === undefined ? options : { ...options, dialect });
   try {
     const drain = () => {
       for (const output of bridge.drain()) {

@@ -10,6 +10,12 @@ export const PACKAGE = join(ROOT, 'bindings/js');
 export const FIXTURES = join(ROOT, 'tests/fixtures');
 export const SHARED = resolve(ROOT, '../shared/fixtures/cursor-agent');
 export const DEFAULT_REQUEST = '{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}';
+/** Each dialect's smallest streaming request. */
+export const DIALECTS = {
+  'chat-completions': DEFAULT_REQUEST,
+  responses: '{"model":"auto","stream":true,"input":"hi"}',
+  messages: '{"model":"auto","max_tokens":1024,"stream":true,"messages":[{"role":"user","content":"hi"}]}',
+};
 
 const jsonl = (dir) =>
   existsSync(dir)
@@ -23,12 +29,16 @@ const jsonl = (dir) =>
 export const transcripts = () => jsonl(FIXTURES);
 /** The real captures in ../shared (none on a machine without them). */
 export const realCaptures = () => jsonl(SHARED);
-/** The example requests. */
-export const requests = () =>
-  readdirSync(join(FIXTURES, 'requests'))
+/** The example requests of a dialect (Chat Completions' at the top of requests/, the others in a folder each). */
+export const requests = (dialect = 'chat-completions') => {
+  const dir = dialect === 'chat-completions' ? join(FIXTURES, 'requests') : join(FIXTURES, 'requests', dialect);
+  return readdirSync(dir)
     .filter((name) => name.endsWith('.json'))
     .sort()
-    .map((name) => join(FIXTURES, 'requests', name));
+    .map((name) => join(dir, name));
+};
+/** The example request of a dialect that offers client tools (streaming). */
+export const clientToolsRequest = (dialect = 'chat-completions') => requests(dialect).find((path) => path.endsWith('/client_tools.json'));
 /** The stderr of failed runs. */
 export const stderrs = () =>
   readdirSync(join(FIXTURES, 'stderr'))

@@ -1,7 +1,7 @@
 /**
  * agentwire for Node and Bun adapters: the driver that spawns the agent and runs the loop
- * ({@link AgentRun}), and a `fetch` that answers the OpenAI API in-process
- * ({@link createAgentFetch}).
+ * ({@link AgentRun}), and a `fetch` that answers the OpenAI Chat Completions and Responses
+ * APIs and the Anthropic Messages API in-process ({@link createAgentFetch}).
  * @module
  */
 

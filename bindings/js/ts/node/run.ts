@@ -6,11 +6,13 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { constants } from 'node:os';
-import { Bridge, type Body, type Head, type Invocation } from '../bridge.js';
+import { Bridge, type Body, type Dialect, type Head, type Invocation } from '../bridge.js';
 import type { Config } from '../config.js';
 
 /** How a run is set up; every field is optional. */
 export interface AgentRunOptions {
+  /** The API of the route the request came in on (default `chat-completions`). */
+  dialect?: Dialect;
   /** The bridge's settings (the agent binary, workspace, timeouts, …). */
   config?: Config;
   /**
@@ -41,12 +43,12 @@ export interface AgentRunOptions {
 export type ProcessExit = { code: number } | { signal: NodeJS.Signals };
 
 /**
- * One request, from its OpenAI body to the end of its response, with the agent as a child
- * process: spawned as the leader of its own process group (`detached`), its prompt written
- * to stdin, both pipes and its exit fed to a {@link Bridge}, one timer re-armed from
- * `pollTimeout()`, the whole group stopped (SIGTERM, then SIGKILL after `killGraceMs`) when
- * the bridge says so or the consumer goes away, anything the agent leaves behind killed when
- * it exits, and the agent always reaped.
+ * One request, from its body (in its route's dialect) to the end of its response, with the
+ * agent as a child process: spawned as the leader of its own process group (`detached`), its
+ * prompt written to stdin, both pipes and its exit fed to a {@link Bridge}, one timer
+ * re-armed from `pollTimeout()`, the whole group stopped (SIGTERM, then SIGKILL after
+ * `killGraceMs`) when the bridge says so or the consumer goes away, anything the agent
+ * leaves behind killed when it exits, and the agent always reaped.
  *
  * Iterate it for the response: a {@link Head} first, then {@link Body} chunks; the iteration
  * ends with the response. Leaving the loop early (`break`, an exception) counts as the
@@ -101,6 +103,7 @@ export class AgentRun implements AsyncIterable<Head | Body>, AsyncDisposable {
       this.#settle = resolve;
     });
     const bridgeOptions: ConstructorParameters<typeof Bridge>[1] = { nowMs: this.#clock() };
+    if (options.dialect !== undefined) bridgeOptions.dialect = options.dialect;
     if (options.config !== undefined) bridgeOptions.config = options.config;
     if (options.created !== undefined) bridgeOptions.created = options.created;
     if (options.idSeed !== undefined) bridgeOptions.idSeed = options.idSeed;
