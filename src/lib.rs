@@ -40,6 +40,7 @@
 #![warn(missing_docs, unreachable_pub)]
 #![forbid(unused_must_use)]
 
+pub mod acp;
 pub mod anthropic;
 pub mod api;
 pub mod bridge;
