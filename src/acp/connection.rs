@@ -319,7 +319,7 @@ impl Connection {
             .map(|p| p.kind)
             .collect();
         self.pending
-            .retain(|p| !p.deadline.is_some_and(|d| now_ms >= d));
+            .retain(|p| p.deadline.is_none_or(|d| now_ms < d));
         for kind in expired {
             match kind {
                 PendingKind::Initialize | PendingKind::NewSession => {
@@ -390,6 +390,7 @@ impl Connection {
             self.turns[index].bridge.client_gone(now_ms);
             self.after_turn_input(index, now_ms);
         }
+        self.schedule(now_ms);
     }
 
     /// The adapter is shutting down: every turn ends now as a failure the client may
@@ -562,8 +563,16 @@ impl Connection {
         }
     }
 
+    /// Forgets turns that are over on both sides (response ended, nothing more from the
+    /// agent), so that a turn whose caller stopped polling after `End` leaks nothing.
+    fn reap(&mut self) {
+        self.turns
+            .retain(|turn| !(turn.bridge.is_ended() && turn.phase == Phase::Done));
+    }
+
     /// Gives queued turns sessions and prompt slots, and keeps the pool filled.
     fn schedule(&mut self, now_ms: u64) {
+        self.reap();
         if self.handshake != Handshake::Ready {
             return;
         }
@@ -676,7 +685,7 @@ impl Connection {
             return;
         };
         match (incoming.id, incoming.method.as_deref()) {
-            (Some(id), Some(method)) => self.handle_request(id, method, incoming.params, now_ms),
+            (Some(id), Some(method)) => self.handle_request(id, method, incoming.params),
             (None, Some("session/update")) => {
                 if let Some(params) = incoming.params {
                     self.handle_update(params, now_ms);
@@ -727,14 +736,7 @@ impl Connection {
         self.after_turn_input(index, now_ms);
     }
 
-    fn handle_request(
-        &mut self,
-        id: &RawValue,
-        method: &str,
-        params: Option<&RawValue>,
-        now_ms: u64,
-    ) {
-        let _ = now_ms;
+    fn handle_request(&mut self, id: &RawValue, method: &str, params: Option<&RawValue>) {
         self.recycle_transmit();
         if method != "session/request_permission" {
             match &self.config.extensions {

@@ -30,6 +30,8 @@ pub enum Split {
     Bytes,
     /// At this offset (clamped to the line's length).
     At(usize),
+    /// This many bytes before the line's end (its newline included).
+    FromEnd(usize),
 }
 
 /// One turn's response as an adapter would see it.
@@ -393,8 +395,15 @@ fn push(driver: &mut Driver, line: &[u8], split: Split, now_ms: u64) {
                 driver.drain();
             }
         }
-        Split::At(offset) => {
-            let (head, tail) = line.split_at(offset.min(line.len()));
+        Split::At(_) | Split::FromEnd(_) => {
+            let offset = match split {
+                Split::At(offset) => offset.min(line.len()),
+                _ => line.len().saturating_sub(match split {
+                    Split::FromEnd(back) => back,
+                    _ => 0,
+                }),
+            };
+            let (head, tail) = line.split_at(offset);
             for piece in [head, tail] {
                 if !piece.is_empty() {
                     driver.connection.push_stdout(piece, now_ms).unwrap();
