@@ -396,13 +396,9 @@ fn the_pool_is_filled_ahead_and_prompts_above_the_cap_wait_then_fail_with_503() 
     );
 }
 
-#[test]
-fn a_slow_client_over_its_budget_is_cancelled_with_a_clear_error() {
-    let config = AcpConfig {
-        pool_size: 0,
-        turn_output_budget: 64,
-        ..AcpConfig::default()
-    };
+/// A ready connection (sessions on demand) with one Chat Completions turn prompting on
+/// session `s1`.
+fn prompting(config: AcpConfig) -> (Connection, agentwire::acp::TurnId) {
     let mut connection = ready(config);
     let request = acp_replay::request(Dialect::ChatCompletions, "auto");
     let turn = connection.start_turn(
@@ -411,14 +407,25 @@ fn a_slow_client_over_its_budget_is_cancelled_with_a_clear_error() {
         &Config::default(),
         params(2),
     );
-    written(&mut connection);
+    assert_eq!(written(&mut connection)[0]["method"], "session/new");
     connection
         .push_stdout(
             b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"sessionId\":\"s1\"}}\n",
             3,
         )
         .unwrap();
-    written(&mut connection);
+    assert_eq!(written(&mut connection)[0]["method"], "session/prompt");
+    (connection, turn)
+}
+
+#[test]
+fn a_slow_client_over_its_budget_is_cancelled_with_a_clear_error() {
+    let config = AcpConfig {
+        pool_size: 0,
+        turn_output_budget: 64,
+        ..AcpConfig::default()
+    };
+    let (mut connection, turn) = prompting(config);
     let chunk = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a long enough piece of text"}}}}"#;
     for _ in 0..4 {
         connection.push_stdout(chunk, 4).unwrap();
@@ -441,22 +448,7 @@ fn a_cancel_never_answered_gives_the_slot_up_and_all_slots_stuck_restart() {
         permission: PermissionChoice::RejectOnce,
         ..AcpConfig::default()
     };
-    let mut connection = ready(config);
-    let request = acp_replay::request(Dialect::ChatCompletions, "auto");
-    let turn = connection.start_turn(
-        Dialect::ChatCompletions,
-        &request,
-        &Config::default(),
-        params(2),
-    );
-    written(&mut connection);
-    connection
-        .push_stdout(
-            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"sessionId\":\"s1\"}}\n",
-            3,
-        )
-        .unwrap();
-    written(&mut connection);
+    let (mut connection, turn) = prompting(config);
     connection.client_gone(turn, 10);
     assert_eq!(written(&mut connection)[0]["method"], "session/cancel");
     connection
