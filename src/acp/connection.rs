@@ -1,5 +1,26 @@
 //! One ACP agent process: framing, JSON-RPC ids, the handshake, sessions, routing, and
 //! the turns it serves.
+//!
+//! DESIGN notes, where this departs from the research sketch ("What agentwire needs"):
+//! - Turns live inside the connection, addressed by [`TurnId`], rather than as separate
+//!   `AcpTurn` objects: every agent line may concern any turn (updates, permission
+//!   requests, prompt answers), so routing needs them all at hand, and a separate object
+//!   would need shared mutable state the core does not use anywhere else.
+//! - Each turn is a [`Bridge`] fed neutral events (`Bridge::push_event`, crate-internal)
+//!   instead of a `cursor::Decoder`; the bridge's stop decision is taken directly
+//!   (`take_stop`) and becomes `session/cancel`, so [`Output::StopAgent`] never reaches
+//!   the caller and only [`Decision::Restart`] kills the process.
+//! - Client tools are refused (400) rather than run in an `ask` mode: no recorded agent
+//!   can call a client's tools, and an agent answering in prose where a tool call was
+//!   expected is worse than a clear refusal. No `session/set_mode` is sent.
+//! - A model absent from the session's list is refused before anything is sent: the
+//!   recordings show agents accepting unknown ids and failing only at the prompt
+//!   (codex-acp, gemini-cli), one of them with a warning as answer text first.
+//! - Usage is mapped where an agent reports it exactly (claude-agent-acp, gemini-cli);
+//!   the sketch, written from cursor-agent alone, expected none.
+//! - Sessions are used once and then forgotten; `session/close` is not sent (not every
+//!   agent offers it, and the recordings hold none): cleaning up an agent's stored
+//!   sessions is the adapter's.
 
 use std::collections::VecDeque;
 use std::fmt;
