@@ -483,3 +483,94 @@ fn an_unanswered_initialize_fails_queued_turns_and_restarts() {
         Some(Decision::Restart { .. })
     ));
 }
+
+#[test]
+fn the_bridges_idle_timeout_cancels_the_session_and_fails_in_band() {
+    let (mut connection, turn) = prompting(AcpConfig {
+        pool_size: 0,
+        ..AcpConfig::default()
+    });
+    let idle = Config::default().idle_timeout_ms;
+    let mut now = 3;
+    // Keep-alive and head deadlines come first; the idle timeout ends it.
+    while let Some(due) = connection.poll_timeout() {
+        assert!(due <= 2 + idle, "no deadline past the idle timeout");
+        now = due;
+        connection.handle_timeout(due);
+        if !written(&mut connection).is_empty() {
+            break;
+        }
+    }
+    assert_eq!(now, 2 + idle, "the turn started at 2");
+    let (status, body, ends) = drain_turn(&mut connection, turn);
+    assert_eq!(ends, 1);
+    assert_eq!(status, Some(200), "the head went out at its deadline");
+    assert!(String::from_utf8_lossy(&body).contains("no output"));
+}
+
+#[test]
+fn shutdown_ends_every_turn_retryable_and_cancels_its_prompt() {
+    let (mut connection, turn) = prompting(AcpConfig {
+        pool_size: 0,
+        ..AcpConfig::default()
+    });
+    connection.shutdown(5);
+    assert_eq!(written(&mut connection)[0]["method"], "session/cancel");
+    let (status, _, ends) = drain_turn(&mut connection, turn);
+    assert_eq!((status, ends), (Some(503), 1));
+}
+
+#[test]
+fn a_non_streaming_answer_is_one_body_with_the_agents_usage() {
+    let mut connection = ready(AcpConfig {
+        pool_size: 0,
+        ..AcpConfig::default()
+    });
+    let body = json!({"model": "default", "messages": [{"role": "user", "content": "hi"}]});
+    let turn = connection.start_turn(
+        Dialect::ChatCompletions,
+        &serde_json::to_vec(&body).unwrap(),
+        &Config::default(),
+        params(2),
+    );
+    written(&mut connection);
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1"}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"Thinking."}}}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Hello."}}}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"usage_update","used":null,"size":1,"cost":{"amount":0.25,"currency":"USD"}}}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"max_tokens","usage":{"inputTokens":3,"outputTokens":4,"cachedReadTokens":5,"cachedWriteTokens":6,"totalTokens":18}}}"#,
+    ];
+    for line in lines {
+        connection.push_stdout(line.as_bytes(), 3).unwrap();
+        connection.push_stdout(b"\n", 3).unwrap();
+    }
+    let (status, body, ends) = drain_turn(&mut connection, turn);
+    assert_eq!((status, ends), (Some(200), 1));
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(body["choices"][0]["message"]["content"], "Hello.");
+    assert_eq!(body["choices"][0]["finish_reason"], "length");
+    assert_eq!(body["usage"]["prompt_tokens"], 14);
+    assert_eq!(body["usage"]["completion_tokens"], 4);
+}
+
+#[test]
+fn an_agent_that_cancels_by_itself_fails_the_turn() {
+    let (mut connection, turn) = prompting(AcpConfig {
+        pool_size: 0,
+        ..AcpConfig::default()
+    });
+    connection
+        .push_stdout(
+            b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"stopReason\":\"cancelled\"}}\n",
+            4,
+        )
+        .unwrap();
+    let (status, body, ends) = drain_turn(&mut connection, turn);
+    assert_eq!((status, ends), (Some(502), 1));
+    assert!(String::from_utf8_lossy(&body).contains("cancelled"));
+    assert!(
+        written(&mut connection).is_empty(),
+        "nothing left to cancel"
+    );
+}
