@@ -22,7 +22,7 @@
 //!
 //! Modules follow the flow — framing → cursor (decode, invocation, prompt) → event /
 //! conversation / api → tools → one module per API dialect ([`openai`]: chat and
-//! responses; [`anthropic`]) → bridge → ffi — and never import against it: [`framing`]
+//! responses; [`anthropic`]) → bridge → acp → ffi — and never import against it: [`framing`]
 //! knows nothing of JSON; [`cursor`] turns the agent's output into [`event`]s, the neutral
 //! model of what the agent did, and renders its input (the [`cursor::prompt`]) from a
 //! [`conversation`], the neutral model of what the client asked; [`api`] holds what every
@@ -30,8 +30,9 @@
 //! maps the agent's tool use onto the client's tools and guards against loops; a dialect
 //! module parses its requests into the neutral ones and writes events in its frames, and
 //! nothing below it knows its names; [`bridge`] composes them all into one request's state
-//! machine — the object adapters drive, told the dialect by the route; [`ffi`] is its C
-//! ABI (the default `capi` feature).
+//! machine — the object adapters drive, told the dialect by the route; [`acp`] serves many
+//! requests from one warm Agent Client Protocol agent through that same machine; [`ffi`]
+//! is its C ABI (the default `capi` feature).
 //!
 //! The one rule every driver keeps: **after every input, drain the outputs (`poll_*`)
 //! until they return `None`.** See [`bridge::Bridge`] for the whole loop, and
@@ -40,6 +41,7 @@
 #![warn(missing_docs, unreachable_pub)]
 #![forbid(unused_must_use)]
 
+pub mod acp;
 pub mod anthropic;
 pub mod api;
 pub mod bridge;

@@ -152,6 +152,8 @@ pub enum BridgeError {
 pub struct Bridge {
     decoder: Decoder,
     core: Core,
+    /// The requested model, as the client named it (empty for a rejected request).
+    model: String,
 }
 
 /// Everything but the decoder, so decoder events can be routed while it is borrowed.
@@ -195,7 +197,11 @@ impl Bridge {
                 let mut core = Core::new(None, false, Emitter::new(dialect, None), config, params);
                 core.emitter.reject(&ErrorReply::from(&error));
                 core.end = Once::Due;
-                return Bridge { decoder, core };
+                return Bridge {
+                    decoder,
+                    core,
+                    model: String::new(),
+                };
             }
         };
         let conversation = &request.conversation;
@@ -242,6 +248,7 @@ impl Bridge {
         Bridge {
             decoder,
             core: Core { client, ..core },
+            model: request.model,
         }
     }
 
@@ -433,6 +440,57 @@ impl Bridge {
     #[must_use]
     pub fn poll_timeout(&self) -> Option<u64> {
         self.core.next_deadline()
+    }
+
+    // D. For transports with their own event source (`acp`): the same policy, fed
+    // neutral events instead of cursor-agent's stdout, and asked for its stop decision
+    // directly rather than through `Output::StopAgent` (which such a transport turns into
+    // a cancellation of its own, not a kill).
+
+    /// The model the client asked for.
+    pub(crate) fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// Whether the request carries client tools the agent would have to call.
+    pub(crate) fn has_client_tools(&self) -> bool {
+        self.core.client.is_some()
+    }
+
+    /// One event from the transport, as if decoded from the agent's output.
+    pub(crate) fn push_event(&mut self, event: &Event<'_>, now_ms: u64) {
+        if self.core.ending() {
+            return;
+        }
+        self.core.last_agent_ms = self.core.last_agent_ms.max(now_ms);
+        self.core.route(event, now_ms);
+        self.core.after_input(now_ms);
+    }
+
+    /// Refuses the request before anything ran: the reply's head and body, then `End`.
+    pub(crate) fn refuse(&mut self, reply: &ErrorReply) {
+        self.core.invocation = None;
+        self.core.stop = Once::Done;
+        self.core.emitter.reject(reply);
+        self.core.end = Once::Due;
+    }
+
+    /// Takes a due stop decision (the transport acts on it instead of `StopAgent`).
+    pub(crate) fn take_stop(&mut self) -> bool {
+        let due = self.core.stop == Once::Due;
+        if due {
+            self.core.stop = Once::Done;
+        }
+        due
+    }
+
+    /// Response bytes produced and not yet handed out by `poll_output`.
+    pub(crate) fn unsent_len(&self) -> usize {
+        if self.core.emitter.lent {
+            0
+        } else {
+            self.core.emitter.out.len()
+        }
     }
 
     fn route_events(&mut self, now_ms: u64) {

@@ -1,0 +1,576 @@
+//! The ACP core against real recordings (`../shared/fixtures/acp`, when present) and the
+//! project's own fixtures (`tests/fixtures/acp`): the client messages the core writes,
+//! in kind and order, and every turn's response through every dialect, in every
+//! chunking of the agent's stdout.
+
+#[path = "support/acp.rs"]
+mod acp_replay;
+#[path = "support/messages.rs"]
+mod messages;
+mod support;
+
+use std::path::Path;
+
+use acp_replay::{
+    Outcome, Split, load, project_fixtures, recorded_answers, replay, shared_recordings,
+};
+use agentwire::acp::{AcpConfig, Connection, Decision, PermissionChoice};
+use agentwire::bridge::{BridgeParams, Config, Dialect, Output};
+use serde_json::{Value, json};
+use support::check_stream;
+use support::responses::check_responses_stream;
+
+const DIALECTS: [Dialect; 3] = [
+    Dialect::ChatCompletions,
+    Dialect::Responses,
+    Dialect::Messages,
+];
+
+fn name(path: &Path) -> String {
+    path.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+/// The answer text of a 200 stream in `dialect`, checked by that dialect's checker, and
+/// whether it carried usage.
+fn answer(dialect: Dialect, body: &[u8]) -> (String, bool) {
+    match dialect {
+        Dialect::ChatCompletions => {
+            let summary = check_stream(body);
+            assert!(summary.errors.is_empty(), "{:?}", summary.errors);
+            assert_eq!(summary.finish_reasons, ["stop"]);
+            (summary.content, !summary.usage_chunks.is_empty())
+        }
+        Dialect::Responses => {
+            let summary = check_responses_stream(body);
+            assert_eq!(summary.terminal, "response.completed");
+            let usage = !summary.response["usage"].is_null();
+            (summary.text, usage)
+        }
+        Dialect::Messages => {
+            let stream = messages::check_stream(body, "default");
+            assert_eq!(stream.stop_reason.as_deref(), Some("end_turn"));
+            let usage = stream.usage["input_tokens"].as_u64().unwrap_or(0) > 0;
+            (stream.text(), usage)
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Checks one recording's outcome: answers, usage per agent, cancel and model refusal.
+fn check_recording(
+    file: &str,
+    records: &[acp_replay::Record],
+    dialect: Dialect,
+    outcome: &Outcome,
+) {
+    let answers = recorded_answers(records);
+    if file.contains("unknown-model") {
+        assert_eq!(outcome.turns.len(), 1);
+        assert_eq!(
+            outcome.turns[0].status,
+            Some(404),
+            "{file}: an unknown model is a 404 before the head"
+        );
+        assert!(String::from_utf8_lossy(&outcome.turns[0].body).contains("no-such-model"));
+        return;
+    }
+    let mut turns = outcome.turns.iter();
+    let mut answers = answers.iter();
+    if file.contains("cancel") {
+        let cancelled = turns.next().unwrap();
+        answers.next();
+        assert_eq!(cancelled.ends, 1, "{file}");
+        // The client was gone: nothing was written for it after the cancel.
+        assert!(
+            outcome
+                .written
+                .iter()
+                .any(|m| m["method"] == "session/cancel"),
+            "{file}"
+        );
+        assert!(outcome.stopped.is_some(), "{file}");
+        return;
+    }
+    for (turn, expected) in turns.zip(answers) {
+        assert_eq!(
+            turn.status,
+            Some(200),
+            "{file} {dialect:?}: {}",
+            String::from_utf8_lossy(&turn.body)
+        );
+        assert_eq!(turn.ends, 1);
+        let (text, usage) = answer(dialect, &turn.body);
+        assert_eq!(&text, expected, "{file} {dialect:?}");
+        // Usage only where the agent reports it exactly: never for codex-acp.
+        let reports_usage = !file.starts_with("codex-acp");
+        if dialect != Dialect::Messages {
+            assert_eq!(usage, reports_usage, "{file} {dialect:?}: usage");
+        }
+    }
+    assert_eq!(
+        outcome.restarts, 1,
+        "the exit at the end decides one restart"
+    );
+}
+
+#[test]
+fn every_recording_replays_through_every_dialect() {
+    let Some(files) = shared_recordings() else {
+        return;
+    };
+    assert_eq!(files.len(), 21, "the recordings named in PROVENANCE.md");
+    for path in files {
+        let file = name(&path);
+        let records = load(&path);
+        for dialect in DIALECTS {
+            let outcome = replay(&records, dialect, Split::Whole);
+            check_recording(&file, &records, dialect, &outcome);
+        }
+    }
+}
+
+/// The offsets each agent line is split at: every one of the first 160 bytes (the
+/// envelope, method, id and session id), every 37th after, and the last three before each
+/// line's end. Every offset of every line of the recordings (up to ~5 KB a line, each
+/// replay pushing every line) costs minutes in a debug build; the project's fixtures are
+/// split at every offset.
+fn split_points(longest: usize) -> Vec<Split> {
+    let mut points: Vec<Split> = (1..longest.min(160)).map(Split::At).collect();
+    points.extend((160..longest).step_by(37).map(Split::At));
+    points.extend((1..=3).map(Split::FromEnd));
+    points
+}
+
+#[test]
+fn every_recording_gives_the_same_outcome_byte_at_a_time_and_split_anywhere() {
+    let Some(files) = shared_recordings() else {
+        return;
+    };
+    for path in files {
+        let records = load(&path);
+        let whole = replay(&records, Dialect::ChatCompletions, Split::Whole);
+        assert_eq!(
+            replay(&records, Dialect::ChatCompletions, Split::Bytes),
+            whole,
+            "{}",
+            name(&path)
+        );
+        let longest = records
+            .iter()
+            .filter(|r| !r.to_agent)
+            .map(|r| r.msg.to_string().len() + 1)
+            .max()
+            .unwrap();
+        for split in split_points(longest) {
+            assert_eq!(
+                replay(&records, Dialect::ChatCompletions, split),
+                whole,
+                "{} {split:?}",
+                name(&path)
+            );
+        }
+    }
+}
+
+fn project(name: &str) -> Vec<acp_replay::Record> {
+    let path = project_fixtures()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains(name))
+        .unwrap();
+    load(&path)
+}
+
+fn every_chunking(records: &[acp_replay::Record], dialect: Dialect) -> Outcome {
+    let whole = replay(records, dialect, Split::Whole);
+    assert_eq!(replay(records, dialect, Split::Bytes), whole);
+    let longest = records
+        .iter()
+        .map(|r| r.msg.to_string().len() + 1)
+        .max()
+        .unwrap();
+    for offset in 1..longest {
+        assert_eq!(
+            replay(records, dialect, Split::At(offset)),
+            whole,
+            "at {offset}"
+        );
+    }
+    whole
+}
+
+#[test]
+fn interleaved_sessions_each_get_their_own_answer() {
+    let records = project("interleaved-sessions");
+    for dialect in DIALECTS {
+        let outcome = every_chunking(&records, dialect);
+        let texts: Vec<String> = outcome
+            .turns
+            .iter()
+            .map(|t| answer(dialect, &t.body).0)
+            .collect();
+        assert_eq!(texts, ["Alpha one.", "Beta two."], "{dialect:?}");
+    }
+}
+
+#[test]
+fn a_malformed_line_and_a_stray_response_are_ignored() {
+    let outcome = every_chunking(&project("malformed-line"), Dialect::ChatCompletions);
+    assert_eq!(
+        answer(Dialect::ChatCompletions, &outcome.turns[0].body).0,
+        "Still fine."
+    );
+}
+
+#[test]
+fn the_agents_exit_mid_turn_fails_the_turn_with_the_stderr_tail() {
+    for dialect in DIALECTS {
+        let outcome = every_chunking(&project("exit-mid-turn"), dialect);
+        let turn = &outcome.turns[0];
+        assert_eq!(
+            turn.status,
+            Some(200),
+            "the head was sent at the first text"
+        );
+        assert_eq!(turn.ends, 1);
+        assert!(
+            String::from_utf8_lossy(&turn.body).contains("fatal: out of memory"),
+            "{dialect:?}"
+        );
+        assert_eq!(outcome.restarts, 1);
+    }
+}
+
+#[test]
+fn a_cancel_answers_late_permissions_cancelled_and_ignores_updates_after_it() {
+    let outcome = every_chunking(&project("cancel-updates-after"), Dialect::ChatCompletions);
+    let turn = &outcome.turns[0];
+    assert_eq!(turn.ends, 1);
+    assert!(
+        !String::from_utf8_lossy(&turn.body).contains("are "),
+        "nothing after the client left"
+    );
+}
+
+#[test]
+fn ids_with_newlines_are_echoed_and_permissions_chosen_by_kind() {
+    let outcome = every_chunking(&project("ids-with-newlines"), Dialect::ChatCompletions);
+    assert_eq!(
+        answer(Dialect::ChatCompletions, &outcome.turns[0].body).0,
+        "It printed hi."
+    );
+    let answer = outcome
+        .written
+        .iter()
+        .find(|m| m["id"] == "req\n0")
+        .unwrap();
+    assert_eq!(
+        answer["result"]["outcome"]["optionId"], "allow-once",
+        "never allow_always"
+    );
+}
+
+#[test]
+fn not_logged_in_is_a_401_that_says_what_to_do() {
+    for dialect in DIALECTS {
+        let outcome = every_chunking(&project("not-logged-in"), dialect);
+        assert_eq!(outcome.turns[0].status, Some(401), "{dialect:?}");
+        assert!(String::from_utf8_lossy(&outcome.turns[0].body).contains("login"));
+    }
+}
+
+// Policies without a recording.
+
+fn ready(config: AcpConfig) -> Connection {
+    let mut connection = Connection::new(config, 0);
+    let init = connection.poll_transmit().unwrap().to_vec();
+    assert!(String::from_utf8_lossy(&init).contains("\"initialize\""));
+    connection
+        .push_stdout(
+            b"{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":1}}\n",
+            1,
+        )
+        .unwrap();
+    assert!(connection.is_ready());
+    connection
+}
+
+fn written(connection: &mut Connection) -> Vec<Value> {
+    let mut all = Vec::new();
+    while let Some(bytes) = connection.poll_transmit() {
+        for line in std::str::from_utf8(bytes).unwrap().lines() {
+            all.push(serde_json::from_str(line).unwrap());
+        }
+    }
+    all
+}
+
+fn params(now_ms: u64) -> BridgeParams {
+    BridgeParams {
+        now_ms,
+        created_unix: 1_700_000_000,
+        id_seed: 7,
+    }
+}
+
+fn drain_turn(
+    connection: &mut Connection,
+    turn: agentwire::acp::TurnId,
+) -> (Option<u16>, Vec<u8>, usize) {
+    let (mut status, mut body, mut ends) = (None, Vec::new(), 0);
+    while let Some(output) = connection.poll_output(turn) {
+        match output {
+            Output::Head(head) => status = Some(head.status),
+            Output::Body(bytes) => body.extend_from_slice(bytes),
+            Output::StopAgent => panic!("never"),
+            Output::End => ends += 1,
+        }
+    }
+    (status, body, ends)
+}
+
+#[test]
+fn client_tools_are_a_400_naming_tools_and_nothing_is_sent() {
+    let mut connection = ready(AcpConfig {
+        pool_size: 0,
+        ..AcpConfig::default()
+    });
+    let body = json!({"model": "default", "messages": [{"role": "user", "content": "hi"}],
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]});
+    let turn = connection.start_turn(
+        Dialect::ChatCompletions,
+        &serde_json::to_vec(&body).unwrap(),
+        &Config::default(),
+        params(2),
+    );
+    let (status, body, ends) = drain_turn(&mut connection, turn);
+    assert_eq!((status, ends), (Some(400), 1));
+    let error: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(error["error"]["param"], "tools");
+    assert!(written(&mut connection).is_empty());
+}
+
+#[test]
+fn the_pool_is_filled_ahead_and_prompts_above_the_cap_wait_then_fail_with_503() {
+    let config = AcpConfig {
+        pool_size: 1,
+        max_concurrent_prompts: 1,
+        queue_timeout_ms: 100,
+        ..AcpConfig::default()
+    };
+    let mut connection = ready(config);
+    let sent = written(&mut connection);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["method"], "session/new", "a session ahead of need");
+    connection
+        .push_stdout(
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"sessionId\":\"s1\"}}\n",
+            2,
+        )
+        .unwrap();
+    let request = acp_replay::request(Dialect::ChatCompletions, "auto");
+    let first = connection.start_turn(
+        Dialect::ChatCompletions,
+        &request,
+        &Config::default(),
+        params(3),
+    );
+    let sent = written(&mut connection);
+    assert_eq!(sent[0]["method"], "session/prompt");
+    assert_eq!(sent[1]["method"], "session/new", "the pool refills");
+    let second = connection.start_turn(
+        Dialect::ChatCompletions,
+        &request,
+        &Config::default(),
+        params(4),
+    );
+    assert!(written(&mut connection).is_empty(), "above the cap: queued");
+    let due = connection.poll_timeout().unwrap();
+    assert!(due <= 104);
+    connection.handle_timeout(104);
+    let (status, _, ends) = drain_turn(&mut connection, second);
+    assert_eq!((status, ends), (Some(503), 1));
+    assert_eq!(
+        drain_turn(&mut connection, first).2,
+        0,
+        "the first still runs"
+    );
+}
+
+/// A ready connection (sessions on demand) with one Chat Completions turn prompting on
+/// session `s1`.
+fn prompting(config: AcpConfig) -> (Connection, agentwire::acp::TurnId) {
+    let mut connection = ready(config);
+    let request = acp_replay::request(Dialect::ChatCompletions, "auto");
+    let turn = connection.start_turn(
+        Dialect::ChatCompletions,
+        &request,
+        &Config::default(),
+        params(2),
+    );
+    assert_eq!(written(&mut connection)[0]["method"], "session/new");
+    connection
+        .push_stdout(
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"sessionId\":\"s1\"}}\n",
+            3,
+        )
+        .unwrap();
+    assert_eq!(written(&mut connection)[0]["method"], "session/prompt");
+    (connection, turn)
+}
+
+#[test]
+fn a_slow_client_over_its_budget_is_cancelled_with_a_clear_error() {
+    let config = AcpConfig {
+        pool_size: 0,
+        turn_output_budget: 64,
+        ..AcpConfig::default()
+    };
+    let (mut connection, turn) = prompting(config);
+    let chunk = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a long enough piece of text"}}}}"#;
+    for _ in 0..4 {
+        connection.push_stdout(chunk, 4).unwrap();
+        connection.push_stdout(b"\n", 4).unwrap();
+    }
+    let sent = written(&mut connection);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["method"], "session/cancel");
+    let (_, body, ends) = drain_turn(&mut connection, turn);
+    assert_eq!(ends, 1);
+    assert!(String::from_utf8_lossy(&body).contains("too slowly"));
+}
+
+#[test]
+fn a_cancel_never_answered_gives_the_slot_up_and_all_slots_stuck_restart() {
+    let config = AcpConfig {
+        pool_size: 0,
+        max_concurrent_prompts: 1,
+        cancel_timeout_ms: 50,
+        permission: PermissionChoice::RejectOnce,
+        ..AcpConfig::default()
+    };
+    let (mut connection, turn) = prompting(config);
+    connection.client_gone(turn, 10);
+    assert_eq!(written(&mut connection)[0]["method"], "session/cancel");
+    connection
+        .push_stdout(br#"{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s1","options":[{"optionId":"r","kind":"reject_once"}]}}"#, 11)
+        .unwrap();
+    connection.push_stdout(b"\n", 11).unwrap();
+    assert_eq!(
+        written(&mut connection)[0]["result"]["outcome"]["outcome"],
+        "cancelled"
+    );
+    connection.handle_timeout(60);
+    assert!(matches!(
+        connection.poll_decision(),
+        Some(Decision::Restart { .. })
+    ));
+    assert!(connection.is_dead());
+}
+
+#[test]
+fn an_unanswered_initialize_fails_queued_turns_and_restarts() {
+    let mut connection = Connection::new(AcpConfig::default(), 0);
+    let _ = connection.poll_transmit();
+    let request = acp_replay::request(Dialect::Messages, "auto");
+    let turn = connection.start_turn(Dialect::Messages, &request, &Config::default(), params(1));
+    let due = connection.poll_timeout().unwrap();
+    assert_eq!(due, 10_000);
+    connection.handle_timeout(due);
+    let (status, _, ends) = drain_turn(&mut connection, turn);
+    assert_eq!((status, ends), (Some(504), 1));
+    assert!(matches!(
+        connection.poll_decision(),
+        Some(Decision::Restart { .. })
+    ));
+}
+
+#[test]
+fn the_bridges_idle_timeout_cancels_the_session_and_fails_in_band() {
+    let (mut connection, turn) = prompting(AcpConfig {
+        pool_size: 0,
+        ..AcpConfig::default()
+    });
+    let idle = Config::default().idle_timeout_ms;
+    let mut now = 3;
+    // Keep-alive and head deadlines come first; the idle timeout ends it.
+    while let Some(due) = connection.poll_timeout() {
+        assert!(due <= 2 + idle, "no deadline past the idle timeout");
+        now = due;
+        connection.handle_timeout(due);
+        if !written(&mut connection).is_empty() {
+            break;
+        }
+    }
+    assert_eq!(now, 2 + idle, "the turn started at 2");
+    let (status, body, ends) = drain_turn(&mut connection, turn);
+    assert_eq!(ends, 1);
+    assert_eq!(status, Some(200), "the head went out at its deadline");
+    assert!(String::from_utf8_lossy(&body).contains("no output"));
+}
+
+#[test]
+fn shutdown_ends_every_turn_retryable_and_cancels_its_prompt() {
+    let (mut connection, turn) = prompting(AcpConfig {
+        pool_size: 0,
+        ..AcpConfig::default()
+    });
+    connection.shutdown(5);
+    assert_eq!(written(&mut connection)[0]["method"], "session/cancel");
+    let (status, _, ends) = drain_turn(&mut connection, turn);
+    assert_eq!((status, ends), (Some(503), 1));
+}
+
+#[test]
+fn a_non_streaming_answer_is_one_body_with_the_agents_usage() {
+    let mut connection = ready(AcpConfig {
+        pool_size: 0,
+        ..AcpConfig::default()
+    });
+    let body = json!({"model": "default", "messages": [{"role": "user", "content": "hi"}]});
+    let turn = connection.start_turn(
+        Dialect::ChatCompletions,
+        &serde_json::to_vec(&body).unwrap(),
+        &Config::default(),
+        params(2),
+    );
+    written(&mut connection);
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1"}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"Thinking."}}}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Hello."}}}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"usage_update","used":null,"size":1,"cost":{"amount":0.25,"currency":"USD"}}}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"max_tokens","usage":{"inputTokens":3,"outputTokens":4,"cachedReadTokens":5,"cachedWriteTokens":6,"totalTokens":18}}}"#,
+    ];
+    for line in lines {
+        connection.push_stdout(line.as_bytes(), 3).unwrap();
+        connection.push_stdout(b"\n", 3).unwrap();
+    }
+    let (status, body, ends) = drain_turn(&mut connection, turn);
+    assert_eq!((status, ends), (Some(200), 1));
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(body["choices"][0]["message"]["content"], "Hello.");
+    assert_eq!(body["choices"][0]["finish_reason"], "length");
+    assert_eq!(body["usage"]["prompt_tokens"], 14);
+    assert_eq!(body["usage"]["completion_tokens"], 4);
+}
+
+#[test]
+fn an_agent_that_cancels_by_itself_fails_the_turn() {
+    let (mut connection, turn) = prompting(AcpConfig {
+        pool_size: 0,
+        ..AcpConfig::default()
+    });
+    connection
+        .push_stdout(
+            b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"stopReason\":\"cancelled\"}}\n",
+            4,
+        )
+        .unwrap();
+    let (status, body, ends) = drain_turn(&mut connection, turn);
+    assert_eq!((status, ends), (Some(502), 1));
+    assert!(String::from_utf8_lossy(&body).contains("cancelled"));
+    assert!(
+        written(&mut connection).is_empty(),
+        "nothing left to cancel"
+    );
+}
