@@ -543,12 +543,7 @@ fn chat(
         return write_reply(&mut stream, reply, false, &answer, &mut record);
     };
     let params = server.ids.params(record.number, &server.clock);
-    let bridge = Bridge::new(
-        Dialect::ChatCompletions,
-        &body,
-        &server.settings.config,
-        params,
-    );
+    let bridge = Bridge::new(Dialect::ChatCompletions, &body, &server.settings.config, params);
     let (events_tx, events) = mpsc::sync_channel(PIPE_CHUNKS);
     let number = record.number;
     server

@@ -516,12 +516,7 @@ async fn chat(
         return reply_response(reply, cors, &mut record);
     };
     let params = server.ids.params(record.number, &server.clock);
-    let bridge = Bridge::new(
-        Dialect::ChatCompletions,
-        &body,
-        &server.settings.config,
-        params,
-    );
+    let bridge = Bridge::new(Dialect::ChatCompletions, &body, &server.settings.config, params);
     let mut run = Run::start(Arc::clone(server), bridge, permit, record);
     let Some(Step::Head(head)) = run.next().await else {
         unreachable!("a bridge's first output is its head");
