@@ -11,9 +11,11 @@ use agentwire::tools::ToolStrategy;
 use clap::{CommandFactory, Parser, ValueEnum};
 
 use crate::agent::{AgentProgram, Hide};
+use crate::aliases::ModelAliases;
 use crate::http::Auth;
 
-/// An OpenAI-compatible server (Chat Completions) on top of the cursor-agent CLI.
+/// A server for the OpenAI Chat Completions and Responses APIs and the Anthropic Messages
+/// API on top of the cursor-agent CLI.
 #[derive(Debug, Parser)]
 #[command(version)]
 pub struct Flags {
@@ -22,7 +24,8 @@ pub struct Flags {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:32124")]
     pub listen: SocketAddr,
 
-    /// Require `Authorization: Bearer KEY` on every request.
+    /// Require the key on every request, as `Authorization: Bearer KEY` or
+    /// `x-api-key: KEY`.
     #[arg(
         long,
         value_name = "KEY",
@@ -140,6 +143,12 @@ pub struct Flags {
     #[arg(long, value_name = "MS", default_value_t = 2_000)]
     pub kill_grace_ms: u64,
 
+    /// Map the model names a client sends to the agent's: `GLOB=MODEL`, where the glob
+    /// takes `*` and `?` (`claude-*=auto` for Claude Code). Tried in order; the first
+    /// match replaces the request's model before it is checked. Repeatable.
+    #[arg(long, value_name = "GLOB=MODEL")]
+    pub model_alias: Vec<String>,
+
     /// How long the model list from `cursor-agent models` is served from memory.
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     pub models_ttl_secs: u64,
@@ -251,6 +260,8 @@ pub struct Settings {
     pub kill_grace: Duration,
     /// How long a model list is served from memory.
     pub models_ttl: Duration,
+    /// `--model-alias`.
+    pub model_aliases: ModelAliases,
 }
 
 impl Flags {
@@ -328,6 +339,7 @@ impl Flags {
             reap_orphans: self.reap_orphans || std::process::id() == 1,
             kill_grace: Duration::from_millis(self.kill_grace_ms),
             models_ttl: Duration::from_secs(self.models_ttl_secs),
+            model_aliases: ModelAliases::new(&self.model_alias)?,
         })
     }
 }

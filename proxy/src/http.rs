@@ -15,16 +15,21 @@
 //!    an `--cors-origin`; any other is refused (403) before anything runs. Requests
 //!    without `Origin` (SDKs, curl, editors) are not browsers' cross-origin requests.
 //! 3. **Preflight.** `OPTIONS` from an allowed origin is answered with what it may do.
-//! 4. **Authentication** (`--api-key`), before anything is exposed: 401, except that
-//!    `/health` still says the server is up (and nothing more).
+//! 4. **Authentication** (`--api-key`, as `Authorization: Bearer` or `x-api-key`), before
+//!    anything is exposed: 401, except that `/health` still says the server is up (and
+//!    nothing more) and `/api/hello`, Claude Code's probe, is answered empty.
 //! 5. **The route**: 404, 405, or the handler.
-//! 6. **The media type** of a chat request's body: `application/json` (415 otherwise),
-//!    which a page cannot send cross-origin without a preflight.
+//! 6. **The media type** of a request body: `application/json` (415 otherwise), which a
+//!    page cannot send cross-origin without a preflight.
 //!
-//! Responses carry CORS headers only for an allowed `Origin`, which they echo.
+//! Every error the proxy writes itself is in the error shape of the route's API dialect
+//! (an Anthropic body on `/v1/messages`, an OpenAI one elsewhere), so each client's SDK
+//! raises its own typed error. Responses carry CORS headers only for an allowed `Origin`,
+//! which they echo, and on the Messages routes a `request-id`.
 
-use agentwire::bridge::Head;
-use agentwire::openai::ApiError;
+use agentwire::anthropic;
+use agentwire::api::{ErrorKind, ErrorReply};
+use agentwire::bridge::{Dialect, Head};
 use subtle::ConstantTimeEq;
 
 use crate::connections::Lane;
@@ -34,18 +39,40 @@ use crate::{Settings, flags::CorsOrigins};
 /// What a request asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
-    /// `POST /v1/chat/completions` or `POST /chat/completions`.
-    Chat,
+    /// An agent run in an API dialect: `POST /v1/chat/completions`, `POST /v1/responses`,
+    /// `POST /v1/messages` (each also without `/v1`).
+    Run(Dialect),
+    /// `POST /v1/messages/count_tokens`: answered without an agent.
+    CountTokens,
     /// `GET /v1/models` (or `/models`).
     Models,
     /// `GET /health`.
     Health,
+    /// `HEAD /api/hello`: the reachability probe Claude Code sends before its requests.
+    Hello,
     /// `OPTIONS` on any path.
     Options,
     /// A path that does not exist.
     NotFound,
     /// A known path with the wrong method; the value is the `Allow` header.
     MethodNotAllowed(&'static str),
+}
+
+impl Route {
+    /// The API dialect whose error shape the route's errors take: the dialect of its
+    /// requests, and OpenAI's for everything else (the models list, unknown paths).
+    pub fn dialect(self) -> Dialect {
+        match self {
+            Route::Run(dialect) => dialect,
+            Route::CountTokens => Dialect::Messages,
+            _ => Dialect::ChatCompletions,
+        }
+    }
+
+    /// Whether the route reads a request body (and so needs it declared JSON).
+    fn takes_body(self) -> bool {
+        matches!(self, Route::Run(_) | Route::CountTokens)
+    }
 }
 
 /// Routes `method` and `path` (without query).
@@ -57,15 +84,28 @@ pub fn route(method: &str, path: &str) -> Route {
     if method == "OPTIONS" {
         return Route::Options;
     }
-    let (route, allow) = match path {
-        "/v1/chat/completions" | "/chat/completions" => (Route::Chat, "POST, OPTIONS"),
-        "/v1/models" | "/models" => (Route::Models, "GET, HEAD, OPTIONS"),
-        "/health" => (Route::Health, "GET, HEAD, OPTIONS"),
-        _ => return Route::NotFound,
+    // `/v1` is optional: clients configured with a base URL without it (`http://host`)
+    // post to `/chat/completions`.
+    let api = path
+        .strip_prefix("/v1")
+        .filter(|p| p.starts_with('/'))
+        .unwrap_or(path);
+    let (route, allow) = match api {
+        "/chat/completions" => (Route::Run(Dialect::ChatCompletions), "POST, OPTIONS"),
+        "/responses" => (Route::Run(Dialect::Responses), "POST, OPTIONS"),
+        "/messages" => (Route::Run(Dialect::Messages), "POST, OPTIONS"),
+        "/messages/count_tokens" => (Route::CountTokens, "POST, OPTIONS"),
+        "/models" => (Route::Models, "GET, HEAD, OPTIONS"),
+        _ => match path {
+            "/health" => (Route::Health, "GET, HEAD, OPTIONS"),
+            "/api/hello" => (Route::Hello, "GET, HEAD, OPTIONS"),
+            _ => return Route::NotFound,
+        },
     };
-    let allowed = match route {
-        Route::Chat => method == "POST",
-        _ => method == "GET" || method == "HEAD",
+    let allowed = if route.takes_body() {
+        method == "POST"
+    } else {
+        method == "GET" || method == "HEAD"
     };
     if allowed {
         route
@@ -153,33 +193,50 @@ impl<'a> RequestHead<'a> {
     }
 }
 
-/// The CORS headers a response gets: none, or the allowed `Origin` echoed.
+/// What every response to one request carries besides its own headers: the CORS headers
+/// (none, or the allowed `Origin` echoed), the dialect its errors are written in, and on
+/// the Messages routes the `request-id` Anthropic's SDKs read into their errors.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Cors {
+pub struct ResponseContext {
     origin: Option<String>,
+    /// The dialect of the route's errors.
+    pub dialect: Dialect,
+    request_id: Option<String>,
 }
 
-impl Cors {
+impl ResponseContext {
+    /// The context of request `id_seed` on `route`, before its `Origin` is known.
+    pub fn new(route: Route, id_seed: u64) -> ResponseContext {
+        let dialect = route.dialect();
+        ResponseContext {
+            origin: None,
+            dialect,
+            request_id: (dialect == Dialect::Messages).then(|| anthropic::request_id(id_seed)),
+        }
+    }
+
     /// The headers to add to a response.
     pub fn headers(&self) -> impl Iterator<Item = (&'static str, &str)> {
-        self.origin.iter().flat_map(|origin| {
+        let cors = self.origin.iter().flat_map(|origin| {
             [
                 ("access-control-allow-origin", origin.as_str()),
                 (
                     "access-control-expose-headers",
-                    "x-should-retry, retry-after, x-request-id",
+                    "x-should-retry, retry-after, x-request-id, request-id",
                 ),
                 ("vary", "origin"),
             ]
-        })
+        });
+        let id = self.request_id.iter().map(|id| ("request-id", id.as_str()));
+        cors.chain(id)
     }
 }
 
 /// What [`check`] decided.
 #[derive(Debug)]
 pub struct Checked {
-    /// The CORS headers every response to this request gets.
-    pub cors: Cors,
+    /// What every response to this request carries.
+    pub context: ResponseContext,
     /// What to do.
     pub outcome: Outcome,
 }
@@ -187,10 +244,13 @@ pub struct Checked {
 /// What the proxy does with a request that was checked.
 #[derive(Debug)]
 pub enum Outcome {
-    /// Write this reply (a refusal, an error, a preflight) and nothing else.
+    /// Write this reply (a refusal, an error, a preflight, the probe's answer) and nothing
+    /// else.
     Reply(Reply),
-    /// Read the body and run the agent.
-    Chat,
+    /// Read the body and run the agent for a request in this dialect.
+    Run(Dialect),
+    /// Read the body and answer `count_tokens` ([`count_tokens`]).
+    CountTokens,
     /// `/v1/models`.
     Models,
     /// `/health`; `detailed` when the caller may see more than "up".
@@ -201,11 +261,12 @@ pub enum Outcome {
 }
 
 /// Runs the checks of the module docs, in their order, on a request head that arrived on
-/// a connection of `lane`.
-pub fn check(settings: &Settings, head: &RequestHead<'_>, lane: Lane) -> Checked {
-    let mut cors = Cors::default();
-    let reply = |reply| Checked {
-        cors: Cors::default(),
+/// a connection of `lane`; `id_seed` is the request's (for its `request-id`).
+pub fn check(settings: &Settings, head: &RequestHead<'_>, lane: Lane, id_seed: u64) -> Checked {
+    let route = route(head.method, head.target.path);
+    let mut context = ResponseContext::new(route, id_seed);
+    let reply = |context: &ResponseContext, reply| Checked {
+        context: context.clone(),
         outcome: Outcome::Reply(reply),
     };
     // 1. Host.
@@ -215,67 +276,76 @@ pub fn check(settings: &Settings, head: &RequestHead<'_>, lane: Lane) -> Checked
         (Some(authority), _) if hosts <= 1 => Some(authority.as_bytes()),
         (None, Some(host)) => Some(host),
         (None, None) if hosts == 0 && head.version == Version::Http10 => None,
-        _ => return reply(bad_host("A request needs exactly one Host header.")),
+        _ => {
+            return reply(
+                &context,
+                bad_host("A request needs exactly one Host header."),
+            );
+        }
     };
     if let Some(host) = host {
         if !host_allowed(host, &settings.allowed_hosts) {
-            return reply(bad_host(
-                "This Host is not allowed (see --allowed-host): requests must name the \
-                 server by a loopback name or an IP address.",
-            ));
+            return reply(
+                &context,
+                bad_host(
+                    "This Host is not allowed (see --allowed-host): requests must name the \
+                     server by a loopback name or an IP address.",
+                ),
+            );
         }
     }
     // 2. Origin.
     if head.all("origin").next().is_some() {
         match head.one("origin") {
             Some(origin) if settings.cors_origins.allows(origin) => {
-                cors.origin = Some(String::from_utf8_lossy(origin).into_owned());
+                context.origin = Some(String::from_utf8_lossy(origin).into_owned());
             }
-            _ => return reply(origin_not_allowed()),
+            _ => return reply(&context, origin_not_allowed()),
         }
     }
-    let reply = |reply| Checked {
-        cors: cors.clone(),
-        outcome: Outcome::Reply(reply),
-    };
-    let route = route(head.method, head.target.path);
     // 3. Preflight: it carries no credentials, and only allowed origins get this far.
     if route == Route::Options {
         let requested = head
             .one("access-control-request-headers")
             .and_then(|h| std::str::from_utf8(h).ok());
-        return reply(options(cors.origin.is_some(), requested));
+        let preflight = options(context.origin.is_some(), requested);
+        return reply(&context, preflight);
     }
     // 4. Authentication.
-    let authenticated = settings.auth.allows(head.one("authorization"));
+    let authenticated = settings
+        .auth
+        .allows(head.one("authorization"), head.one("x-api-key"));
     if !authenticated {
-        if route == Route::Health {
-            return Checked {
-                cors,
+        return match route {
+            Route::Health => Checked {
+                context,
                 outcome: Outcome::Health { detailed: false },
-            };
-        }
-        return reply(unauthorized());
+            },
+            Route::Hello => reply(&context, hello()),
+            _ => reply(&context, unauthorized()),
+        };
     }
     // A connection over --max-connections is read only to answer /health.
     if lane == Lane::Overflow && route != Route::Health {
-        return reply(too_many_connections());
+        return reply(&context, too_many_connections());
     }
     // 5. The route; 6. the body's media type.
     let outcome = match route {
-        Route::Chat if !is_json(head.one("content-type")) => {
+        _ if route.takes_body() && !is_json(head.one("content-type")) => {
             Outcome::Reply(unsupported_media_type())
         }
-        Route::Chat => Outcome::Chat,
+        Route::Run(dialect) => Outcome::Run(dialect),
+        Route::CountTokens => Outcome::CountTokens,
         Route::Models => Outcome::Models,
         Route::Health => Outcome::Health { detailed: true },
+        Route::Hello => Outcome::Reply(hello()),
         Route::NotFound => Outcome::Reply(not_found(head.method, head.target.path)),
         Route::MethodNotAllowed(allow) => {
             Outcome::Reply(method_not_allowed(head.method, head.target.path, allow))
         }
         Route::Options => unreachable!("answered above"),
     };
-    Checked { cors, outcome }
+    Checked { context, outcome }
 }
 
 /// Whether a `Host` value (`name[:port]`) may be served (see the module docs).
@@ -340,7 +410,7 @@ fn is_json(content_type: Option<&[u8]>) -> bool {
     })
 }
 
-/// The bearer token every request must carry, if one is configured.
+/// The key every request must carry, if one is configured.
 pub struct Auth {
     key: Option<Vec<u8>>,
 }
@@ -354,7 +424,8 @@ impl std::fmt::Debug for Auth {
 }
 
 impl Auth {
-    /// Requires `Authorization: Bearer <key>` when `key` is set.
+    /// Requires the key (`Authorization: Bearer <key>` or `x-api-key: <key>`) when `key`
+    /// is set.
     pub fn new(key: Option<String>) -> Auth {
         Auth {
             key: key.map(String::into_bytes),
@@ -371,35 +442,60 @@ impl Auth {
         self.key.as_deref()
     }
 
-    /// Whether a request with this `Authorization` header value may pass. The token is
-    /// compared in constant time, so response timing does not reveal how much of a guess
-    /// was right.
-    pub fn allows(&self, authorization: Option<&[u8]>) -> bool {
+    /// Whether a request with these `Authorization` and `x-api-key` header values may
+    /// pass: OpenAI's SDKs send the key as a bearer token, Anthropic's (and Claude Code)
+    /// as `x-api-key`; either one right is enough. Tokens are compared in constant time,
+    /// so response timing does not reveal how much of a guess was right.
+    pub fn allows(&self, authorization: Option<&[u8]>, x_api_key: Option<&[u8]>) -> bool {
         let Some(key) = &self.key else {
             return true;
         };
-        let Some(value) = authorization else {
-            return false;
-        };
-        let token = match value.get(..7) {
-            Some(scheme) if scheme.eq_ignore_ascii_case(b"bearer ") => value[7..].trim_ascii(),
-            _ => return false,
-        };
-        bool::from(token.ct_eq(key))
+        let bearer = authorization.and_then(|value| match value.get(..7) {
+            Some(scheme) if scheme.eq_ignore_ascii_case(b"bearer ") => {
+                Some(value[7..].trim_ascii())
+            }
+            _ => None,
+        });
+        let matches = |token: Option<&[u8]>| token.is_some_and(|t| bool::from(t.ct_eq(key)));
+        // Both are compared, whatever the first gives, for the same reason.
+        let by_bearer = matches(bearer);
+        let by_header = matches(x_api_key.map(<[u8]>::trim_ascii));
+        by_bearer | by_header
     }
 }
 
-/// A complete response the proxy writes itself (everything but a bridge's response).
+/// A complete response the proxy writes itself (everything but a bridge's response),
+/// before the request's [`ResponseContext`] renders it.
 #[derive(Debug)]
 pub struct Reply {
     /// HTTP status.
     pub status: u16,
-    /// Headers besides `Content-Length` and the CORS headers.
+    /// Headers besides `Content-Length`, the context's and an error's.
+    pub headers: Vec<(&'static str, String)>,
+    /// The body.
+    body: ReplyBody,
+    /// Whether the connection is closed after it (the request's framing cannot be
+    /// trusted, or its body was not read).
+    pub close: bool,
+}
+
+/// A reply's body: bytes, or an error the route's dialect writes.
+#[derive(Debug)]
+enum ReplyBody {
+    Bytes(Vec<u8>),
+    Error(ErrorReply),
+}
+
+/// A reply rendered for its request: every header, and the body.
+#[derive(Debug)]
+pub struct Rendered {
+    /// HTTP status.
+    pub status: u16,
+    /// Every header but `Content-Length`.
     pub headers: Vec<(&'static str, String)>,
     /// The body.
     pub body: Vec<u8>,
-    /// Whether the connection is closed after it (the request's framing cannot be
-    /// trusted, or its body was not read).
+    /// Whether the connection is closed after it.
     pub close: bool,
 }
 
@@ -409,7 +505,21 @@ impl Reply {
         Reply {
             status,
             headers: vec![("content-type", "application/json".to_owned())],
-            body,
+            body: ReplyBody::Bytes(body),
+            close: false,
+        }
+    }
+
+    /// An error reply with `status` (usually the class's own; 408 and 501 have no class
+    /// of their own), and `x-should-retry` as the class says.
+    pub fn error(status: u16, error: ErrorReply) -> Reply {
+        Reply {
+            status,
+            headers: vec![
+                ("content-type", "application/json".to_owned()),
+                ("x-should-retry", error.retryable().to_string()),
+            ],
+            body: ReplyBody::Error(error),
             close: false,
         }
     }
@@ -420,59 +530,56 @@ impl Reply {
         self
     }
 
-    /// An OpenAI error body with `status`.
-    fn error(error: ApiError, retryable: bool) -> Reply {
-        let mut reply = Reply::json(error.status, error.to_json());
-        reply
-            .headers
-            .push(("x-should-retry", retryable.to_string()));
-        reply
+    /// The reply as it is sent for a request of `context`: an error in the route's
+    /// dialect, with the context's headers.
+    pub fn render(self, context: &ResponseContext) -> Rendered {
+        let body = match self.body {
+            ReplyBody::Bytes(bytes) => bytes,
+            ReplyBody::Error(error) => {
+                let mut out = Vec::with_capacity(128 + error.message.len());
+                context.dialect.write_error(&error, &mut out);
+                out
+            }
+        };
+        let mut headers = self.headers;
+        headers.extend(
+            context
+                .headers()
+                .map(|(name, value)| (name, value.to_owned())),
+        );
+        Rendered {
+            status: self.status,
+            headers,
+            body,
+            close: self.close,
+        }
     }
 }
 
-fn api_error(
-    status: u16,
-    message: String,
-    kind: &'static str,
-    code: Option<&'static str>,
-) -> ApiError {
-    ApiError {
-        message,
-        kind,
-        param: None,
-        code,
-        status,
-    }
-}
-
-fn client_error(status: u16, message: String, code: &'static str) -> Reply {
-    Reply::error(
-        api_error(status, message, "invalid_request_error", Some(code)),
-        false,
-    )
+fn refusal(kind: ErrorKind, message: impl Into<String>, code: &'static str) -> Reply {
+    Reply::error(kind.status(), ErrorReply::new(kind, message, code))
 }
 
 /// 400 for a missing, repeated or foreign `Host`.
 fn bad_host(message: &str) -> Reply {
-    client_error(400, message.to_owned(), "invalid_host").closing()
+    refusal(ErrorKind::InvalidRequest, message, "invalid_host").closing()
 }
 
 /// 403 for a request from a web page whose origin is not allowed.
 fn origin_not_allowed() -> Reply {
-    client_error(
-        403,
+    refusal(
+        ErrorKind::PermissionDenied,
         "Requests from this web origin are not allowed. Start the server with \
-         --cors-origin ORIGIN to allow a page to use it."
-            .to_owned(),
+         --cors-origin ORIGIN to allow a page to use it.",
         "origin_not_allowed",
     )
 }
 
 /// 401: no key, or the wrong one.
 pub fn unauthorized() -> Reply {
-    let mut reply = client_error(
-        401,
-        "Incorrect API key provided. Send it as `Authorization: Bearer <key>`.".to_owned(),
+    let mut reply = refusal(
+        ErrorKind::Authentication,
+        "Incorrect API key provided. Send it as `Authorization: Bearer <key>` or `x-api-key: <key>`.",
         "invalid_api_key",
     );
     reply
@@ -483,13 +590,17 @@ pub fn unauthorized() -> Reply {
 
 /// 404 for a path that does not exist.
 pub fn not_found(method: &str, path: &str) -> Reply {
-    client_error(404, format!("Invalid URL ({method} {path})"), "unknown_url")
+    refusal(
+        ErrorKind::NotFound,
+        format!("Invalid URL ({method} {path})"),
+        "unknown_url",
+    )
 }
 
 /// 405 for a known path with another method.
 pub fn method_not_allowed(method: &str, path: &str, allow: &'static str) -> Reply {
-    let mut reply = client_error(
-        405,
+    let mut reply = refusal(
+        ErrorKind::MethodNotAllowed,
         format!("Invalid method for URL ({method} {path}); allowed: {allow}"),
         "method_not_allowed",
     );
@@ -497,19 +608,19 @@ pub fn method_not_allowed(method: &str, path: &str, allow: &'static str) -> Repl
     reply
 }
 
-/// 415 for a chat body that is not declared `application/json`.
+/// 415 for a body that is not declared `application/json`.
 fn unsupported_media_type() -> Reply {
-    client_error(
-        415,
-        "The request body must be JSON, sent with `Content-Type: application/json`.".to_owned(),
+    refusal(
+        ErrorKind::UnsupportedMediaType,
+        "The request body must be JSON, sent with `Content-Type: application/json`.",
         "unsupported_media_type",
     )
 }
 
 /// 413 for a body over the limit.
 pub fn too_large(limit: usize) -> Reply {
-    client_error(
-        413,
+    refusal(
+        ErrorKind::RequestTooLarge,
         format!("Request body too large: the limit is {limit} bytes."),
         "request_too_large",
     )
@@ -518,47 +629,31 @@ pub fn too_large(limit: usize) -> Reply {
 
 /// 400 for a request the server cannot read (bad framing, bad encoding).
 pub fn bad_request(message: &str) -> Reply {
-    client_error(400, message.to_owned(), "bad_request").closing()
+    refusal(ErrorKind::InvalidRequest, message, "bad_request").closing()
 }
 
 /// 501 for a transfer coding the server does not implement.
 pub fn not_implemented(message: &str) -> Reply {
-    Reply::error(
-        api_error(
-            501,
-            message.to_owned(),
-            "invalid_request_error",
-            Some("not_implemented"),
-        ),
-        false,
-    )
-    .closing()
+    let error = ErrorReply::new(ErrorKind::InvalidRequest, message, "not_implemented");
+    Reply::error(501, error).closing()
 }
 
 /// 408 when the request (head and body) did not arrive within `--request-timeout-ms`.
 pub fn request_timeout() -> Reply {
-    Reply::error(
-        api_error(
-            408,
-            "The request did not arrive in time (see --request-timeout-ms).".to_owned(),
-            "invalid_request_error",
-            Some("request_timeout"),
-        ),
-        true,
-    )
-    .closing()
+    let error = ErrorReply::new(
+        ErrorKind::Timeout,
+        "The request did not arrive in time (see --request-timeout-ms).",
+        "request_timeout",
+    );
+    Reply::error(408, error).closing()
 }
 
 /// 429 when every agent slot is taken.
 pub fn busy(max: u32) -> Reply {
-    let mut reply = Reply::error(
-        api_error(
-            429,
-            format!("Too many requests: {max} agent runs are already in progress. Retry shortly."),
-            "rate_limit_error",
-            Some("rate_limit_exceeded"),
-        ),
-        true,
+    let mut reply = refusal(
+        ErrorKind::RateLimited,
+        format!("Too many requests: {max} agent runs are already in progress. Retry shortly."),
+        "rate_limit_exceeded",
     );
     reply.headers.push(("retry-after", "1".to_owned()));
     reply
@@ -566,14 +661,10 @@ pub fn busy(max: u32) -> Reply {
 
 /// 503 on a connection over `--max-connections`.
 fn too_many_connections() -> Reply {
-    let mut reply = Reply::error(
-        api_error(
-            503,
-            "Too many open connections. Retry shortly.".to_owned(),
-            "server_error",
-            Some("too_many_connections"),
-        ),
-        true,
+    let mut reply = refusal(
+        ErrorKind::Unavailable,
+        "Too many open connections. Retry shortly.",
+        "too_many_connections",
     );
     reply.headers.push(("retry-after", "1".to_owned()));
     reply.closing()
@@ -581,28 +672,38 @@ fn too_many_connections() -> Reply {
 
 /// 503 while the server shuts down.
 pub fn shutting_down() -> Reply {
-    Reply::error(
-        api_error(
-            503,
-            "The server is shutting down.".to_owned(),
-            "server_error",
-            Some("shutting_down"),
-        ),
-        true,
+    refusal(
+        ErrorKind::Unavailable,
+        "The server is shutting down.",
+        "shutting_down",
     )
 }
 
 /// 503 when the model list cannot be had.
 pub fn models_unavailable(why: &str) -> Reply {
-    Reply::error(
-        api_error(
-            503,
-            format!("Could not list models: {why}"),
-            "server_error",
-            Some("models_unavailable"),
-        ),
-        true,
+    refusal(
+        ErrorKind::Unavailable,
+        format!("Could not list models: {why}"),
+        "models_unavailable",
     )
+}
+
+/// `count_tokens` for a request body: a 400 naming the field of a bad body, else the 404
+/// that says tokens cannot be counted here ([`anthropic::count_tokens`]). It never runs
+/// an agent.
+pub fn count_tokens(body: &[u8], limits: &agentwire::api::RequestLimits) -> Reply {
+    let error = anthropic::count_tokens(body, limits);
+    Reply::error(error.status(), error)
+}
+
+/// `HEAD /api/hello`: the server is reachable.
+fn hello() -> Reply {
+    Reply {
+        status: 200,
+        headers: Vec::new(),
+        body: ReplyBody::Bytes(Vec::new()),
+        close: false,
+    }
 }
 
 /// 204 for `OPTIONS`: for an allowed origin's preflight, what the browser asked for.
@@ -618,7 +719,7 @@ fn options(preflight: bool, requested_headers: Option<&str>) -> Reply {
                 "access-control-allow-headers",
                 requested_headers
                     .filter(|h| !h.trim().is_empty())
-                    .unwrap_or("authorization, content-type")
+                    .unwrap_or("authorization, x-api-key, content-type")
                     .to_owned(),
             ),
             ("access-control-max-age", "7200".to_owned()),
@@ -627,7 +728,7 @@ fn options(preflight: bool, requested_headers: Option<&str>) -> Reply {
     Reply {
         status: 204,
         headers,
-        body: Vec::new(),
+        body: ReplyBody::Bytes(Vec::new()),
         close: false,
     }
 }
@@ -655,7 +756,7 @@ pub fn health(settings: &Settings, detailed: bool, in_flight: u32) -> Reply {
 /// The headers of a bridge's response head. Streams are marked uncacheable and
 /// unbufferable, so every frame reaches the client as it is written, through reverse
 /// proxies too.
-pub fn head_headers(head: &Head) -> Vec<(&'static str, String)> {
+pub fn head_headers(head: &Head, context: &ResponseContext) -> Vec<(&'static str, String)> {
     let mut headers = vec![("content-type", head.content_type.to_owned())];
     if head.content_type == "text/event-stream" {
         headers.push(("cache-control", "no-cache".to_owned()));
@@ -664,6 +765,11 @@ pub fn head_headers(head: &Head) -> Vec<(&'static str, String)> {
     if let Some(retryable) = head.retryable {
         headers.push(("x-should-retry", retryable.to_string()));
     }
+    headers.extend(
+        context
+            .headers()
+            .map(|(name, value)| (name, value.to_owned())),
+    );
     headers
 }
 
@@ -709,22 +815,110 @@ mod tests {
 
     #[test]
     fn routes() {
-        assert_eq!(route("POST", "/v1/chat/completions"), Route::Chat);
-        assert_eq!(route("POST", "/chat/completions"), Route::Chat);
-        assert_eq!(route("POST", "/v1/chat/completions/"), Route::Chat);
+        let chat = Route::Run(Dialect::ChatCompletions);
+        assert_eq!(route("POST", "/v1/chat/completions"), chat);
+        assert_eq!(route("POST", "/chat/completions"), chat);
+        assert_eq!(route("POST", "/v1/chat/completions/"), chat);
+        assert_eq!(
+            route("POST", "/v1/responses"),
+            Route::Run(Dialect::Responses)
+        );
+        assert_eq!(route("POST", "/responses"), Route::Run(Dialect::Responses));
+        assert_eq!(route("POST", "/v1/messages"), Route::Run(Dialect::Messages));
+        assert_eq!(
+            route("POST", "/v1/messages/count_tokens"),
+            Route::CountTokens
+        );
         assert_eq!(route("GET", "/v1/models"), Route::Models);
         assert_eq!(route("GET", "/health"), Route::Health);
+        assert_eq!(route("HEAD", "/api/hello"), Route::Hello);
         assert_eq!(route("OPTIONS", "/anything"), Route::Options);
-        assert_eq!(
-            route("GET", "/v1/chat/completions"),
-            Route::MethodNotAllowed("POST, OPTIONS")
-        );
+        for path in [
+            "/v1/chat/completions",
+            "/v1/responses",
+            "/v1/messages",
+            "/v1/messages/count_tokens",
+        ] {
+            assert_eq!(
+                route("GET", path),
+                Route::MethodNotAllowed("POST, OPTIONS"),
+                "{path}"
+            );
+        }
         assert_eq!(
             route("DELETE", "/health"),
             Route::MethodNotAllowed("GET, HEAD, OPTIONS")
         );
-        assert_eq!(route("GET", "/"), Route::NotFound);
-        assert_eq!(route("POST", "/v1/completions"), Route::NotFound);
+        assert_eq!(
+            route("POST", "/api/hello"),
+            Route::MethodNotAllowed("GET, HEAD, OPTIONS")
+        );
+        for path in [
+            "/",
+            "/v1/completions",
+            "/v1",
+            "/v1/health",
+            "/v1/api/hello",
+            "/v1v1/messages",
+            "/v1/messages/batches",
+        ] {
+            assert_eq!(route("POST", path), Route::NotFound, "{path}");
+        }
+    }
+
+    #[test]
+    fn errors_take_the_route_dialect() {
+        assert_eq!(route("POST", "/v1/messages").dialect(), Dialect::Messages);
+        assert_eq!(
+            route("POST", "/v1/messages/count_tokens").dialect(),
+            Dialect::Messages
+        );
+        assert_eq!(route("POST", "/v1/responses").dialect(), Dialect::Responses);
+        assert_eq!(
+            route("GET", "/v1/models").dialect(),
+            Dialect::ChatCompletions
+        );
+        let render = |route: Route| {
+            let reply = unauthorized().render(&ResponseContext::new(route, 7));
+            let body: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
+            let has = |name: &str| reply.headers.iter().any(|(n, _)| *n == name);
+            (reply.status, body, has("request-id"), has("x-should-retry"))
+        };
+        let (status, body, request_id, retry) = render(Route::Run(Dialect::Messages));
+        assert_eq!((status, request_id, retry), (401, true, true));
+        assert_eq!(body["type"], "error");
+        assert_eq!(body["error"]["type"], "authentication_error");
+        let (status, body, request_id, _) = render(Route::Run(Dialect::Responses));
+        assert_eq!((status, request_id), (401, false));
+        assert_eq!(body["error"]["type"], "authentication_error");
+        assert_eq!(body["error"]["code"], "invalid_api_key");
+        // 408 and 501 keep their status in every dialect.
+        for route in [Route::CountTokens, Route::Run(Dialect::ChatCompletions)] {
+            let context = ResponseContext::new(route, 1);
+            assert_eq!(request_timeout().render(&context).status, 408);
+            assert_eq!(not_implemented("x").render(&context).status, 501);
+        }
+    }
+
+    #[test]
+    fn count_tokens_never_counts() {
+        let limits = agentwire::api::RequestLimits::default();
+        let context = ResponseContext::new(Route::CountTokens, 3);
+        let valid = br#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
+        let reply = count_tokens(valid, &limits).render(&context);
+        let body: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
+        assert_eq!(reply.status, 404);
+        assert_eq!(body["error"]["type"], "not_found_error");
+        let reply = count_tokens(br#"{"model":"m","messages":5}"#, &limits).render(&context);
+        let body: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
+        assert_eq!(reply.status, 400);
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("'messages'"),
+            "{body}"
+        );
     }
 
     #[test]
@@ -818,10 +1012,13 @@ mod tests {
     }
 
     #[test]
-    fn bearer_tokens() {
+    fn keys() {
         let auth = Auth::new(Some("sk-test".into()));
-        assert!(auth.allows(Some(b"Bearer sk-test")));
-        assert!(auth.allows(Some(b"bearer  sk-test ")));
+        assert!(auth.allows(Some(b"Bearer sk-test"), None));
+        assert!(auth.allows(Some(b"bearer  sk-test "), None));
+        assert!(auth.allows(None, Some(b"sk-test")));
+        assert!(auth.allows(Some(b"Bearer wrong"), Some(b"sk-test")));
+        assert!(auth.allows(Some(b"Bearer sk-test"), Some(b"wrong")));
         for wrong in [
             &b"Bearer sk-tes"[..],
             b"Bearer sk-test2",
@@ -830,13 +1027,14 @@ mod tests {
             b"Bearer",
             b"",
         ] {
-            assert!(
-                !auth.allows(Some(wrong)),
-                "{}",
-                String::from_utf8_lossy(wrong)
-            );
+            let shown = String::from_utf8_lossy(wrong);
+            assert!(!auth.allows(Some(wrong), None), "{shown}");
         }
-        assert!(!auth.allows(None));
-        assert!(Auth::new(None).allows(None));
+        for wrong in [&b"sk-tes"[..], b"sk-test2", b"Bearer sk-test", b""] {
+            let shown = String::from_utf8_lossy(wrong);
+            assert!(!auth.allows(None, Some(wrong)), "{shown}");
+        }
+        assert!(!auth.allows(None, None));
+        assert!(Auth::new(None).allows(None, None));
     }
 }

@@ -9,8 +9,10 @@
 //! - [`connections`]: `--max-connections`, and the lane that keeps `/health` answerable.
 //! - [`framing`]: where a request body ends (RFC 9112 §6.3), strictly.
 //! - [`scan`]: the same framing followed through hyper's reads, for `tokio_proxy`.
-//! - [`http`]: the checks every request passes (Host, Origin, preflight, key, route,
-//!   media type), OpenAI-shaped errors, CORS, response headers.
+//! - [`http`]: the routes (one per API dialect, `count_tokens`, the models list, the
+//!   probes), the checks every request passes (Host, Origin, preflight, key, route, media
+//!   type), errors in the route's dialect, CORS, response headers.
+//! - [`aliases`]: `--model-alias`, client model names mapped to the agent's.
 //! - [`models`]: `/v1/models` from the CLI's listing, cached with a TTL, one listing at a
 //!   time, stale on failure.
 //! - [`agent`]: spawning in a process group with the proxy's secrets kept out of its
@@ -21,6 +23,7 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+pub mod aliases;
 pub mod connections;
 pub mod demo;
 pub mod flags;
@@ -137,7 +140,12 @@ impl RequestIds {
         BridgeParams {
             now_ms: clock.now_ms(),
             created_unix,
-            id_seed: self.salt ^ number.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            id_seed: self.seed(number),
         }
+    }
+
+    /// The id seed of request `number`: its response ids and `request-id` derive from it.
+    pub fn seed(&self, number: u64) -> u64 {
+        self.salt ^ number.wrapping_mul(0x9e37_79b9_7f4a_7c15)
     }
 }

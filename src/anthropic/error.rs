@@ -10,7 +10,9 @@ use crate::event::invites_retry;
 /// The Anthropic `error.type` of an error class.
 fn error_type(kind: ErrorKind) -> &'static str {
     match kind {
-        ErrorKind::InvalidRequest | ErrorKind::MethodNotAllowed => "invalid_request_error",
+        ErrorKind::InvalidRequest
+        | ErrorKind::MethodNotAllowed
+        | ErrorKind::UnsupportedMediaType => "invalid_request_error",
         ErrorKind::Authentication => "authentication_error",
         ErrorKind::PermissionDenied => "permission_error",
         ErrorKind::NotFound => "not_found_error",
@@ -91,11 +93,16 @@ mod tests {
             (ErrorKind::NotFound, 404, "not_found_error"),
             (ErrorKind::MethodNotAllowed, 405, "invalid_request_error"),
             (ErrorKind::RequestTooLarge, 413, "request_too_large"),
+            (
+                ErrorKind::UnsupportedMediaType,
+                415,
+                "invalid_request_error",
+            ),
             (ErrorKind::RateLimited, 429, "rate_limit_error"),
             (ErrorKind::Unavailable, 503, "overloaded_error"),
         ];
         for (kind, status, error_type) in cases {
-            let reply = ErrorReply::new(kind, "no", "code");
+            let reply = ErrorReply::refusal(kind, "no");
             let mut out = Vec::new();
             write_error(&reply, &mut out);
             let body: serde_json::Value = serde_json::from_slice(&out).unwrap();

@@ -36,6 +36,8 @@ pub enum ErrorKind {
     MethodNotAllowed,
     /// 413: the request body is too large.
     RequestTooLarge,
+    /// 415: the request body is not of a media type the route takes (not declared JSON).
+    UnsupportedMediaType,
     /// 429: a usage or rate limit was hit, or every agent slot is taken.
     RateLimited,
     /// 500: the agent or the bridge is misconfigured; retrying will not help until someone
@@ -60,11 +62,32 @@ impl ErrorKind {
             ErrorKind::NotFound => 404,
             ErrorKind::MethodNotAllowed => 405,
             ErrorKind::RequestTooLarge => 413,
+            ErrorKind::UnsupportedMediaType => 415,
             ErrorKind::RateLimited => 429,
             ErrorKind::Internal => 500,
             ErrorKind::AgentFailed => 502,
             ErrorKind::Unavailable => 503,
             ErrorKind::Timeout => 504,
+        }
+    }
+
+    /// The class's own machine code, for a reply that has nothing more specific to say
+    /// (an adapter's refusal built with [`ErrorReply::refusal`]).
+    #[must_use]
+    pub fn code(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidRequest => "invalid_request",
+            ErrorKind::Authentication => "invalid_api_key",
+            ErrorKind::PermissionDenied => "permission_denied",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::MethodNotAllowed => "method_not_allowed",
+            ErrorKind::RequestTooLarge => "request_too_large",
+            ErrorKind::UnsupportedMediaType => "unsupported_media_type",
+            ErrorKind::RateLimited => "rate_limit_exceeded",
+            ErrorKind::Internal => "internal_error",
+            ErrorKind::AgentFailed => "agent_error",
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::Timeout => "timeout",
         }
     }
 
@@ -91,6 +114,13 @@ impl ErrorReply {
             param: None,
             code,
         }
+    }
+
+    /// An adapter's own refusal of `kind` (not authenticated, unknown route, busy, …) with
+    /// the class's own [`code`](ErrorKind::code): what the bindings build for their
+    /// callers, who name a class and a message.
+    pub fn refusal(kind: ErrorKind, message: impl Into<String>) -> Self {
+        ErrorReply::new(kind, message, kind.code())
     }
 
     /// The reply for a failed answer: its class decides the status.
@@ -169,6 +199,38 @@ mod tests {
             assert_eq!(
                 (reply.message.as_str(), reply.param.as_deref()),
                 ("m", None)
+            );
+        }
+    }
+
+    #[test]
+    fn refusals_carry_their_class_status_and_code() {
+        let kinds = [
+            (ErrorKind::InvalidRequest, 400),
+            (ErrorKind::Authentication, 401),
+            (ErrorKind::PermissionDenied, 403),
+            (ErrorKind::NotFound, 404),
+            (ErrorKind::MethodNotAllowed, 405),
+            (ErrorKind::RequestTooLarge, 413),
+            (ErrorKind::UnsupportedMediaType, 415),
+            (ErrorKind::RateLimited, 429),
+            (ErrorKind::Internal, 500),
+            (ErrorKind::AgentFailed, 502),
+            (ErrorKind::Unavailable, 503),
+            (ErrorKind::Timeout, 504),
+        ];
+        let mut codes = std::collections::HashSet::new();
+        for (kind, status) in kinds {
+            let reply = ErrorReply::refusal(kind, "no");
+            assert_eq!(
+                (reply.status(), reply.code, reply.param.as_deref()),
+                (status, kind.code(), None)
+            );
+            assert!(codes.insert(kind.code()), "{kind:?} shares its code");
+            assert!(
+                kind.code()
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b == b'_')
             );
         }
     }

@@ -12,7 +12,7 @@
 //!   another on the same handle (from another thread) does nothing and returns
 //!   `AW_RESULT_BUSY`, and a free that overlaps a call is refused.
 //!
-//! Handles (`aw_config`, `aw_bridge`, `aw_decoder`) are opaque, created by `_new` and
+//! Handles (`aw_config`, `aw_bridge`, `aw_reply`, `aw_decoder`) are opaque, created by `_new` and
 //! freed by `_free` (NULL-safe). Outputs are borrowed views (`aw_bytes`, `aw_str`) whose
 //! lifetime each function states, usually "until the next mutating call on the same
 //! handle". Polling only, no callbacks. A handle may move between threads but must not be
@@ -24,9 +24,11 @@
 //! that many readable bytes, unchanged during the call; an out-pointer is NULL or writable
 //! as its type.
 //!
-//! The layout follows the Rust API: [`config`] (`Config`), [`bridge`] (`Bridge`),
-//! [`decoder`] and [`event`] (`cursor::Decoder`, `event::Event`), [`result`], [`views`],
-//! [`version`]; [`boundary`] holds the casts and checks.
+//! The layout follows the Rust API: [`config`] (`Config`), [`bridge`] (`Bridge` and its
+//! `Dialect`), [`reply`] (the replies an adapter sends without an agent:
+//! `anthropic::count_tokens`, `Dialect::write_error`), [`decoder`] and [`event`]
+//! (`cursor::Decoder`, `event::Event`), [`result`], [`views`], [`version`]; [`boundary`]
+//! holds the casts and checks.
 
 // The exports' safety contract is the module's pointer rules above, stated once (and in
 // the header's preamble) rather than on each of them.
@@ -43,6 +45,8 @@ pub mod views;
 pub mod config;
 
 pub mod bridge;
+
+pub mod reply;
 
 pub mod event;
 

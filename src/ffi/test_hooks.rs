@@ -9,6 +9,7 @@ use super::{
     bridge::aw_bridge,
     config::aw_config,
     decoder::aw_decoder,
+    reply::aw_reply,
     result::aw_result,
 };
 
@@ -28,6 +29,15 @@ pub unsafe extern "C" fn aw_config_test_panic(config: *mut aw_config) -> aw_resu
 pub unsafe extern "C" fn aw_bridge_test_panic(bridge: *mut aw_bridge) -> aw_result {
     // SAFETY: the pointer rules.
     unsafe { call_mut(bridge, |_| panic!("aw_bridge_test_panic")) }
+}
+
+/// Test only: panics inside a call on `reply`, which returns `AW_RESULT_PANIC` and leaves
+/// `reply` poisoned.
+#[cfg(feature = "ffi-test-hooks")]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_reply_test_panic(reply: *mut aw_reply) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe { call_mut(reply, |_| panic!("aw_reply_test_panic")) }
 }
 
 /// Test only: panics inside a call on `decoder`, which returns `AW_RESULT_PANIC` and
@@ -76,6 +86,14 @@ pub unsafe extern "C" fn aw_config_test_overlap(config: *mut aw_config) -> aw_re
 pub unsafe extern "C" fn aw_bridge_test_overlap(bridge: *mut aw_bridge) -> aw_result {
     // SAFETY: the pointer rules.
     unsafe { overlap(bridge) }
+}
+
+/// Test only: as `aw_config_test_overlap`, on a reply.
+#[cfg(feature = "ffi-test-hooks")]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_reply_test_overlap(reply: *mut aw_reply) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe { overlap(reply) }
 }
 
 /// Test only: as `aw_config_test_overlap`, on a decoder.

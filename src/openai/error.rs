@@ -37,7 +37,8 @@ fn error_type(kind: ErrorKind) -> &'static str {
         | ErrorKind::PermissionDenied
         | ErrorKind::NotFound
         | ErrorKind::MethodNotAllowed
-        | ErrorKind::RequestTooLarge => "invalid_request_error",
+        | ErrorKind::RequestTooLarge
+        | ErrorKind::UnsupportedMediaType => "invalid_request_error",
         ErrorKind::Authentication => "authentication_error",
         ErrorKind::RateLimited => "rate_limit_error",
         ErrorKind::Internal

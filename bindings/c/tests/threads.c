@@ -168,8 +168,8 @@ static void *bridge_maker(void *arg)
     long i;
     for (i = 0; i < rounds / 20 + 1; i++) {
         aw_bridge *made = NULL;
-        CALL(t, aw_bridge_new((const uint8_t *)STREAM_BODY, strlen(STREAM_BODY), config, 0, 0,
-                              (uint64_t)i, &made));
+        CALL(t, aw_bridge_new(AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)STREAM_BODY,
+                              strlen(STREAM_BODY), config, 0, 0, (uint64_t)i, &made));
         if (made == NULL) {
             t->other++;
         }
@@ -212,8 +212,8 @@ static void bridge_round(struct tally *b)
     void *(*bodies[THREADS])(void *) = {bridge_pusher, bridge_pusher, bridge_timer,
                                         bridge_timer};
     long heads = b->heads, ends = b->ends;
-    CHECK(aw_bridge_new((const uint8_t *)STREAM_BODY, strlen(STREAM_BODY), NULL, 0, 0, 1,
-                        &bridge) == AW_RESULT_OK);
+    CHECK(aw_bridge_new(AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)STREAM_BODY,
+                        strlen(STREAM_BODY), NULL, 0, 0, 1, &bridge) == AW_RESULT_OK);
     CHECK(run(bodies, b));
     CHECK(aw_bridge_push_stdout(bridge, (const uint8_t *)RESULT, strlen(RESULT), 0) ==
           AW_RESULT_OK);

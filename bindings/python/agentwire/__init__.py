@@ -1,15 +1,18 @@
-"""agentwire: the OpenAI Chat Completions API on top of the cursor-agent CLI, as a sans-IO
-library over agentwire's C ABI.
+"""agentwire: the OpenAI Chat Completions and Responses APIs and the Anthropic Messages
+API on top of the cursor-agent CLI, as a sans-IO library over agentwire's C ABI.
 
 Request bodies, the agent's stdout/stderr bytes, its exit and the time go in; the HTTP
 head, SSE frames (or a JSON body) and "stop the agent now" come out. It spawns nothing and
 reads no clock::
 
-    bridge = Bridge(body, Config(), now_ms=clock())
+    bridge = Bridge(body, Config(), now_ms=clock(), dialect="messages")  # the route's API
     if bridge.invocation is not None:
         ...  # spawn bridge.invocation.argv in its own process group, write .stdin
     for output in bridge.outputs():  # after every push_stdout / push_stderr /
         ...                          # agent_exited / handle_timeout / client_gone
+
+Replies that need no agent: :func:`count_tokens` (``POST /v1/messages/count_tokens``) and
+:func:`error_reply` (a server's own refusals, in its route's dialect).
 
 Objects may be shared between threads (a reader and a timer): each serialises its own
 calls. See ``examples/run_prompt.py`` for a whole plugin.
@@ -37,7 +40,7 @@ from ._lib import (
 )
 from ._native import ffi as _ffi
 from ._native import lib as _c
-from .bridge import Body, Bridge, End, Head, Invocation, Output, StopAgent
+from .bridge import Body, Bridge, Dialect, End, Head, Invocation, Output, StopAgent
 from .config import Config, ReasoningField, ToolStrategy
 from .decoder import (
     ActivityPhase,
@@ -57,6 +60,7 @@ from .decoder import (
     ToolOutcome,
     Usage,
 )
+from .reply import ErrorKind, Reply, count_tokens, error_reply
 
 #: The version of the native library.
 __version__: str = _ffi.string(_c.aw_version()).decode()
@@ -68,12 +72,18 @@ __all__ = [
     "__version__",
     # bridge
     "Bridge",
+    "Dialect",
     "Invocation",
     "Head",
     "Body",
     "StopAgent",
     "End",
     "Output",
+    # replies without an agent
+    "Reply",
+    "ErrorKind",
+    "count_tokens",
+    "error_reply",
     # config
     "Config",
     "ToolStrategy",

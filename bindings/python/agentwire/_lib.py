@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import threading
 from typing import Any, Callable, Dict, Optional, Type, TypeVar, Union
 
@@ -104,6 +105,36 @@ _BY_CODE: Dict[int, Type[AgentwireError]] = {
     lib.AW_RESULT_INVALID_UTF8: InvalidUtf8Error,
     lib.AW_RESULT_INTERIOR_NUL: InteriorNulError,
 }
+
+
+_E = TypeVar("_E", bound=enum.IntEnum)
+
+
+def choice(enum_type: Type[_E], name: str, value: object) -> _E:
+    """A member of ``enum_type`` from a member, its value, or its name in any case with
+    ``-`` or ``_``; :class:`InvalidEnumError` (a ValueError) naming the choices otherwise,
+    and TypeError for a value of another type."""
+    if isinstance(value, enum_type):
+        return value
+    if isinstance(value, str):
+        member = enum_type.__members__.get(value.strip().upper().replace("-", "_"))
+        if member is not None:
+            return member
+    elif isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return enum_type(value)
+        except ValueError:
+            pass
+    else:
+        raise TypeError(
+            f"{name} must be a member of {enum_type.__name__} or its name, "
+            f"not {type(value).__name__}"
+        )
+    choices = ", ".join(repr(member.name.lower()) for member in enum_type)
+    raise InvalidEnumError(
+        lib.AW_RESULT_INVALID_ENUM,
+        f"{name} is {value!r}, not one of {choices} (or a {enum_type.__name__})",
+    )
 
 
 def result_name(code: int) -> str:

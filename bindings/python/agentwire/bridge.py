@@ -1,8 +1,9 @@
-"""``Bridge``: one request's state machine, from its OpenAI body to the end of its HTTP
-response, with no I/O of its own."""
+"""``Bridge``: one request's state machine, from its body (in the :class:`Dialect` of its
+route) to the end of its HTTP response, with no I/O of its own."""
 
 from __future__ import annotations
 
+import enum
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from ._lib import (
     BytesLike,
     Handle,
     check,
+    choice,
     copy_bytes,
     copy_str,
     input_bytes,
@@ -22,6 +24,28 @@ from ._lib import (
 from ._native import ffi, lib
 from .config import Config
 
+
+class Dialect(enum.IntEnum):
+    """The API a request speaks: the caller chooses it from the route the request came in
+    on, never from the body.
+
+    - ``CHAT_COMPLETIONS``: OpenAI Chat Completions, ``POST /v1/chat/completions``. The
+      default.
+    - ``RESPONSES``: OpenAI Responses, ``POST /v1/responses`` (what Codex speaks).
+    - ``MESSAGES``: Anthropic Messages, ``POST /v1/messages`` with any query string (what
+      Claude Code speaks); ``POST /v1/messages/count_tokens`` is
+      :func:`~agentwire.count_tokens`, which needs no bridge.
+
+    Wherever a dialect is taken, its name is too, in any case, with ``-`` or ``_``:
+    ``"chat-completions"``, ``"responses"``, ``"messages"``."""
+
+    #: OpenAI Chat Completions, ``POST /v1/chat/completions``. The default.
+    CHAT_COMPLETIONS = lib.AW_DIALECT_CHAT_COMPLETIONS
+    #: OpenAI Responses, ``POST /v1/responses`` (what Codex speaks).
+    RESPONSES = lib.AW_DIALECT_RESPONSES
+    #: Anthropic Messages, ``POST /v1/messages`` with any query string (what Claude Code
+    #: speaks); ``POST /v1/messages/count_tokens`` is :func:`~agentwire.count_tokens`.
+    MESSAGES = lib.AW_DIALECT_MESSAGES
 
 
 @dataclass(frozen=True)
@@ -74,12 +98,12 @@ _END = End()
 
 
 class Bridge(Handle):
-    """One request, from its OpenAI Chat Completions body to its HTTP response.
+    """One request, from its body to its HTTP response, in any :class:`Dialect`.
 
-    Create it from the body; spawn :attr:`invocation` (None when the request was
-    rejected), then feed the agent's output with :meth:`push_stdout` / :meth:`push_stderr`,
-    its exit with :meth:`agent_exited`, deadlines with :meth:`handle_timeout` and a
-    hang-up with :meth:`client_gone`. **After every input, drain** :meth:`outputs`, then
+    Create it from the body and the dialect of its route; spawn :attr:`invocation` (None
+    when the request was rejected), then feed the agent's output with :meth:`push_stdout`
+    / :meth:`push_stderr`, its exit with :meth:`agent_exited`, deadlines with
+    :meth:`handle_timeout` and a hang-up with :meth:`client_gone`. **After every input, drain** :meth:`outputs`, then
     ask :meth:`poll_timeout` for the next deadline. Time is ``now_ms`` on a monotonic
     millisecond clock of the caller's choice. Threads may share a bridge (a reader thread
     and a timer thread): its calls run one at a time.
@@ -97,24 +121,30 @@ class Bridge(Handle):
         now_ms: int = 0,
         created: Optional[int] = None,
         id_seed: Optional[int] = None,
+        dialect: Union[Dialect, str] = Dialect.CHAT_COMPLETIONS,
     ) -> None:
         """``body`` is the request body, any bytes-like object; ``config`` the settings
         (copied; None for the defaults). ``created`` is the response's Unix time (default:
         now); ``id_seed`` a number unique to the request, from which ids derive (default:
-        random)."""
+        random). ``dialect`` is the API of the route the request came in on (a
+        :class:`Dialect` or its name: ``"chat-completions"``, ``"responses"``,
+        ``"messages"``); a body it cannot read is answered in its shape."""
         data = input_bytes(body, "body")
         if config is not None and not isinstance(config, Config):
             raise TypeError(f"config must be a Config, not {type(config).__name__}")
+        chosen = choice(Dialect, "dialect", dialect)
         created = int(time.time()) if created is None else created
         id_seed = secrets.randbits(63) if id_seed is None else id_seed
         out = ffi.new("aw_bridge **")
         if config is None:
-            check(lib.aw_bridge_new(data, len(data), ffi.NULL, now_ms, created, id_seed, out))
+            check(
+                lib.aw_bridge_new(chosen, data, len(data), ffi.NULL, now_ms, created, id_seed, out)
+            )
         else:
             with config._lock:
                 check(
                     lib.aw_bridge_new(
-                        data, len(data), config._handle(), now_ms, created, id_seed, out
+                        chosen, data, len(data), config._handle(), now_ms, created, id_seed, out
                     )
                 )
         self._adopt(out[0])
@@ -149,7 +179,7 @@ class Bridge(Handle):
     def invocation(self) -> Optional[Invocation]:
         """The agent run to start (program, arguments, stdin, environment), or None when
         the request was rejected: then start nothing and drain :meth:`outputs` (the 400
-        head, the OpenAI error body, the end)."""
+        head, the dialect's error body, the end)."""
         return self._invocation
 
     @property
@@ -213,7 +243,7 @@ class Bridge(Handle):
 
     def shutdown(self, now_ms: int) -> None:
         """The program is shutting down: the response ends as a failure the client may
-        retry (503 before the head, an in-band error and ``[DONE]`` after it), and the
+        retry (503 before the head, the dialect's in-band error and end after it), and the
         agent is to be stopped."""
         with self._lock:
             self._check(lib.aw_bridge_shutdown(self._handle(), now_ms))

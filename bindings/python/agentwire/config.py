@@ -19,7 +19,7 @@ from typing import (
     overload,
 )
 
-from ._lib import NOT_AVAILABLE, Handle, InvalidEnumError, check, copy_str, encode
+from ._lib import NOT_AVAILABLE, Handle, check, choice, copy_str, encode
 from ._native import ffi, lib
 
 
@@ -51,31 +51,6 @@ class ReasoningField(enum.IntEnum):
     REASONING_CONTENT = lib.AW_REASONING_FIELD_REASONING_CONTENT
     REASONING = lib.AW_REASONING_FIELD_REASONING
     OMITTED = lib.AW_REASONING_FIELD_OMITTED
-
-
-def _choice(enum_type: Type[E], name: str, value: object) -> E:
-    """A member of ``enum_type`` from a member, its value, or its name in any case with
-    ``-`` or ``_``; InvalidEnumError naming the choices otherwise."""
-    if isinstance(value, enum_type):
-        return value
-    if isinstance(value, str):
-        member = enum_type.__members__.get(value.strip().upper().replace("-", "_"))
-        if member is not None:
-            return member
-    elif isinstance(value, int) and not isinstance(value, bool):
-        try:
-            return enum_type(value)
-        except ValueError:
-            pass
-    else:
-        raise TypeError(
-            f"{name} must be a {enum_type.__name__} or its name, not {type(value).__name__}"
-        )
-    choices = ", ".join(repr(member.name.lower()) for member in enum_type)
-    raise InvalidEnumError(
-        lib.AW_RESULT_INVALID_ENUM,
-        f"{name} is {value!r}, not one of {choices} (or a {enum_type.__name__})",
-    )
 
 
 def _number(name: str, value: object) -> int:
@@ -187,7 +162,7 @@ def _optional_int(c_type: str, doc: str) -> _Field[Optional[int], Optional[int]]
 
 
 def _enum(enum_type: Type[E], c_type: str, doc: str) -> _Field[E, Union[E, str]]:
-    return _Field(c_type, doc, lambda name, value: _choice(enum_type, name, value), enum_type)
+    return _Field(c_type, doc, lambda name, value: choice(enum_type, name, value), enum_type)
 
 
 # A config with the library's defaults, read by the fields' documentation below.

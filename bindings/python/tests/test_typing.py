@@ -6,16 +6,17 @@ is documented."""
 from __future__ import annotations
 
 import ast
+import inspect
 import pydoc
 import subprocess
 import sys
 from pathlib import Path
 
 import agentwire as aw
-from agentwire import bridge, config, decoder
+from agentwire import bridge, config, decoder, reply
 from agentwire import _lib
 from conftest import DEFAULT_REQUEST, FIXTURES
-from typed_example import answer_text, respond
+from typed_example import answer_text, refuse, respond
 
 PACKAGE = Path(__file__).resolve().parents[1]
 
@@ -65,15 +66,19 @@ def test_all_is_a_literal_list_of_every_module_export():
     assert literal == aw.__all__ and len(set(literal)) == len(literal)
     for name in literal:
         assert hasattr(aw, name), name
-    # Every public class of the modules, and the unions of outputs and events.
+    # Every public class and function of the modules, and the unions of outputs and events.
     defined = {
         name
-        for module in (bridge, config, decoder, _lib)
+        for module in (bridge, config, decoder, reply, _lib)
         for name, value in vars(module).items()
-        if isinstance(value, type) and value.__module__ == module.__name__
+        if (isinstance(value, type) or inspect.isfunction(value))
+        and value.__module__ == module.__name__
         and not name.startswith("_")
     }
-    assert defined - {"Handle"} | {"Output", "Event", "__version__"} == set(literal)
+    helpers = {
+        name for name, value in vars(_lib).items() if inspect.isfunction(value)
+    }
+    assert defined - {"Handle"} - helpers | {"Output", "Event", "__version__"} == set(literal)
 
 
 def test_help_documents_every_field_and_the_invocation():
@@ -88,6 +93,19 @@ def test_help_documents_every_field_and_the_invocation():
     text = pydoc.render_doc(aw.Bridge, renderer=pydoc.plaintext)
     paragraph = text.split("\n |  invocation\n", 1)[1].split("\n |  \n", 1)[0]
     assert "rejected" in paragraph and "None" in paragraph
+    # The dialect: the argument, its names, and each value's route.
+    assert "dialect: 'Union[Dialect, str]' = <Dialect.CHAT_COMPLETIONS: 0>" in text
+    assert '"chat-completions"' in text and '"messages"' in text
+    text = pydoc.render_doc(aw.Dialect, renderer=pydoc.plaintext)
+    for route in ("/v1/chat/completions", "/v1/responses", "/v1/messages", "count_tokens"):
+        assert route in text, route
+    text = pydoc.render_doc(aw.ErrorKind, renderer=pydoc.plaintext)
+    for kind in aw.ErrorKind:
+        assert f"``{kind.name}`` {kind.status}" in text, kind
+    for function in (aw.count_tokens, aw.error_reply):
+        text = pydoc.render_doc(function, renderer=pydoc.plaintext)
+        assert "dialect" in text or "count_tokens" in text
+        assert "never" in text.lower() or "refusal" in text
 
 
 def test_the_typed_example_runs():
@@ -95,3 +113,6 @@ def test_the_typed_example_runs():
     status, body, stop = respond(DEFAULT_REQUEST, bytearray(transcript))
     assert status == 200 and body.endswith(b"data: [DONE]\n\n") and not stop
     assert answer_text(transcript)
+    status, headers, body = refuse("/v1/messages?beta=true")
+    assert (status, headers["x-should-retry"]) == (401, "false")
+    assert body.startswith(b'{"type":"error","error":{"type":"authentication_error"')

@@ -3,9 +3,21 @@ the tests run it. What an editor plugin's code looks like with types."""
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
-from agentwire import Body, Bridge, Config, Decoder, Head, StopAgent, TextDelta, ToolStrategy
+from agentwire import (
+    Body,
+    Bridge,
+    Config,
+    Decoder,
+    Dialect,
+    ErrorKind,
+    Head,
+    StopAgent,
+    TextDelta,
+    ToolStrategy,
+    error_reply,
+)
 
 
 def answer_text(stdout: bytes) -> str:
@@ -37,3 +49,10 @@ def respond(body: bytes, stdout: bytearray, now_ms: int = 0) -> Tuple[int, bytes
         assert deadline is None
     assert config.tool_strategy is ToolStrategy.NATIVE
     return status, b"".join(chunks), stop
+
+
+def refuse(path: str) -> Tuple[int, Dict[str, str], bytes]:
+    """A server's answer to a request without the right key, in the shape of its route."""
+    dialect = Dialect.MESSAGES if "/messages" in path else "chat-completions"
+    reply = error_reply(dialect, ErrorKind.AUTHENTICATION, "Send the key as x-api-key.")
+    return reply.status, reply.headers, reply.body

@@ -42,7 +42,7 @@ use agentwire::cursor::ExitStatus;
 use agentwire_proxy::agent::{self, EXIT_DRAIN, Signal, Stopper, exit_status, signal_group};
 use agentwire_proxy::connections::{Admitted, Connections, Lane, OVERFLOW_TIMEOUT};
 use agentwire_proxy::framing::{BodyDecoder, BodyLength, Version, body_length};
-use agentwire_proxy::http::{self, Cors, Outcome, Reply, RequestHead, Target};
+use agentwire_proxy::http::{self, Outcome, Reply, RequestHead, ResponseContext, Target};
 use agentwire_proxy::models::ModelCache;
 use agentwire_proxy::record::{AgentEnd, RequestRecord, ResponseEnd};
 use agentwire_proxy::scan::{MAX_HEAD, MAX_HEADERS, may_end_head};
@@ -251,10 +251,10 @@ enum ReadError {
 }
 
 /// What a response is written for: the request's version (HTTP/1.0 clients get no
-/// chunked coding) and its CORS headers.
+/// chunked coding) and what every response to it carries.
 struct Answer {
     version: Version,
-    cors: Cors,
+    context: ResponseContext,
 }
 
 fn connection(server: &Server, mut stream: TcpStream, admitted: Admitted) {
@@ -270,7 +270,7 @@ fn connection(server: &Server, mut stream: TcpStream, admitted: Admitted) {
     let number = server.ids.next();
     let mut answer = Answer {
         version: Version::Http11,
-        cors: Cors::default(),
+        context: ResponseContext::default(),
     };
     let mut head = match read_head(&mut stream, head_deadline) {
         Ok(head) => head,
@@ -297,13 +297,38 @@ fn connection(server: &Server, mut stream: TcpStream, admitted: Admitted) {
         version: head.version,
         headers: &fields,
     };
-    let checked = http::check(settings, &request, lane);
-    answer.cors = checked.cors;
+    let checked = http::check(settings, &request, lane, server.ids.seed(number));
+    answer.context = checked.context;
+    let deadline = head.started + request_timeout;
     let reply = match checked.outcome {
         Outcome::Reply(reply) => reply,
-        Outcome::Chat => {
-            let deadline = head.started + request_timeout;
-            return chat(server, stream, &request, rest, deadline, answer, record);
+        Outcome::Run(dialect) => {
+            let arriving = Arriving {
+                stream,
+                request: &request,
+                rest,
+                deadline,
+                answer,
+            };
+            return run(server, arriving, dialect, record);
+        }
+        Outcome::CountTokens => {
+            let mut arriving = Arriving {
+                stream,
+                request: &request,
+                rest,
+                deadline,
+                answer,
+            };
+            let reply = match arriving.read(server) {
+                Ok(body) => http::count_tokens(&body, &server.settings.config.request_limits),
+                Err(ReadError::Gone) => return,
+                Err(ReadError::Reply(reply)) => reply,
+            };
+            let Arriving {
+                mut stream, answer, ..
+            } = arriving;
+            return write_reply(&mut stream, reply, false, &answer, &mut record);
         }
         Outcome::Models => models(server),
         Outcome::Health { detailed } => http::health(settings, detailed, server.slots.in_flight()),
@@ -438,7 +463,8 @@ fn write_reply(
     answer: &Answer,
     record: &mut RequestRecord,
 ) {
-    let mut out = status_line(reply.status, &reply.headers, &answer.cors);
+    let reply = reply.render(&answer.context);
+    let mut out = status_line(reply.status, &reply.headers);
     out.extend_from_slice(format!("content-length: {}\r\n\r\n", reply.body.len()).as_bytes());
     if !head_only {
         out.extend_from_slice(&reply.body);
@@ -469,14 +495,10 @@ fn linger(stream: &mut TcpStream) {
     }
 }
 
-/// The status line, the given headers, the CORS headers and `connection: close`; the
-/// caller adds the framing header and the blank line.
-fn status_line(status: u16, headers: &[(&'static str, String)], cors: &Cors) -> Vec<u8> {
+/// The status line, the given headers and `connection: close`; the caller adds the
+/// framing header and the blank line.
+fn status_line(status: u16, headers: &[(&'static str, String)]) -> Vec<u8> {
     let mut out = format!("HTTP/1.1 {status} {}\r\n", http::reason(status)).into_bytes();
-    let headers = headers
-        .iter()
-        .map(|(name, value)| (*name, value.as_str()))
-        .chain(cors.headers());
     for (name, value) in headers {
         out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
     }
@@ -506,32 +528,52 @@ enum Event {
     Shutdown,
 }
 
-fn chat(
-    server: &Server,
-    mut stream: TcpStream,
-    request: &RequestHead<'_>,
+/// A request whose head was checked and whose body is still to be read.
+struct Arriving<'a> {
+    stream: TcpStream,
+    request: &'a RequestHead<'a>,
+    /// What was read past the head.
     rest: Vec<u8>,
+    /// The whole request's deadline.
     deadline: Instant,
     answer: Answer,
-    mut record: RequestRecord,
-) {
-    let limit = server.settings.config.request_limits.max_body_bytes;
-    let length = match body_length(request.version, request.headers, limit as u64) {
-        Ok(length) => length,
-        Err(e) => return write_reply(&mut stream, e.reply(), false, &answer, &mut record),
-    };
-    if server.shutting_down.load(Ordering::SeqCst) {
-        let reply = http::shutting_down();
-        return write_reply(&mut stream, reply, false, &answer, &mut record);
-    }
-    // The client waits for a go-ahead before sending the body.
-    if request.expects_continue() && rest.is_empty() && length != BodyLength::Length(0) {
-        let go = format!("HTTP/1.1 100 {}\r\n\r\n", http::reason(100));
-        if stream.write_all(go.as_bytes()).is_err() {
-            return;
+}
+
+impl Arriving<'_> {
+    /// The body, or why it cannot be had (framing, size, deadline, shutdown, the client
+    /// gone).
+    fn read(&mut self, server: &Server) -> Result<Vec<u8>, ReadError> {
+        let limit = server.settings.config.request_limits.max_body_bytes;
+        let request = self.request;
+        let length = body_length(request.version, request.headers, limit as u64)
+            .map_err(|e| ReadError::Reply(e.reply()))?;
+        if server.shutting_down.load(Ordering::SeqCst) {
+            return Err(ReadError::Reply(http::shutting_down()));
         }
+        // The client waits for a go-ahead before sending the body.
+        if request.expects_continue() && self.rest.is_empty() && length != BodyLength::Length(0) {
+            let go = format!("HTTP/1.1 100 {}\r\n\r\n", http::reason(100));
+            self.stream
+                .write_all(go.as_bytes())
+                .map_err(|_| ReadError::Gone)?;
+        }
+        read_body(
+            &mut self.stream,
+            &self.rest,
+            length,
+            limit as u64,
+            self.deadline,
+        )
     }
-    let body = match read_body(&mut stream, &rest, length, limit as u64, deadline) {
+}
+
+/// An agent run for a request in `dialect`.
+fn run(server: &Server, mut arriving: Arriving<'_>, dialect: Dialect, mut record: RequestRecord) {
+    let body = arriving.read(server);
+    let Arriving {
+        mut stream, answer, ..
+    } = arriving;
+    let body = match body {
         Ok(body) => body,
         Err(ReadError::Gone) => return,
         Err(ReadError::Reply(reply)) => {
@@ -542,8 +584,9 @@ fn chat(
         let reply = http::busy(server.settings.max_concurrent);
         return write_reply(&mut stream, reply, false, &answer, &mut record);
     };
+    let body = server.settings.model_aliases.apply(&body);
     let params = server.ids.params(record.number, &server.clock);
-    let bridge = Bridge::new(Dialect::ChatCompletions, &body, &server.settings.config, params);
+    let bridge = Bridge::new(dialect, &body, &server.settings.config, params);
     let (events_tx, events) = mpsc::sync_channel(PIPE_CHUNKS);
     let number = record.number;
     server
@@ -920,8 +963,8 @@ impl Run<'_> {
                 Output::Head(head) => {
                     self.record.status = head.status;
                     if is_stream(&head) {
-                        let headers = http::head_headers(&head);
-                        let line = status_line(head.status, &headers, &self.answer.cors);
+                        let headers = http::head_headers(&head, &self.answer.context);
+                        let line = status_line(head.status, &headers);
                         self.out.extend_from_slice(&line);
                         // HTTP/1.0 clients read to the end of the connection instead.
                         if chunked {
@@ -961,8 +1004,8 @@ impl Run<'_> {
                         continue;
                     }
                     if let Some(head) = self.head.take() {
-                        let headers = http::head_headers(&head);
-                        let line = status_line(head.status, &headers, &self.answer.cors);
+                        let headers = http::head_headers(&head, &self.answer.context);
+                        let line = status_line(head.status, &headers);
                         self.out.extend_from_slice(&line);
                         self.out.extend_from_slice(
                             format!("content-length: {}\r\n\r\n", self.body.len()).as_bytes(),

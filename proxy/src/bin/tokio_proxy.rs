@@ -45,7 +45,7 @@ use agentwire::cursor::ExitStatus;
 use agentwire_proxy::agent::{EXIT_DRAIN, Signal, Stopper, exit_status, signal_group};
 use agentwire_proxy::connections::{Admitted, Connections, Lane, OVERFLOW_TIMEOUT};
 use agentwire_proxy::framing::{FramingError, Version};
-use agentwire_proxy::http::{self, Cors, Outcome, Reply, RequestHead, Target};
+use agentwire_proxy::http::{self, Outcome, Reply, RequestHead, ResponseContext, Target};
 use agentwire_proxy::models::ModelCache;
 use agentwire_proxy::record::{AgentEnd, RequestRecord, ResponseEnd};
 use agentwire_proxy::scan::{MAX_HEAD, MAX_HEADERS, RequestScanner};
@@ -408,18 +408,42 @@ async fn handle(
         },
         headers: &headers,
     };
-    let checked = http::check(&server.settings, &head, lane);
-    let cors = checked.cors;
+    let checked = http::check(
+        &server.settings,
+        &head,
+        lane,
+        server.ids.seed(record.number),
+    );
+    let context = checked.context;
     let mut response = match checked.outcome {
-        Outcome::Reply(reply) => reply_response(reply, &cors, &mut record),
-        Outcome::Chat => chat(&server, &scan, index, deadline, body, &cors, record).await,
+        Outcome::Reply(reply) => reply_response(reply, &context, &mut record),
+        Outcome::Run(dialect) => {
+            let request = Arriving {
+                scan: &scan,
+                index,
+                deadline,
+                body,
+                context: &context,
+            };
+            run(&server, request, dialect, record).await
+        }
+        Outcome::CountTokens => {
+            let request = Arriving {
+                scan: &scan,
+                index,
+                deadline,
+                body,
+                context: &context,
+            };
+            count_tokens(&server, request, record).await
+        }
         Outcome::Models => {
             let reply = models(&server).await;
-            reply_response(reply, &cors, &mut record)
+            reply_response(reply, &context, &mut record)
         }
         Outcome::Health { detailed } => {
             let reply = http::health(&server.settings, detailed, server.in_flight());
-            reply_response(reply, &cors, &mut record)
+            reply_response(reply, &context, &mut record)
         }
     };
     // Nothing after a request whose framing was refused can be read as a request.
@@ -432,14 +456,18 @@ async fn handle(
 }
 
 /// A reply the proxy wrote itself, logged as the request's end.
-fn reply_response(reply: Reply, cors: &Cors, record: &mut RequestRecord) -> Response<Body> {
+fn reply_response(
+    reply: Reply,
+    context: &ResponseContext,
+    record: &mut RequestRecord,
+) -> Response<Body> {
+    let reply = reply.render(context);
     record.status = reply.status;
     record.bytes_out = reply.body.len() as u64;
     record.log();
     let mut response = response(
         reply.status,
         &reply.headers,
-        cors,
         Full::new(Bytes::from(reply.body)).boxed_unsync(),
     );
     if reply.close {
@@ -450,20 +478,11 @@ fn reply_response(reply: Reply, cors: &Cors, record: &mut RequestRecord) -> Resp
     response
 }
 
-fn response(
-    status: u16,
-    headers: &[(&'static str, String)],
-    cors: &Cors,
-    body: Body,
-) -> Response<Body> {
+fn response(status: u16, headers: &[(&'static str, String)], body: Body) -> Response<Body> {
     let mut response = Response::new(body);
     *response.status_mut() =
         StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let map = response.headers_mut();
-    let headers = headers
-        .iter()
-        .map(|(name, value)| (*name, value.as_str()))
-        .chain(cors.headers());
     for (name, value) in headers {
         if let Ok(value) = HeaderValue::from_str(value) {
             map.insert(HeaderName::from_static(name), value);
@@ -489,39 +508,71 @@ async fn models(server: &Arc<Server>) -> Reply {
     }
 }
 
-async fn chat(
-    server: &Arc<Server>,
-    scan: &Scan,
+/// A request whose head was checked and whose body is still to be read.
+struct Arriving<'a> {
+    scan: &'a Scan,
     index: u64,
+    /// The whole request's deadline.
     deadline: Instant,
     body: Incoming,
-    cors: &Cors,
+    context: &'a ResponseContext,
+}
+
+impl Arriving<'_> {
+    /// The body, or the reply that refuses it (framing, size, deadline, shutdown).
+    async fn read(self, server: &Server) -> Result<Bytes, Reply> {
+        // The framing as blocking_proxy reads it: a declared length over the limit, or
+        // what hyper would let through (`gzip, chunked`, `Transfer-Encoding` with a
+        // length).
+        if let Some(error) = self.scan.scanner().refused(self.index) {
+            return Err(error.reply());
+        }
+        if *server.shutdown.borrow() {
+            return Err(http::shutting_down());
+        }
+        let limit = server.settings.config.request_limits.max_body_bytes;
+        read_body(self.body, limit, self.scan, self.index, self.deadline).await
+    }
+}
+
+/// `count_tokens`: the body is read and checked, and no agent runs.
+async fn count_tokens(
+    server: &Arc<Server>,
+    request: Arriving<'_>,
     mut record: RequestRecord,
 ) -> Response<Body> {
-    // The framing as blocking_proxy reads it: a declared length over the limit, or what
-    // hyper would let through (`gzip, chunked`, `Transfer-Encoding` with a length).
-    if let Some(error) = scan.scanner().refused(index) {
-        return reply_response(error.reply(), cors, &mut record);
-    }
-    if *server.shutdown.borrow() {
-        return reply_response(http::shutting_down(), cors, &mut record);
-    }
-    let limit = server.settings.config.request_limits.max_body_bytes;
-    let body = match read_body(body, limit, scan, index, deadline).await {
+    let context = request.context;
+    let reply = match request.read(server).await {
+        Ok(body) => http::count_tokens(&body, &server.settings.config.request_limits),
+        Err(reply) => reply,
+    };
+    reply_response(reply, context, &mut record)
+}
+
+/// An agent run for a request in `dialect`.
+async fn run(
+    server: &Arc<Server>,
+    request: Arriving<'_>,
+    dialect: Dialect,
+    mut record: RequestRecord,
+) -> Response<Body> {
+    let context = request.context;
+    let body = match request.read(server).await {
         Ok(body) => body,
-        Err(reply) => return reply_response(reply, cors, &mut record),
+        Err(reply) => return reply_response(reply, context, &mut record),
     };
     let Ok(permit) = Arc::clone(&server.slots).try_acquire_owned() else {
         let reply = http::busy(server.settings.max_concurrent);
-        return reply_response(reply, cors, &mut record);
+        return reply_response(reply, context, &mut record);
     };
+    let body = server.settings.model_aliases.apply(&body);
     let params = server.ids.params(record.number, &server.clock);
-    let bridge = Bridge::new(Dialect::ChatCompletions, &body, &server.settings.config, params);
+    let bridge = Bridge::new(dialect, &body, &server.settings.config, params);
     let mut run = Run::start(Arc::clone(server), bridge, permit, record);
     let Some(Step::Head(head)) = run.next().await else {
         unreachable!("a bridge's first output is its head");
     };
-    let headers = http::head_headers(&head);
+    let headers = http::head_headers(&head, context);
     if head.content_type == "text/event-stream" && head.status == 200 {
         let (chunks, taken) = mpsc::channel(1);
         tokio::spawn(stream(run, chunks));
@@ -530,7 +581,7 @@ async fn chat(
             Some((Ok(Frame::data(bytes)), taken))
         });
         let body = StreamBody::new(frames).boxed_unsync();
-        return response(head.status, &headers, cors, body);
+        return response(head.status, &headers, body);
     }
     let mut body = BytesMut::new();
     while let Some(Step::Body(bytes)) = run.next().await {
@@ -538,7 +589,7 @@ async fn chat(
     }
     drop(run);
     let body = Full::new(body.freeze()).boxed_unsync();
-    response(head.status, &headers, cors, body)
+    response(head.status, &headers, body)
 }
 
 /// The request body, within the size limit and the request's deadline. Refused as soon as
