@@ -2,7 +2,8 @@
 
 The `proxy` fixture starts `tokio_proxy` and `blocking_proxy` in turn (one instance each for
 the whole session), both with `tests/clients/agent.sh` as their cursor-agent: the replay
-agent playing the fixture the requested model names. When a proxy's tests are done, the
+agent playing the fixture the requested model names (Claude Code's own model names, `claude-*`,
+are aliased to `e2e-read`: the two-turn Read round it runs). When a proxy's tests are done, the
 fixture checks that it is idle (no request in flight, no agent process left, no zombie) and
 that it shuts down cleanly on SIGTERM.
 """
@@ -27,6 +28,8 @@ PROXIES = ("tokio", "blocking")
 STARTUP_TIMEOUT_S = 30
 IDLE_TIMEOUT_S = 5
 SHUTDOWN_TIMEOUT_S = 10
+# What the proxies map Claude Code's model names to (`--model-alias 'claude-*=…'`).
+CLAUDE_ALIAS = "e2e-read"
 
 
 def example(name):
@@ -61,6 +64,41 @@ def descendants(pid):
     return found
 
 
+def run_client(command, cwd, env, timeout_s):
+    """Runs a client CLI in a process group of its own, with no stdin, killed outright (with
+    everything it started) after `timeout_s`; returns (exit code, stdout, stderr)."""
+    command = ["timeout", "-s", "KILL", str(timeout_s), *map(str, command)]
+    process = subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        # `timeout` kills the client; this only guards against a child keeping the pipes open.
+        stdout, stderr = process.communicate(timeout=timeout_s + 30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
+    finally:
+        # Whatever the client started goes with it.
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return process.returncode, stdout.decode(), stderr.decode()
+
+
+def tool_result_block(prompt):
+    """The part of an agent's prompt from its first tool result on (agentwire renders a
+    tool result as `tool result for <id> (<name>)`), or None when it holds none."""
+    at = prompt.find("tool result for")
+    return None if at < 0 else prompt[at:]
+
+
 class Proxy:
     """One running proxy: its base URL, API key and the logs of the agents it ran."""
 
@@ -74,7 +112,8 @@ class Proxy:
         env.update(AGENTWIRE_REPLAY_AGENT=example("replay_agent"), AGENTWIRE_E2E_LOGS=str(self.agent_logs))
         env.pop("AGENTWIRE_API_KEY", None)
         self.process = subprocess.Popen(
-            [example(f"{kind}_proxy"), "--listen", "127.0.0.1:0", "--agent-bin", str(AGENT), "--api-key", self.key],
+            [example(f"{kind}_proxy"), "--listen", "127.0.0.1:0", "--agent-bin", str(AGENT), "--api-key", self.key]
+            + ["--model-alias", f"claude-*={CLAUDE_ALIAS}"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
