@@ -54,8 +54,8 @@ pub enum Route {
     Options,
     /// A path that does not exist.
     NotFound,
-    /// A known path with the wrong method; the value is the `Allow` header.
-    MethodNotAllowed(&'static str),
+    /// A known path with the wrong method: the `Allow` header, and the path's dialect.
+    MethodNotAllowed(&'static str, Dialect),
 }
 
 impl Route {
@@ -63,7 +63,7 @@ impl Route {
     /// requests, and OpenAI's for everything else (the models list, unknown paths).
     pub fn dialect(self) -> Dialect {
         match self {
-            Route::Run(dialect) => dialect,
+            Route::Run(dialect) | Route::MethodNotAllowed(_, dialect) => dialect,
             Route::CountTokens => Dialect::Messages,
             _ => Dialect::ChatCompletions,
         }
@@ -110,7 +110,7 @@ pub fn route(method: &str, path: &str) -> Route {
     if allowed {
         route
     } else {
-        Route::MethodNotAllowed(allow)
+        Route::MethodNotAllowed(allow, route.dialect())
     }
 }
 
@@ -340,7 +340,7 @@ pub fn check(settings: &Settings, head: &RequestHead<'_>, lane: Lane, id_seed: u
         Route::Health => Outcome::Health { detailed: true },
         Route::Hello => Outcome::Reply(hello()),
         Route::NotFound => Outcome::Reply(not_found(head.method, head.target.path)),
-        Route::MethodNotAllowed(allow) => {
+        Route::MethodNotAllowed(allow, _) => {
             Outcome::Reply(method_not_allowed(head.method, head.target.path, allow))
         }
         Route::Options => unreachable!("answered above"),
@@ -841,17 +841,17 @@ mod tests {
         ] {
             assert_eq!(
                 route("GET", path),
-                Route::MethodNotAllowed("POST, OPTIONS"),
+                Route::MethodNotAllowed("POST, OPTIONS", route("POST", path).dialect()),
                 "{path}"
             );
         }
         assert_eq!(
             route("DELETE", "/health"),
-            Route::MethodNotAllowed("GET, HEAD, OPTIONS")
+            Route::MethodNotAllowed("GET, HEAD, OPTIONS", Dialect::ChatCompletions)
         );
         assert_eq!(
             route("POST", "/api/hello"),
-            Route::MethodNotAllowed("GET, HEAD, OPTIONS")
+            Route::MethodNotAllowed("GET, HEAD, OPTIONS", Dialect::ChatCompletions)
         );
         for path in [
             "/",
