@@ -147,6 +147,20 @@ class Proxy:
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.load(response)
 
+    def requests(self):
+        """Every request the proxy logged as done so far: (route, status), in order."""
+        lines = (re.search(r" INFO request id=\d+ route=(.+?) model=.* status=(\d+) ", line) for line in list(self.output))
+        return [(found.group(1), int(found.group(2))) for found in lines if found]
+
+    def requests_after(self, before, count):
+        """The requests logged after the first `before`, once there are at least `count` of
+        them (the log line of a request comes just after its response, so it may trail the
+        client's exit; bounded)."""
+        deadline = time.monotonic() + IDLE_TIMEOUT_S
+        while len(self.requests()) < before + count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self.requests()[before:]
+
     def agent_runs(self, model):
         """What the replay agent logged for `model`: one entry per run, in order."""
         path = self.agent_logs / f"{model}.log"

@@ -52,6 +52,7 @@ def test_claude_code_reads_a_file_and_answers(proxy, tmp_path):
     env = {"PATH": os.environ["PATH"], "HOME": str(home), **claude_env(proxy)}
     # A failed request is reported, not retried: every request is one agent run.
     env["CLAUDE_CODE_MAX_RETRIES"] = "0"
+    requests_before = len(proxy.requests())
     runs_before = len(proxy.agent_runs(CLAUDE_ALIAS))
 
     command = [CLAUDE, "-p", PROMPT, "--allowedTools", "Read", "--output-format", "json"]
@@ -73,7 +74,9 @@ def test_claude_code_reads_a_file_and_answers(proxy, tmp_path):
     assert usage["cache_creation_input_tokens"] == counts["cacheWriteTokens"]
     assert usage["output_tokens"] == counts["outputTokens"]
 
-    # Two requests, two agent runs: no retry, no non-streaming fallback, no side request.
+    # Two requests, two agent runs: no retry, no non-streaming fallback, no side request
+    # (count_tokens, the hello probe, a title or a quota check).
+    assert proxy.requests_after(requests_before, 2) == [("POST /v1/messages", 200)] * 2
     runs = proxy.agent_runs(CLAUDE_ALIAS)[runs_before:]
     assert len(runs) == 2, [run["prompt"][-300:] for run in runs]
     assert all(run["argv"][run["argv"].index("--model") + 1] == CLAUDE_ALIAS for run in runs)

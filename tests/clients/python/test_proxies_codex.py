@@ -56,6 +56,7 @@ def test_codex_runs_a_command_and_answers(proxy, tmp_path):
     (codex_home / "config.toml").write_text(codex_config(proxy.url, MODEL))
     # A clean environment: nothing of the machine's own Codex or OpenAI settings.
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "CODEX_HOME": str(codex_home), "AGENTWIRE_API_KEY": proxy.key}
+    requests_before = len(proxy.requests())
     runs_before = len(proxy.agent_runs(MODEL))
 
     # The command is the scenario's own `cat notes.txt`, in a scratch directory: run without
@@ -69,6 +70,7 @@ def test_codex_runs_a_command_and_answers(proxy, tmp_path):
     assert stdout.strip() == turn_result(2)["result"]
 
     # Two requests, two agent runs: no retry, no reconnect.
+    assert proxy.requests_after(requests_before, 2) == [("POST /v1/responses", 200)] * 2
     runs = proxy.agent_runs(MODEL)[runs_before:]
     assert len(runs) == 2, [run["prompt"][-300:] for run in runs]
     assert tool_result_block(runs[0]["prompt"]) is None
