@@ -99,6 +99,28 @@ def tool_result_block(prompt):
     return None if at < 0 else prompt[at:]
 
 
+def assert_tool_round(runs, tool, content, secret):
+    """The agent runs of a two-turn tool round: exactly two; the first prompt holds no tool
+    result, the second holds `content` (every line of it) as the result of the client's
+    `tool`; `secret` (the proxy's key) reached neither."""
+    assert len(runs) == 2, [run["prompt"][-300:] for run in runs]
+    assert tool_result_block(runs[0]["prompt"]) is None
+    block = tool_result_block(runs[1]["prompt"])
+    assert block and f"({tool})" in block, runs[1]["prompt"]
+    assert all(line in block for line in content.splitlines()), block
+    assert not any(secret in run["prompt"] or secret in " ".join(run["argv"]) for run in runs)
+
+
+# Agent failures before any answer (what the replay agent plays for each model, see
+# tests/clients/agent.sh) and the status each must get; None: any 5xx.
+AGENT_FAILURES = {
+    "not-logged-in": ("e2e-not-logged-in", 401),
+    "unknown-model": ("gpt-9-ultra", 404),
+    "usage-limit": ("e2e-usage-limit", 429),
+    "crash": ("e2e-crash", None),
+}
+
+
 class Proxy:
     """One running proxy: its base URL, API key and the logs of the agents it ran."""
 

@@ -11,7 +11,7 @@ import urllib.request
 
 import anthropic
 import pytest
-from conftest import CLAUDE_ALIAS, FIXTURES, tool_result_block
+from conftest import AGENT_FAILURES, CLAUDE_ALIAS, FIXTURES, assert_tool_round
 from test_anthropic_sdk import TOOL_ID, TOOLS, assert_usage
 from transcripts import capture
 
@@ -91,10 +91,8 @@ def test_tool_round_under_claudes_model_name(proxy):
     assert "".join(block.text for block in second.content if block.type == "text") == answer
 
     runs = proxy.agent_runs(CLAUDE_ALIAS)[runs_before:]
-    assert len(runs) == 2
+    assert_tool_round(runs, "Read", content, proxy.key)
     assert all(run["argv"][run["argv"].index("--model") + 1] == CLAUDE_ALIAS for run in runs)
-    block = tool_result_block(runs[1]["prompt"])
-    assert block and "(Read)" in block and all(line in block for line in content.splitlines())
 
 
 def test_parallel_tool_calls(proxy):
@@ -149,21 +147,21 @@ def test_count_tokens_is_not_found_and_runs_nothing(proxy):
     assert all_runs(proxy) == runs, "count_tokens never starts an agent"
 
 
+# The exception class anthropic-python raises for each status of AGENT_FAILURES.
+FAILURE_ERRORS = {
+    401: anthropic.AuthenticationError,
+    404: anthropic.NotFoundError,
+    429: anthropic.RateLimitError,
+    None: anthropic.InternalServerError,
+}
+
+
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "body"])
-@pytest.mark.parametrize(
-    "model, error, status",
-    [
-        ("e2e-not-logged-in", anthropic.AuthenticationError, 401),
-        ("gpt-9-ultra", anthropic.NotFoundError, 404),
-        ("e2e-usage-limit", anthropic.RateLimitError, 429),
-        ("e2e-crash", anthropic.InternalServerError, None),
-    ],
-    ids=["not-logged-in", "unknown-model", "usage-limit", "crash"],
-)
-def test_agent_failure_maps_to_sdk_error(proxy, model, error, status, stream):
+@pytest.mark.parametrize("model, status", AGENT_FAILURES.values(), ids=AGENT_FAILURES.keys())
+def test_agent_failure_maps_to_sdk_error(proxy, model, status, stream):
     """A failure before any answer gets its true status and the Anthropic error body, and
     the SDK raises the class it maps to."""
-    with pytest.raises(error) as failure:
+    with pytest.raises(FAILURE_ERRORS[status]) as failure:
         if stream:
             with client(proxy).messages.stream(model=model, max_tokens=1024, messages=MESSAGES) as events:
                 events.get_final_message()

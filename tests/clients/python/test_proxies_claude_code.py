@@ -16,7 +16,7 @@ import re
 import shlex
 import shutil
 
-from conftest import CLAUDE_ALIAS, FIXTURES, ROOT, run_client, tool_result_block
+from conftest import CLAUDE_ALIAS, FIXTURES, ROOT, assert_tool_round, run_client
 
 VERSION = (ROOT / "tests/clients/claude-code/version").read_text().strip()
 CLAUDE = ROOT / "tests/clients/claude-code" / VERSION / "node_modules/.bin/claude"
@@ -78,13 +78,8 @@ def test_claude_code_reads_a_file_and_answers(proxy, tmp_path):
     # (count_tokens, the hello probe, a title or a quota check).
     assert proxy.requests_after(requests_before, 2) == [("POST /v1/messages", 200)] * 2
     runs = proxy.agent_runs(CLAUDE_ALIAS)[runs_before:]
-    assert len(runs) == 2, [run["prompt"][-300:] for run in runs]
+    assert_tool_round(runs, "Read", (project / "notes.txt").read_text(), proxy.key)
     assert all(run["argv"][run["argv"].index("--model") + 1] == CLAUDE_ALIAS for run in runs)
-    assert tool_result_block(runs[0]["prompt"]) is None
-    block = tool_result_block(runs[1]["prompt"])
-    assert block and "(Read)" in block, runs[1]["prompt"]
-    assert all(line in block for line in (project / "notes.txt").read_text().splitlines()), block
-    assert not any(proxy.key in run["prompt"] or proxy.key in " ".join(run["argv"]) for run in runs)
 
 
 def readme_recipe():

@@ -16,7 +16,7 @@ import re
 import shutil
 import tomllib
 
-from conftest import FIXTURES, ROOT, run_client, tool_result_block
+from conftest import FIXTURES, ROOT, assert_tool_round, run_client
 
 VERSION = (ROOT / "tests/clients/codex/version").read_text().strip()
 CODEX = ROOT / "tests/clients/codex" / VERSION / "node_modules/.bin/codex"
@@ -72,12 +72,7 @@ def test_codex_runs_a_command_and_answers(proxy, tmp_path):
     # Two requests, two agent runs: no retry, no reconnect.
     assert proxy.requests_after(requests_before, 2) == [("POST /v1/responses", 200)] * 2
     runs = proxy.agent_runs(MODEL)[runs_before:]
-    assert len(runs) == 2, [run["prompt"][-300:] for run in runs]
-    assert tool_result_block(runs[0]["prompt"]) is None
-    block = tool_result_block(runs[1]["prompt"])
-    assert block and "(exec_command)" in block, runs[1]["prompt"]
-    assert all(line in block for line in (project / "notes.txt").read_text().splitlines()), block
-    assert not any(proxy.key in run["prompt"] or proxy.key in " ".join(run["argv"]) for run in runs)
+    assert_tool_round(runs, "exec_command", (project / "notes.txt").read_text(), proxy.key)
 
 
 def test_readme_config_is_the_tested_shape():

@@ -15,7 +15,7 @@ import re
 import shutil
 import types
 
-from conftest import FIXTURES, ROOT, run_client, tool_result_block
+from conftest import FIXTURES, ROOT, assert_tool_round, run_client
 
 VERSION = (ROOT / "tests/clients/opencode/version").read_text().strip()
 OPENCODE = ROOT / "tests/clients/opencode" / VERSION / "bin/opencode"
@@ -102,13 +102,7 @@ def test_opencode_reads_a_file_and_answers(proxy, tmp_path):
 
     # The second prompt the agent got holds the file's content as the read call's result.
     runs = proxy.agent_runs("e2e-read")[runs_before:]
-    assert len(runs) == 2, runs
-    content = (project / "notes.txt").read_text()
-    second = runs[1]["prompt"]
-    result_block = tool_result_block(second)
-    assert result_block and "(read)" in result_block, second
-    assert all(line in result_block for line in content.splitlines()), second
-    assert tool_result_block(runs[0]["prompt"]) is None
+    assert_tool_round(runs, "read", (project / "notes.txt").read_text(), proxy.key)
 
 
 def test_readme_config_is_the_tested_shape():

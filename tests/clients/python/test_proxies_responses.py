@@ -9,9 +9,9 @@ import json
 
 import openai
 import pytest
-from conftest import FIXTURES, tool_result_block
+from conftest import AGENT_FAILURES, FIXTURES, assert_tool_round
 from test_openai_responses import EXEC_COMMAND, REASONING, assert_usage
-from test_proxies_openai import client
+from test_proxies_openai import FAILURE_ERRORS, client
 from transcripts import capture
 
 TEXT = capture(FIXTURES / "multibyte.jsonl")
@@ -66,9 +66,7 @@ def test_tool_round(proxy):
     assert second.output_text == capture(READ_FILE / "turn-2.jsonl").expected
 
     runs = proxy.agent_runs("e2e-read")[runs_before:]
-    assert len(runs) == 2
-    block = tool_result_block(runs[1]["prompt"])
-    assert block and "(read)" in block and all(line in block for line in content.splitlines())
+    assert_tool_round(runs, "read", content, proxy.key)
 
 
 def test_parallel_tool_calls(proxy):
@@ -101,18 +99,9 @@ def test_invalid_request_is_bad_request_naming_the_param(proxy, request_options,
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "body"])
-@pytest.mark.parametrize(
-    "model, error, status",
-    [
-        ("e2e-not-logged-in", openai.AuthenticationError, 401),
-        ("gpt-9-ultra", openai.NotFoundError, 404),
-        ("e2e-usage-limit", openai.RateLimitError, 429),
-        ("e2e-crash", openai.InternalServerError, None),
-    ],
-    ids=["not-logged-in", "unknown-model", "usage-limit", "crash"],
-)
-def test_agent_failure_maps_to_sdk_error(proxy, model, error, status, stream):
-    with pytest.raises(error) as failure:
+@pytest.mark.parametrize("model, status", AGENT_FAILURES.values(), ids=AGENT_FAILURES.keys())
+def test_agent_failure_maps_to_sdk_error(proxy, model, status, stream):
+    with pytest.raises(FAILURE_ERRORS[status]) as failure:
         if stream:
             with client(proxy).responses.stream(model=model, input="hi") as events:
                 events.get_final_response()
