@@ -9,9 +9,10 @@
 #            (bindings/python/requirements-dev.txt), and .tools/wheelhouse: the wheels the
 #            installed-wheel test puts beside agentwire's in a fresh virtualenv, offline
 #            (bindings/python/requirements-test.txt)
-#   clients  the pinned real clients (tests/clients/install.sh): openai-python in
-#            tests/clients/python/.venv, the AI SDK in tests/clients/node/node_modules,
-#            OpenCode in tests/clients/opencode/VERSION/
+#   clients  the pinned real clients (tests/clients/install.sh): openai-python and
+#            anthropic-python in tests/clients/python/.venv, the AI SDK in
+#            tests/clients/{node,ai-sdk}/node_modules, OpenCode, Claude Code and Codex in
+#            tests/clients/{opencode,claude-code,codex}/VERSION/
 #   fuzz     cargo-fuzz in .tools/bin (fuzz/run-smoke.sh puts it on PATH)
 #   crates   every crate the workspace and fuzz/ build from, in cargo's cache, so the
 #            offline `cargo package` check (ci/package.sh) finds them

@@ -54,7 +54,7 @@ step "JavaScript package (WebAssembly; Node, Bun and Deno; real clients; npm ins
 bindings/js/run-tests.sh
 
 if [ -x tests/clients/run.sh ]; then
-    step "real clients (openai-python, AI SDK, OpenCode; offline and against both proxies)"
+    step "real clients (openai-python, anthropic-python, AI SDK, OpenCode, Claude Code, Codex; offline and against both proxies)"
     tests/clients/run.sh
 fi
 

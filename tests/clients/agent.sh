@@ -34,6 +34,7 @@ case "$model" in
     e2e-text) exec "$replay" --transcript "$fixtures/multibyte.jsonl" "$@" ;;
     e2e-tools) exec "$replay" --transcript "$fixtures/client_native_batch.jsonl" "$@" ;;
     e2e-read) exec "$replay" --scenario "$fixtures/e2e/read_file" "$@" ;;
+    e2e-shell) exec "$replay" --scenario "$fixtures/e2e/run_command" "$@" ;;
     e2e-cut-short) exec "$replay" --transcript "$fixtures/e2e/cut_short.jsonl" --stderr "$fixtures/stderr/crash.txt" --exit 1 "$@" ;;
     e2e-not-logged-in) fail not_logged_in "$@" ;;
     e2e-usage-limit) fail usage_limit "$@" ;;

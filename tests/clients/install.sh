@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Installs the pinned real clients (openai-python with pytest, the AI SDK, OpenCode) into
-# this directory (ignored by git): python/.venv, node/node_modules, opencode/VERSION/.
+# Installs the pinned real clients into this directory (ignored by git): openai-python,
+# anthropic-python and pytest in python/.venv, the AI SDK in node/node_modules (the
+# openai-compatible provider OpenCode bundles) and ai-sdk/node_modules (the Anthropic and
+# OpenAI Responses providers), OpenCode in opencode/VERSION/, Claude Code in
+# claude-code/VERSION/ and Codex in codex/VERSION/.
 # Installs nothing that is already there at its pinned version (ci/setup.sh runs it).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -13,7 +16,7 @@ key="$(python3 --version) $(sha256sum <python/requirements.txt)"
 if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c '' 2>/dev/null && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ]; then
     echo "tests/clients/install.sh: tests/clients/$venv current"
 else
-    echo "tests/clients/install.sh: installing openai-python into tests/clients/$venv"
+    echo "tests/clients/install.sh: installing openai-python and anthropic-python into tests/clients/$venv"
     "$venv/bin/python" -c '' 2>/dev/null || python3 -m venv --clear "$venv"
     "$venv/bin/pip" install --quiet --disable-pip-version-check -r python/requirements.txt
     printf '%s\n' "$key" >"$stamp"
@@ -21,12 +24,43 @@ fi
 
 # npm ci wipes and rebuilds node_modules, so run it only when the lockfile is newer than
 # the copy npm keeps of what it last installed (or nothing is installed yet).
-if [ ! -f node/node_modules/.package-lock.json ] || [ node/package-lock.json -nt node/node_modules/.package-lock.json ]; then
-    echo "tests/clients/install.sh: installing the AI SDK into tests/clients/node/node_modules"
-    (cd node && npm ci --no-audit --no-fund --loglevel=error)
-else
-    echo "tests/clients/install.sh: tests/clients/node/node_modules current"
-fi
+for dir in node ai-sdk; do
+    if [ ! -f $dir/node_modules/.package-lock.json ] || [ $dir/package-lock.json -nt $dir/node_modules/.package-lock.json ]; then
+        echo "tests/clients/install.sh: installing the AI SDK into tests/clients/$dir/node_modules"
+        (cd $dir && npm ci --no-audit --no-fund --loglevel=error)
+    else
+        echo "tests/clients/install.sh: tests/clients/$dir/node_modules current"
+    fi
+done
+
+# Claude Code and Codex: npm packages whose platform-specific optional dependency carries
+# the native binary (Claude Code's postinstall links it in place of its `bin` stub; Codex's
+# `bin` is a node launcher that finds it). Each goes into a prefix of its own named after
+# the pinned version; `version` is checked against what the installed package.json says.
+# npm_cli NAME PACKAGE BIN: installs PACKAGE@$(cat NAME/version) into NAME/VERSION/.
+npm_cli() {
+    local name=$1 package=$2 bin=$3 version installed
+    version=$(cat "$name/version")
+    installed=$name/$version/node_modules/$package/package.json
+    if [ -x "$name/$version/node_modules/.bin/$bin" ] && [ -f "$installed" ] &&
+        [ "$(node -p "require('./$installed').version")" = "$version" ]; then
+        echo "tests/clients/install.sh: tests/clients/$name/$version current"
+        return
+    fi
+    echo "tests/clients/install.sh: installing $package@$version into tests/clients/$name/$version"
+    rm -rf "${name:?}/$version"
+    mkdir -p "$name/$version"
+    # The engines field asks for node 22; both run under node 20 (only their launchers are
+    # JavaScript), so the warning is silenced with the rest.
+    npm install --prefix "$name/$version" --no-save --no-audit --no-fund --no-package-lock \
+        --loglevel=error "$package@$version"
+    if ! "$name/$version/node_modules/.bin/$bin" --version | grep -qF "$version"; then
+        echo "tests/clients/install.sh: $name/$version/node_modules/.bin/$bin --version is not $version" >&2
+        exit 1
+    fi
+}
+npm_cli claude-code @anthropic-ai/claude-code claude
+npm_cli codex @openai/codex codex
 
 # OpenCode: `opencode-ai` on npm is a stub whose postinstall copies in the binary of a
 # per-platform package; unpack that package directly instead (same binary, no install

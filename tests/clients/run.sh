@@ -1,23 +1,33 @@
 #!/usr/bin/env bash
-# Real OpenAI clients judge agentwire's output.
+# Real clients judge agentwire's output, in all three dialects.
 #
 # 1. Offline, through the clients' transport hooks (httpx MockTransport, a custom fetch): the
-#    official openai Python SDK and the Vercel AI SDK's openai-compatible provider (the version
-#    OpenCode bundles) are fed the bodies the `translate` example produces for every project
-#    transcript (tests/fixtures) and, when present, every real capture in
-#    ../shared/fixtures/cursor-agent. Each client's own request body goes to
+#    official openai and anthropic Python SDKs and the Vercel AI SDK's openai-compatible
+#    provider (the version OpenCode bundles) are fed the bodies the `translate` example
+#    produces for every project transcript (tests/fixtures) and, when present, every real
+#    capture in ../shared/fixtures/cursor-agent. Each client's own request body goes to
 #    `translate --request`, so the clients judge the answer to what they actually sent.
 # 2. End to end, over loopback sockets, against both example proxies (`proxy/`: tokio_proxy,
-#    blocking_proxy) with the replay agent standing in for cursor-agent: the openai SDK, the
-#    AI SDK's streamText, and OpenCode itself running a two-turn tool round.
+#    blocking_proxy) with the replay agent standing in for cursor-agent: openai-python (Chat
+#    Completions and Responses), anthropic-python (Messages), the AI SDK's streamText (the
+#    openai-compatible, Anthropic and OpenAI Responses providers), and OpenCode, Claude Code
+#    and Codex themselves, each running a two-turn tool round.
 #
 # Exits non-zero on any failure. Install the pinned clients first with tests/clients/install.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-opencode=tests/clients/opencode/$(cat tests/clients/opencode/version)/bin/opencode
-python=tests/clients/python/.venv/bin/python
-if ! "$python" -c 'import openai, pytest' 2>/dev/null || [ ! -d tests/clients/node/node_modules/@ai-sdk/openai-compatible ] || [ ! -x "$opencode" ]; then
+clients=tests/clients
+python=$clients/python/.venv/bin/python
+missing=false
+"$python" -c 'import anthropic, openai, pytest' 2>/dev/null || missing=true
+for installed in node/node_modules/@ai-sdk/openai-compatible ai-sdk/node_modules/@ai-sdk/anthropic \
+    "opencode/$(cat $clients/opencode/version)/bin/opencode" \
+    "claude-code/$(cat $clients/claude-code/version)/node_modules/.bin/claude" \
+    "codex/$(cat $clients/codex/version)/node_modules/.bin/codex"; do
+    [ -e "$clients/$installed" ] || missing=true
+done
+if $missing; then
     echo "tests/clients/run.sh: the pinned clients are missing; run tests/clients/install.sh" >&2
     exit 1
 fi
@@ -30,7 +40,7 @@ for bin in replay_agent tokio_proxy blocking_proxy; do
     export "AGENTWIRE_${bin^^}=$target/debug/$bin"
 done
 
-echo "openai-python judges the output offline; openai-python, the AI SDK and OpenCode against both proxies"
+echo "openai-python and anthropic-python judge the output offline; they, the AI SDK, OpenCode, Claude Code and Codex against both proxies"
 "$python" -m pytest -q -p no:cacheprovider tests/clients/python
 echo "the AI SDK (openai-compatible) judges the output (offline)"
 (cd tests/clients/node && node --test --test-reporter=spec)

@@ -148,15 +148,17 @@ fn split_points(bytes: &[u8]) -> Vec<usize> {
     points
 }
 
-/// Every transcript of the project (`tests/fixtures`, `tests/fixtures/e2e`) and, when
-/// present beside the repository, every real capture.
+/// Every transcript of the project (`tests/fixtures`, `tests/fixtures/e2e` and its
+/// scenarios) and, when present beside the repository, every real capture.
 pub fn every_transcript() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = super::mix::jsonl_files(&root.join("tests/fixtures"));
     files.extend(super::mix::jsonl_files(&root.join("tests/fixtures/e2e")));
-    files.extend(super::mix::jsonl_files(
-        &root.join("tests/fixtures/e2e/read_file"),
-    ));
+    for scenario in ["read_file", "run_command"] {
+        files.extend(super::mix::jsonl_files(
+            &root.join("tests/fixtures/e2e").join(scenario),
+        ));
+    }
     if let Some(captures) = super::shared_captures() {
         files.extend(captures);
     }

@@ -2,7 +2,8 @@
 
 The `proxy` fixture starts `tokio_proxy` and `blocking_proxy` in turn (one instance each for
 the whole session), both with `tests/clients/agent.sh` as their cursor-agent: the replay
-agent playing the fixture the requested model names. When a proxy's tests are done, the
+agent playing the fixture the requested model names (Claude Code's own model names, `claude-*`,
+are aliased to `e2e-read`: the two-turn Read round it runs). When a proxy's tests are done, the
 fixture checks that it is idle (no request in flight, no agent process left, no zombie) and
 that it shuts down cleanly on SIGTERM.
 """
@@ -27,6 +28,8 @@ PROXIES = ("tokio", "blocking")
 STARTUP_TIMEOUT_S = 30
 IDLE_TIMEOUT_S = 5
 SHUTDOWN_TIMEOUT_S = 10
+# What the proxies map Claude Code's model names to (`--model-alias 'claude-*=…'`).
+CLAUDE_ALIAS = "e2e-read"
 
 
 def example(name):
@@ -61,6 +64,63 @@ def descendants(pid):
     return found
 
 
+def run_client(command, cwd, env, timeout_s):
+    """Runs a client CLI in a process group of its own, with no stdin, killed outright (with
+    everything it started) after `timeout_s`; returns (exit code, stdout, stderr)."""
+    command = ["timeout", "-s", "KILL", str(timeout_s), *map(str, command)]
+    process = subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        # `timeout` kills the client; this only guards against a child keeping the pipes open.
+        stdout, stderr = process.communicate(timeout=timeout_s + 30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
+    finally:
+        # Whatever the client started goes with it.
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return process.returncode, stdout.decode(), stderr.decode()
+
+
+def tool_result_block(prompt):
+    """The part of an agent's prompt from its first tool result on (agentwire renders a
+    tool result as `tool result for <id> (<name>)`), or None when it holds none."""
+    at = prompt.find("tool result for")
+    return None if at < 0 else prompt[at:]
+
+
+def assert_tool_round(runs, tool, content, secret):
+    """The agent runs of a two-turn tool round: exactly two; the first prompt holds no tool
+    result, the second holds `content` (every line of it) as the result of the client's
+    `tool`; `secret` (the proxy's key) reached neither."""
+    assert len(runs) == 2, [run["prompt"][-300:] for run in runs]
+    assert tool_result_block(runs[0]["prompt"]) is None
+    block = tool_result_block(runs[1]["prompt"])
+    assert block and f"({tool})" in block, runs[1]["prompt"]
+    assert all(line in block for line in content.splitlines()), block
+    assert not any(secret in run["prompt"] or secret in " ".join(run["argv"]) for run in runs)
+
+
+# Agent failures before any answer (what the replay agent plays for each model, see
+# tests/clients/agent.sh) and the status each must get; None: any 5xx.
+AGENT_FAILURES = {
+    "not-logged-in": ("e2e-not-logged-in", 401),
+    "unknown-model": ("gpt-9-ultra", 404),
+    "usage-limit": ("e2e-usage-limit", 429),
+    "crash": ("e2e-crash", None),
+}
+
+
 class Proxy:
     """One running proxy: its base URL, API key and the logs of the agents it ran."""
 
@@ -74,7 +134,8 @@ class Proxy:
         env.update(AGENTWIRE_REPLAY_AGENT=example("replay_agent"), AGENTWIRE_E2E_LOGS=str(self.agent_logs))
         env.pop("AGENTWIRE_API_KEY", None)
         self.process = subprocess.Popen(
-            [example(f"{kind}_proxy"), "--listen", "127.0.0.1:0", "--agent-bin", str(AGENT), "--api-key", self.key],
+            [example(f"{kind}_proxy"), "--listen", "127.0.0.1:0", "--agent-bin", str(AGENT), "--api-key", self.key]
+            + ["--model-alias", f"claude-*={CLAUDE_ALIAS}"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -107,6 +168,20 @@ class Proxy:
         request = urllib.request.Request(self.url + path, headers={"Authorization": f"Bearer {key or self.key}"})
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.load(response)
+
+    def requests(self):
+        """Every request the proxy logged as done so far: (route, status), in order."""
+        lines = (re.search(r" INFO request id=\d+ route=(.+?) model=.* status=(\d+) ", line) for line in list(self.output))
+        return [(found.group(1), int(found.group(2))) for found in lines if found]
+
+    def requests_after(self, before, count):
+        """The requests logged after the first `before`, once there are at least `count` of
+        them (the log line of a request comes just after its response, so it may trail the
+        client's exit; bounded)."""
+        deadline = time.monotonic() + IDLE_TIMEOUT_S
+        while len(self.requests()) < before + count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self.requests()[before:]
 
     def agent_runs(self, model):
         """What the replay agent logged for `model`: one entry per run, in order."""

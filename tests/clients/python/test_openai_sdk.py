@@ -45,13 +45,14 @@ def truncated(path):
 
 
 # The route of each dialect `translate --api` speaks.
-ROUTES = {"chat-completions": "/v1/chat/completions", "responses": "/v1/responses"}
+ROUTES = {"chat-completions": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages"}
 
 
-def client_for(transcript, exit_code=0, replies=None, api="chat-completions", edit=None):
-    """An SDK client whose every request is answered by `translate` over `transcript`, in the
-    dialect `api` (its route is the only one it serves); `edit`, when given, rewrites each
-    body before the SDK reads it."""
+def translate_transport(transcript, exit_code=0, replies=None, api="chat-completions", edit=None):
+    """An httpx client (the SDKs' own transport) whose every request is answered by
+    `translate` over `transcript`, in the dialect `api` (its route is the only one it
+    serves); `edit`, when given, rewrites each body before the SDK reads it, and `replies`
+    collects each (status, body) as sent."""
 
     def handler(request: httpx2.Request) -> httpx2.Response:
         assert request.method == "POST" and request.url.path == ROUTES[api]
@@ -75,7 +76,12 @@ def client_for(transcript, exit_code=0, replies=None, api="chat-completions", ed
         body = edit(run.stdout) if edit else run.stdout
         return httpx2.Response(status, content=body, headers={"content-type": kind})
 
-    http = httpx2.Client(transport=httpx2.MockTransport(handler))
+    return httpx2.Client(transport=httpx2.MockTransport(handler))
+
+
+def client_for(transcript, exit_code=0, replies=None, api="chat-completions", edit=None):
+    """An openai-python client answered by `translate` (see `translate_transport`)."""
+    http = translate_transport(transcript, exit_code, replies, api, edit)
     return openai.OpenAI(api_key="sk-test", base_url="http://127.0.0.1:1/v1", http_client=http, max_retries=0)
 
 

@@ -9,7 +9,7 @@ import re
 
 import openai
 import pytest
-from conftest import FIXTURES, ROOT
+from conftest import AGENT_FAILURES, FIXTURES, ROOT
 from transcripts import assert_usage, capture, drain
 
 TEXT = capture(FIXTURES / "multibyte.jsonl")
@@ -126,20 +126,20 @@ def test_wrong_api_key_is_authentication_error(proxy, stream):
     assert len(proxy.agent_runs("e2e-text")) == runs, "no agent runs for an unauthenticated request"
 
 
+# The exception class openai-python raises for each status of AGENT_FAILURES.
+FAILURE_ERRORS = {
+    401: openai.AuthenticationError,
+    404: openai.NotFoundError,
+    429: openai.RateLimitError,
+    None: openai.InternalServerError,
+}
+
+
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "body"])
-@pytest.mark.parametrize(
-    "model, error, status",
-    [
-        ("e2e-not-logged-in", openai.AuthenticationError, 401),
-        ("gpt-9-ultra", openai.NotFoundError, 404),
-        ("e2e-usage-limit", openai.RateLimitError, 429),
-        ("e2e-crash", openai.InternalServerError, None),
-    ],
-    ids=["not-logged-in", "unknown-model", "usage-limit", "crash"],
-)
-def test_agent_failure_maps_to_sdk_error(proxy, model, error, status, stream):
+@pytest.mark.parametrize("model, status", AGENT_FAILURES.values(), ids=AGENT_FAILURES.keys())
+def test_agent_failure_maps_to_sdk_error(proxy, model, status, stream):
     """A failure before any answer gets its true status, and the SDK raises the class it maps to."""
-    with pytest.raises(error) as failure:
+    with pytest.raises(FAILURE_ERRORS[status]) as failure:
         response = client(proxy).chat.completions.create(model=model, messages=MESSAGES, stream=stream)
         if stream:
             for _ in response:

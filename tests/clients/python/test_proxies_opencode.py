@@ -13,11 +13,9 @@ import os
 import pathlib
 import re
 import shutil
-import signal
-import subprocess
 import types
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, assert_tool_round, run_client
 
 VERSION = (ROOT / "tests/clients/opencode/version").read_text().strip()
 OPENCODE = ROOT / "tests/clients/opencode" / VERSION / "bin/opencode"
@@ -78,30 +76,9 @@ def run_opencode(proxy, tmp_path):
         XDG_STATE_HOME=str(home / ".local/state"),
         OPENCODE_CONFIG_CONTENT=json.dumps(opencode_config(proxy)),
     )
-    command = ["timeout", "-s", "KILL", str(TIMEOUT_S), str(OPENCODE), "run", "--pure", "--format", "json"]
-    command += ["--title", "e2e", "-m", "agentwire/e2e-read", PROMPT]
-    process = subprocess.Popen(
-        command,
-        cwd=project,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    try:
-        # `timeout` kills OpenCode; this only guards against a child keeping the pipes open.
-        stdout, stderr = process.communicate(timeout=TIMEOUT_S + 30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        stdout, stderr = process.communicate()
-    finally:
-        # Whatever OpenCode started goes with it.
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return process.returncode, stdout.decode(), stderr.decode(), project
+    command = [OPENCODE, "run", "--pure", "--format", "json", "--title", "e2e", "-m", "agentwire/e2e-read", PROMPT]
+    code, stdout, stderr = run_client(command, project, env, TIMEOUT_S)
+    return code, stdout, stderr, project
 
 
 def test_opencode_reads_a_file_and_answers(proxy, tmp_path):
@@ -125,13 +102,7 @@ def test_opencode_reads_a_file_and_answers(proxy, tmp_path):
 
     # The second prompt the agent got holds the file's content as the read call's result.
     runs = proxy.agent_runs("e2e-read")[runs_before:]
-    assert len(runs) == 2, runs
-    content = (project / "notes.txt").read_text()
-    second = runs[1]["prompt"]
-    assert "tool result for" in second and "(read)" in second
-    result_block = second[second.index("tool result for") :]
-    assert all(line in result_block for line in content.splitlines()), second
-    assert "tool result for" not in runs[0]["prompt"]
+    assert_tool_round(runs, "read", (project / "notes.txt").read_text(), proxy.key)
 
 
 def test_readme_config_is_the_tested_shape():
