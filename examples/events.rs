@@ -55,6 +55,7 @@ fn failure_kind(kind: FailureKind) -> &'static str {
         FailureKind::Timeout => "timeout",
         FailureKind::AgentError => "agent_error",
         FailureKind::AgentCrashed => "agent_crashed",
+        FailureKind::UsageLimit => "usage_limit",
         _ => "bad_output",
     }
 }

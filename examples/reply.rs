@@ -24,7 +24,7 @@ use agentwire::bridge::Dialect;
 const USAGE: &str = "usage: reply count-tokens [REQUEST.json]\n       reply error chat-completions|responses|messages KIND MESSAGE";
 
 /// Every error class by its name here.
-const KINDS: [(&str, ErrorKind); 12] = [
+const KINDS: [(&str, ErrorKind); 13] = [
     ("invalid-request", ErrorKind::InvalidRequest),
     ("authentication", ErrorKind::Authentication),
     ("permission-denied", ErrorKind::PermissionDenied),
@@ -37,6 +37,7 @@ const KINDS: [(&str, ErrorKind); 12] = [
     ("agent-failed", ErrorKind::AgentFailed),
     ("unavailable", ErrorKind::Unavailable),
     ("timeout", ErrorKind::Timeout),
+    ("usage-limit", ErrorKind::UsageLimit),
 ];
 
 fn dialect(name: &str) -> Result<Dialect, String> {

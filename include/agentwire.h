@@ -488,7 +488,7 @@ enum aw_failure_kind
      */
     AW_FAILURE_KIND_MODEL_UNAVAILABLE = 2,
     /**
-     * A usage limit or rate limit was hit (429).
+     * A rate limit was hit (429; retrying shortly may succeed).
      */
     AW_FAILURE_KIND_RATE_LIMITED = 3,
     /**
@@ -516,6 +516,10 @@ enum aw_failure_kind
      * The agent's output broke a limit or could not be understood.
      */
     AW_FAILURE_KIND_BAD_OUTPUT = 9,
+    /**
+     * The account's usage limit or quota is used up (429, not retryable).
+     */
+    AW_FAILURE_KIND_USAGE_LIMIT = 10,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -613,6 +617,10 @@ enum aw_error_kind
      * 504: timed out. Retryable.
      */
     AW_ERROR_KIND_TIMEOUT = 11,
+    /**
+     * 429: the account's usage limit or quota is used up. Not retryable.
+     */
+    AW_ERROR_KIND_USAGE_LIMIT = 12,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

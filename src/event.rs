@@ -269,7 +269,7 @@ pub enum FailureKind {
     NotAuthenticated,
     /// The requested model does not exist or is not available to this account.
     ModelUnavailable,
-    /// A usage limit or rate limit was hit.
+    /// A rate limit was hit: retrying shortly may succeed.
     RateLimited,
     /// The agent or the bridge is misconfigured (untrusted workspace, unknown option,
     /// missing binary); retrying will not help until someone fixes it.
@@ -284,4 +284,7 @@ pub enum FailureKind {
     AgentCrashed,
     /// The agent's output broke a limit or could not be understood.
     BadOutput,
+    /// The account's usage limit or quota is used up: retrying before it resets (or the
+    /// plan changes) will not help, so clients are told not to retry.
+    UsageLimit,
 }

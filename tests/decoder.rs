@@ -203,7 +203,7 @@ fn error_result_is_a_failure() {
     let line = r#"{"type":"result","subtype":"error","is_error":true,"error":{"message":"You've hit your usage limit"},"session_id":"s"}"#;
     let events = decode(line.as_bytes(), usize::MAX);
     match events.last().unwrap() {
-        Owned::Failed(message) => assert!(message.starts_with("RateLimited:"), "{message}"),
+        Owned::Failed(message) => assert!(message.starts_with("UsageLimit:"), "{message}"),
         other => panic!("{other:?}"),
     }
 }
@@ -419,7 +419,7 @@ fn an_error_result_is_a_failure_not_an_answer() {
     let events = decode(&fixture("error_result.jsonl"), usize::MAX);
     assert!(texts_of(&events).is_empty(), "{events:?}");
     match events.last() {
-        Some(Owned::Failed(failure)) => assert!(failure.starts_with("RateLimited"), "{failure}"),
+        Some(Owned::Failed(failure)) => assert!(failure.starts_with("UsageLimit"), "{failure}"),
         other => panic!("expected a failure, got {other:?}"),
     }
     // `is_error` alone, and a subtype other than success alone, each make a failure.

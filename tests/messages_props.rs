@@ -78,6 +78,7 @@ fn end() -> impl Strategy<Value = End> {
             Just(FailureKind::Timeout),
             Just(FailureKind::Unavailable),
             Just(FailureKind::RateLimited),
+            Just(FailureKind::UsageLimit),
         ].prop_map(End::Failed),
     ]
 }

@@ -17,7 +17,9 @@ fn error_type(kind: ErrorKind) -> &'static str {
         ErrorKind::PermissionDenied => "permission_error",
         ErrorKind::NotFound => "not_found_error",
         ErrorKind::RequestTooLarge => "request_too_large",
-        ErrorKind::RateLimited => "rate_limit_error",
+        // Anthropic has no type of its own for a used-up quota; `x-should-retry: false`
+        // is what keeps its SDKs (and Claude Code) from retrying it.
+        ErrorKind::RateLimited | ErrorKind::UsageLimit => "rate_limit_error",
         ErrorKind::Timeout => "timeout_error",
         ErrorKind::Unavailable => "overloaded_error",
         ErrorKind::Internal | ErrorKind::AgentFailed => "api_error",
@@ -66,6 +68,7 @@ mod tests {
             (FailureKind::NotAuthenticated, 401, "authentication_error"),
             (FailureKind::ModelUnavailable, 404, "not_found_error"),
             (FailureKind::RateLimited, 429, "rate_limit_error"),
+            (FailureKind::UsageLimit, 429, "rate_limit_error"),
             (FailureKind::Misconfigured, 500, "api_error"),
             (FailureKind::AgentCrashed, 502, "api_error"),
             (FailureKind::Unavailable, 503, "overloaded_error"),

@@ -38,7 +38,7 @@ pub enum ErrorKind {
     RequestTooLarge,
     /// 415: the request body is not of a media type the route takes (not declared JSON).
     UnsupportedMediaType,
-    /// 429: a usage or rate limit was hit, or every agent slot is taken.
+    /// 429: a rate limit was hit, or every agent slot is taken.
     RateLimited,
     /// 500: the agent or the bridge is misconfigured; retrying will not help until someone
     /// fixes it.
@@ -49,6 +49,8 @@ pub enum ErrorKind {
     Unavailable,
     /// 504: the agent was silent for too long, or ran past the time limit.
     Timeout,
+    /// 429, not retryable: the account's usage limit or quota is used up.
+    UsageLimit,
 }
 
 impl ErrorKind {
@@ -63,7 +65,7 @@ impl ErrorKind {
             ErrorKind::MethodNotAllowed => 405,
             ErrorKind::RequestTooLarge => 413,
             ErrorKind::UnsupportedMediaType => 415,
-            ErrorKind::RateLimited => 429,
+            ErrorKind::RateLimited | ErrorKind::UsageLimit => 429,
             ErrorKind::Internal => 500,
             ErrorKind::AgentFailed => 502,
             ErrorKind::Unavailable => 503,
@@ -84,6 +86,8 @@ impl ErrorKind {
             ErrorKind::RequestTooLarge => "request_too_large",
             ErrorKind::UnsupportedMediaType => "unsupported_media_type",
             ErrorKind::RateLimited => "rate_limit_exceeded",
+            // OpenAI's code for it, which Codex explains to its user instead of retrying.
+            ErrorKind::UsageLimit => "insufficient_quota",
             ErrorKind::Internal => "internal_error",
             ErrorKind::AgentFailed => "agent_error",
             ErrorKind::Unavailable => "unavailable",
@@ -131,6 +135,7 @@ impl ErrorReply {
             FailureKind::NotAuthenticated => (ErrorKind::Authentication, "not_authenticated"),
             FailureKind::ModelUnavailable => (ErrorKind::NotFound, "model_not_found"),
             FailureKind::RateLimited => (ErrorKind::RateLimited, "rate_limit_exceeded"),
+            FailureKind::UsageLimit => (ErrorKind::UsageLimit, "insufficient_quota"),
             FailureKind::Misconfigured => (ErrorKind::Internal, "agent_misconfigured"),
             FailureKind::Unavailable => (ErrorKind::Unavailable, "agent_unavailable"),
             FailureKind::Timeout => (ErrorKind::Timeout, "agent_timeout"),
@@ -182,6 +187,7 @@ mod tests {
             (FailureKind::NotAuthenticated, 401, false),
             (FailureKind::ModelUnavailable, 404, false),
             (FailureKind::RateLimited, 429, true),
+            (FailureKind::UsageLimit, 429, false),
             (FailureKind::Misconfigured, 500, false),
             (FailureKind::AgentError, 502, true),
             (FailureKind::AgentCrashed, 502, true),
@@ -218,6 +224,7 @@ mod tests {
             (ErrorKind::AgentFailed, 502),
             (ErrorKind::Unavailable, 503),
             (ErrorKind::Timeout, 504),
+            (ErrorKind::UsageLimit, 429),
         ];
         let mut codes = std::collections::HashSet::new();
         for (kind, status) in kinds {

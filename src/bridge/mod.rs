@@ -818,3 +818,54 @@ impl Emitter {
                 .is_some_and(|last| now_ms >= last.saturating_add(interval))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The head of a run that failed with `stderr`, in every dialect.
+    fn failed_heads(stderr: &[u8]) -> Vec<Head> {
+        let requests: [(Dialect, &[u8]); 3] = [
+            (
+                Dialect::ChatCompletions,
+                br#"{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}"#,
+            ),
+            (Dialect::Responses, br#"{"model":"auto","stream":true,"input":"hi"}"#),
+            (
+                Dialect::Messages,
+                br#"{"model":"auto","max_tokens":9,"stream":true,"messages":[{"role":"user","content":"hi"}]}"#,
+            ),
+        ];
+        let params = BridgeParams {
+            now_ms: 0,
+            created_unix: 1,
+            id_seed: 1,
+        };
+        requests
+            .iter()
+            .map(|(dialect, body)| {
+                let mut bridge = Bridge::new(*dialect, body, &Config::default(), params);
+                bridge.push_stderr(stderr, 1).unwrap();
+                bridge.agent_exited(ExitStatus::Code(1), 2).unwrap();
+                let mut head = None;
+                while let Some(output) = bridge.poll_output() {
+                    if let Output::Head(h) = output {
+                        head = Some(h);
+                    }
+                }
+                head.expect("a failed run has a head")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_used_up_quota_is_a_429_no_client_retries() {
+        // Retrying it only runs the agent into the same wall (Claude Code retried 8 times).
+        for head in failed_heads(b"You've hit your usage limit. It resets on 12/01/2026.\n") {
+            assert_eq!((head.status, head.retryable), (429, Some(false)));
+        }
+        for head in failed_heads(b"Error: rate limit exceeded (too many requests)\n") {
+            assert_eq!((head.status, head.retryable), (429, Some(true)));
+        }
+    }
+}

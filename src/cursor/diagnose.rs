@@ -97,13 +97,19 @@ pub fn classify(evidence: &Evidence<'_>) -> Failure {
         }
         return Failure::new(FailureKind::ModelUnavailable, message);
     }
-    if has(&[
-        "usage limit",
-        "rate limit",
-        "too many requests",
-        "quota",
-        "resource exhausted",
-    ]) {
+    // A used-up quota first: its messages may also say "limit", and retrying it only
+    // runs the agent again into the same wall.
+    if has(&["usage limit", "quota", "spend limit"]) {
+        return Failure::new(
+            FailureKind::UsageLimit,
+            format!(
+                "cursor-agent's usage limit is reached; retrying before it resets will not \
+                 help: {}",
+                excerpt(&clean)
+            ),
+        );
+    }
+    if has(&["rate limit", "too many requests", "resource exhausted"]) {
         return Failure::new(
             FailureKind::RateLimited,
             format!(
@@ -291,6 +297,10 @@ mod tests {
         );
         assert_eq!(
             stderr("You've hit your usage limit", 1).kind,
+            FailureKind::UsageLimit
+        );
+        assert_eq!(
+            stderr("Error: rate limit exceeded, too many requests", 1).kind,
             FailureKind::RateLimited
         );
         assert_eq!(
@@ -349,7 +359,7 @@ mod tests {
         );
         assert_eq!(
             classify_result_error("You've hit your usage limit").kind,
-            FailureKind::RateLimited
+            FailureKind::UsageLimit
         );
     }
 

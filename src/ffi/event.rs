@@ -181,7 +181,7 @@ pub enum aw_failure_kind {
     NotAuthenticated = 1,
     /// The requested model does not exist or is not available to this account (404).
     ModelUnavailable = 2,
-    /// A usage limit or rate limit was hit (429).
+    /// A rate limit was hit (429; retrying shortly may succeed).
     RateLimited = 3,
     /// The agent or the bridge is misconfigured; retrying will not help until someone
     /// fixes it (500).
@@ -196,6 +196,8 @@ pub enum aw_failure_kind {
     AgentCrashed = 8,
     /// The agent's output broke a limit or could not be understood.
     BadOutput = 9,
+    /// The account's usage limit or quota is used up (429, not retryable).
+    UsageLimit = 10,
 }
 
 /// A failed answer.
@@ -439,6 +441,7 @@ fn failure_kind(kind: FailureKind) -> aw_failure_kind {
         FailureKind::AgentError => aw_failure_kind::AgentError,
         FailureKind::AgentCrashed => aw_failure_kind::AgentCrashed,
         FailureKind::BadOutput => aw_failure_kind::BadOutput,
+        FailureKind::UsageLimit => aw_failure_kind::UsageLimit,
     }
 }
 

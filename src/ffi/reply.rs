@@ -75,11 +75,13 @@ pub enum aw_error_kind {
     Unavailable = 10,
     /// 504: timed out. Retryable.
     Timeout = 11,
+    /// 429: the account's usage limit or quota is used up. Not retryable.
+    UsageLimit = 12,
 }
 
 impl aw_error_kind {
     /// Every value, in order.
-    const ALL: [aw_error_kind; 12] = [
+    const ALL: [aw_error_kind; 13] = [
         aw_error_kind::InvalidRequest,
         aw_error_kind::Authentication,
         aw_error_kind::PermissionDenied,
@@ -92,6 +94,7 @@ impl aw_error_kind {
         aw_error_kind::AgentFailed,
         aw_error_kind::Unavailable,
         aw_error_kind::Timeout,
+        aw_error_kind::UsageLimit,
     ];
 
     fn kind(self) -> ErrorKind {
@@ -108,6 +111,7 @@ impl aw_error_kind {
             aw_error_kind::AgentFailed => ErrorKind::AgentFailed,
             aw_error_kind::Unavailable => ErrorKind::Unavailable,
             aw_error_kind::Timeout => ErrorKind::Timeout,
+            aw_error_kind::UsageLimit => ErrorKind::UsageLimit,
         }
     }
 
@@ -294,14 +298,16 @@ mod tests {
             assert_eq!(kind as u32, value, "{kind:?} is numbered in order");
             assert_eq!(aw_error_kind::from_u32(value), Some(kind.kind()));
         }
-        assert_eq!(aw_error_kind::from_u32(12), None);
+        assert_eq!(aw_error_kind::from_u32(13), None);
         let statuses: Vec<u16> = aw_error_kind::ALL
             .iter()
             .map(|k| k.kind().status())
             .collect();
         assert_eq!(
             statuses,
-            [400, 401, 403, 404, 405, 413, 415, 429, 500, 502, 503, 504]
+            [
+                400, 401, 403, 404, 405, 413, 415, 429, 500, 502, 503, 504, 429
+            ]
         );
     }
 }

@@ -41,6 +41,9 @@ fn error_type(kind: ErrorKind) -> &'static str {
         | ErrorKind::UnsupportedMediaType => "invalid_request_error",
         ErrorKind::Authentication => "authentication_error",
         ErrorKind::RateLimited => "rate_limit_error",
+        // What OpenAI sends for a used-up quota (openai-python still raises
+        // RateLimitError for the 429).
+        ErrorKind::UsageLimit => "insufficient_quota",
         ErrorKind::Internal
         | ErrorKind::AgentFailed
         | ErrorKind::Unavailable
@@ -108,6 +111,7 @@ mod tests {
             (FailureKind::NotAuthenticated, 401),
             (FailureKind::ModelUnavailable, 404),
             (FailureKind::RateLimited, 429),
+            (FailureKind::UsageLimit, 429),
             (FailureKind::Misconfigured, 500),
             (FailureKind::AgentCrashed, 502),
             (FailureKind::Unavailable, 503),
@@ -158,6 +162,12 @@ mod tests {
                 429,
                 "rate_limit_error",
                 "rate_limit_exceeded",
+            ),
+            (
+                FailureKind::UsageLimit,
+                429,
+                "insufficient_quota",
+                "insufficient_quota",
             ),
             (
                 FailureKind::Misconfigured,

@@ -529,6 +529,7 @@ static void test_replies(void)
         {AW_ERROR_KIND_AGENT_FAILED, 502, true, "api_error"},
         {AW_ERROR_KIND_UNAVAILABLE, 503, true, "overloaded_error"},
         {AW_ERROR_KIND_TIMEOUT, 504, true, "timeout_error"},
+        {AW_ERROR_KIND_USAGE_LIMIT, 429, false, "rate_limit_error"},
     };
     static const char WHY[] = "Say \"why\".";
     aw_reply *reply = NULL;
@@ -582,7 +583,7 @@ static void test_replies(void)
     /* Misuse and bad input create nothing. */
     reply = NULL;
     EXPECT(aw_reply_new_error(3, AW_ERROR_KIND_NOT_FOUND, "x", 1, &reply), AW_RESULT_INVALID_ENUM);
-    EXPECT(aw_reply_new_error(AW_DIALECT_CHAT_COMPLETIONS, 12, "x", 1, &reply),
+    EXPECT(aw_reply_new_error(AW_DIALECT_CHAT_COMPLETIONS, 13, "x", 1, &reply),
            AW_RESULT_INVALID_ENUM);
     EXPECT(aw_reply_new_error(AW_DIALECT_CHAT_COMPLETIONS, UINT32_MAX, "x", 1, &reply),
            AW_RESULT_INVALID_ENUM);

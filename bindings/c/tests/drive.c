@@ -199,7 +199,8 @@ static const char *const PROGRESS[] = {"reconnecting", "reconnected", "retrying"
 static const char *const FINISH[] = {"stop", "length", "tool_calls", "content_filter"};
 static const char *const FAILURES[] = {
     "invalid_request", "not_authenticated", "model_unavailable", "rate_limited",
-    "misconfigured", "unavailable", "timeout", "agent_error", "agent_crashed", "bad_output"};
+    "misconfigured", "unavailable", "timeout", "agent_error", "agent_crashed", "bad_output",
+    "usage_limit"};
 
 static void print_event(const aw_event *e)
 {
@@ -340,6 +341,7 @@ static aw_error_kind kind_named(const char *name)
         {"agent-failed", AW_ERROR_KIND_AGENT_FAILED},
         {"unavailable", AW_ERROR_KIND_UNAVAILABLE},
         {"timeout", AW_ERROR_KIND_TIMEOUT},
+        {"usage-limit", AW_ERROR_KIND_USAGE_LIMIT},
     };
     size_t i;
     for (i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++) {

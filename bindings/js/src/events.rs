@@ -173,6 +173,7 @@ fn failure_kind_name(kind: FailureKind) -> Option<&'static str> {
         FailureKind::AgentError => "agentError",
         FailureKind::AgentCrashed => "agentCrashed",
         FailureKind::BadOutput => "badOutput",
+        FailureKind::UsageLimit => "usageLimit",
         _ => return None,
     })
 }

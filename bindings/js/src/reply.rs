@@ -17,7 +17,7 @@ use crate::config;
 use crate::error::{Code, RawError};
 
 /// Every error class by its name in the package (`ErrorReplyKind`).
-const KINDS: [(&str, ErrorKind); 12] = [
+const KINDS: [(&str, ErrorKind); 13] = [
     ("invalidRequest", ErrorKind::InvalidRequest),
     ("authentication", ErrorKind::Authentication),
     ("permissionDenied", ErrorKind::PermissionDenied),
@@ -30,6 +30,7 @@ const KINDS: [(&str, ErrorKind); 12] = [
     ("agentFailed", ErrorKind::AgentFailed),
     ("unavailable", ErrorKind::Unavailable),
     ("timeout", ErrorKind::Timeout),
+    ("usageLimit", ErrorKind::UsageLimit),
 ];
 
 fn kind(name: &str) -> Result<ErrorKind, RawError> {

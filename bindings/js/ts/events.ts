@@ -104,7 +104,8 @@ export type FailureKind =
   | 'timeout'
   | 'agentError'
   | 'agentCrashed'
-  | 'badOutput';
+  | 'badOutput'
+  | 'usageLimit';
 
 /** The answer failed; no finish follows. */
 export interface Failed {

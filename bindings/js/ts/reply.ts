@@ -18,7 +18,8 @@ import { requireLoaded } from './module.js';
  * `permissionDenied` 403, `notFound` 404 (the route or the model), `methodNotAllowed` 405,
  * `requestTooLarge` 413, `unsupportedMediaType` 415 (a body not declared JSON),
  * `rateLimited` 429 (every agent slot taken; retryable), `internal` 500, `agentFailed` 502
- * (retryable), `unavailable` 503 (shutting down; retryable), `timeout` 504 (retryable).
+ * (retryable), `unavailable` 503 (shutting down; retryable), `timeout` 504 (retryable),
+ * `usageLimit` 429 (the account's usage limit or quota is used up; not retryable).
  */
 export type ErrorReplyKind =
   | 'invalidRequest'
@@ -32,7 +33,8 @@ export type ErrorReplyKind =
   | 'internal'
   | 'agentFailed'
   | 'unavailable'
-  | 'timeout';
+  | 'timeout'
+  | 'usageLimit';
 
 /** A whole HTTP reply: send `status` with `headers`, then `body`. */
 export interface Reply {

@@ -23,7 +23,8 @@ class ErrorKind(enum.IntEnum):
     ``METHOD_NOT_ALLOWED`` 405, ``REQUEST_TOO_LARGE`` 413, ``UNSUPPORTED_MEDIA_TYPE`` 415
     (a body not declared JSON), ``RATE_LIMITED`` 429 (every agent slot taken; retryable),
     ``INTERNAL`` 500, ``AGENT_FAILED`` 502 (retryable), ``UNAVAILABLE`` 503 (shutting down;
-    retryable), ``TIMEOUT`` 504 (retryable).
+    retryable), ``TIMEOUT`` 504 (retryable), ``USAGE_LIMIT`` 429 (the account's usage limit
+    or quota is used up; not retryable).
 
     :func:`error_reply` also takes the names, in any case, with ``-`` or ``_``
     (``"authentication"``, ``"not-found"``, ``"rate_limited"``, …)."""
@@ -52,6 +53,8 @@ class ErrorKind(enum.IntEnum):
     UNAVAILABLE = lib.AW_ERROR_KIND_UNAVAILABLE
     #: 504: timed out. Retryable.
     TIMEOUT = lib.AW_ERROR_KIND_TIMEOUT
+    #: 429: the account's usage limit or quota is used up. Not retryable.
+    USAGE_LIMIT = lib.AW_ERROR_KIND_USAGE_LIMIT
 
     @property
     def status(self) -> int:
@@ -60,7 +63,7 @@ class ErrorKind(enum.IntEnum):
 
 
 _STATUS: Dict[ErrorKind, int] = dict(
-    zip(ErrorKind, (400, 401, 403, 404, 405, 413, 415, 429, 500, 502, 503, 504))
+    zip(ErrorKind, (400, 401, 403, 404, 405, 413, 415, 429, 500, 502, 503, 504, 429))
 )
 
 

@@ -23,6 +23,7 @@ KINDS = {
     "agent-failed": 502,
     "unavailable": 503,
     "timeout": 504,
+    "usage-limit": 429,
 }
 
 COUNT_TOKENS_BODIES = [
@@ -93,7 +94,7 @@ def test_bad_refusal_arguments_raise_naming_the_choices():
     with pytest.raises(aw.InvalidEnumError, match="'unsupported_media_type'"):
         aw.error_reply("messages", "teapot", "x")
     with pytest.raises(aw.InvalidEnumError):
-        aw.error_reply("messages", 12, "x")
+        aw.error_reply("messages", max(aw.ErrorKind) + 1, "x")
     with pytest.raises(TypeError, match="kind must be a member of ErrorKind or its name"):
         aw.error_reply("messages", 401.0, "x")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="message must be a str"):

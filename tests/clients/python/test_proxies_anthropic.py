@@ -173,6 +173,18 @@ def test_agent_failure_maps_to_sdk_error(proxy, model, status, stream):
     assert failure.value.body["error"]["message"]
 
 
+def test_a_used_up_usage_limit_is_not_retried(proxy):
+    """A used-up usage limit is a 429 with `x-should-retry: false`: the SDK, retrying as it
+    does by default, raises at once and the agent ran once (retrying runs it into the same
+    wall; Claude Code's retries did so eight times)."""
+    runs = all_runs(proxy)
+    retrying = anthropic.Anthropic(base_url=proxy.url, api_key=proxy.key, max_retries=2, timeout=30)
+    with pytest.raises(anthropic.RateLimitError) as failure:
+        retrying.messages.create(model="e2e-usage-limit", max_tokens=1024, messages=MESSAGES)
+    assert failure.value.response.headers["x-should-retry"] == "false"
+    assert all_runs(proxy) == runs + 1
+
+
 def test_crash_mid_stream_is_an_error_event(proxy):
     """The agent dies mid-answer: the text streamed so far arrives, then `event: error`, which
     the SDK raises as an APIStatusError; the stream never reaches `message_stop`."""

@@ -45,6 +45,7 @@ export const ERROR_KINDS = [
   ['agent-failed', 'agentFailed', 502],
   ['unavailable', 'unavailable', 503],
   ['timeout', 'timeout', 504],
+  ['usage-limit', 'usageLimit', 429],
 ];
 
 /** The message of every refusal compared: quotes, a backslash, a newline and non-ASCII text to escape. */
