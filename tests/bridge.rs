@@ -132,13 +132,11 @@ fn fixture(path: &str) -> Vec<u8> {
     .unwrap()
 }
 
+/// The real capture `cursor-agent/<name>`, or `None` when the test is skipped
+/// (`support::shared`).
 fn shared(name: &str) -> Option<Vec<u8>> {
-    std::fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/fixtures/cursor-agent")
-            .join(name),
-    )
-    .ok()
+    let fixtures = support::shared::fixtures(&format!("bridge: {name}"))?;
+    Some(fixtures.read(&format!("cursor-agent/{name}")))
 }
 
 const STREAM: &[u8] = br#"{"model":"auto","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}"#;
@@ -348,7 +346,6 @@ fn real_trust_gate_stderr_is_a_configuration_error() {
     let Some(stderr) =
         shared("dungle-scrubs-harness-cli-normalizer__2026.09.15-d2fe57e__trust-01.stderr.txt")
     else {
-        println!("skipped: ../shared fixtures absent");
         return;
     };
     let run = failed(STREAM, b"", &stderr, 1);
@@ -358,7 +355,6 @@ fn real_trust_gate_stderr_is_a_configuration_error() {
 #[test]
 fn real_failure_transcript_is_a_configuration_error() {
     let Some(stdout) = shared("cagase-dsh-cursor__stream-json-system-prompt-failure.jsonl") else {
-        println!("skipped: ../shared fixtures absent");
         return;
     };
     let run = failed(STREAM, &stdout, b"", 1);
@@ -616,7 +612,6 @@ fn non_streaming_tool_calls() {
 #[test]
 fn real_shell_capture_becomes_a_bash_call() {
     let Some(transcript) = shared("saurabh7481-maestro__02_shell_tool_call.jsonl") else {
-        println!("skipped: ../shared fixtures absent");
         return;
     };
     let mut run = Run::new(&client_request(true), &Config::default());
@@ -632,7 +627,6 @@ fn real_path_only_edit_is_agent_activity() {
     let Some(transcript) =
         shared("dungle-scrubs-harness-cli-normalizer__2026.09.15-d2fe57e__probe-13.jsonl")
     else {
-        println!("skipped: ../shared fixtures absent");
         return;
     };
     let mut run = Run::new(&client_request(true), &Config::default());

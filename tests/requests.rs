@@ -58,7 +58,7 @@ fn project_bodies_match_their_golden_prompts() {
 
 #[test]
 fn real_opencode_bodies_parse() {
-    let Some(bodies) = opencode_bodies() else {
+    let Some(bodies) = opencode_bodies("requests::real_opencode") else {
         return;
     };
     let mut requests = Vec::new();
@@ -98,7 +98,7 @@ fn real_opencode_bodies_parse() {
 
 #[test]
 fn real_opencode_prompts() {
-    let Some(bodies) = opencode_bodies() else {
+    let Some(bodies) = opencode_bodies("requests::real_opencode") else {
         return;
     };
     let mut prompts = Vec::new();
@@ -151,28 +151,24 @@ fn real_opencode_prompts() {
 /// The tools of the first request in a real client capture of `../shared/fixtures/clients`
 /// (`input_schema` or `parameters`; tools of other types left out), or `None` when absent.
 fn client_tools(file: &str) -> Option<Vec<agentwire::conversation::ToolSpec>> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/clients")
-        .join(file);
-    let Ok(text) = std::fs::read_to_string(path) else {
-        println!("skipped: ../shared fixtures absent");
-        return None;
-    };
-    let body = text
-        .lines()
-        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
-        .find(|record| record["body"].is_object())?["body"]
-        .clone();
-    let tools = body["tools"].as_array()?.iter().filter_map(|tool| {
-        let schema = tool
-            .get("input_schema")
-            .or_else(|| tool.get("parameters"))?;
-        Some(agentwire::conversation::ToolSpec::function(
-            tool["name"].as_str()?,
-            tool["description"].as_str().unwrap_or_default(),
-            schema.clone(),
-        ))
-    });
+    let fixtures = support::shared::fixtures(&format!("requests::client_tools({file})"))?;
+    let body = fixtures
+        .request_bodies(&format!("clients/{file}"))
+        .remove(0);
+    let tools = body["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|tool| {
+            let schema = tool
+                .get("input_schema")
+                .or_else(|| tool.get("parameters"))?;
+            Some(agentwire::conversation::ToolSpec::function(
+                tool["name"].as_str()?,
+                tool["description"].as_str().unwrap_or_default(),
+                schema.clone(),
+            ))
+        });
     Some(tools.collect())
 }
 

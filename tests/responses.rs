@@ -35,18 +35,12 @@ fn parse(body: &Value) -> Result<Request, agentwire::api::RequestError> {
 }
 
 /// The request bodies Codex 0.169.0 sent (`../shared/fixtures/clients`), or `None` when
-/// the shared fixtures are absent.
-fn codex_bodies() -> Option<Vec<Value>> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/clients/codex-0.169.0-requests.jsonl");
-    let Ok(text) = std::fs::read_to_string(path) else {
-        println!("skipped: ../shared fixtures absent");
-        return None;
-    };
-    let bodies = text
-        .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap()["body"].clone());
-    Some(bodies.collect())
+/// `what` is skipped (`support::shared`).
+fn codex_bodies(what: &str) -> Option<Vec<Value>> {
+    let fixtures = support::shared::fixtures(what)?;
+    let bodies = fixtures.request_bodies("clients/codex-0.169.0-requests.jsonl");
+    assert_eq!(bodies.len(), 3, "the Codex capture's three requests");
+    Some(bodies)
 }
 
 fn render(request: &Request) -> String {
@@ -150,7 +144,11 @@ const PATCH_GRAMMAR: &str = "start: \"*** Begin Patch\" LF change+ \"*** End Pat
 
 #[test]
 fn codex_bodies_parse_into_the_conversation_codex_meant() {
-    let Some(bodies) = codex_bodies() else { return };
+    let Some(bodies) =
+        codex_bodies("responses::codex_bodies_parse_into_the_conversation_codex_meant")
+    else {
+        return;
+    };
     assert_eq!(bodies.len(), 3);
     for body in &bodies {
         let request = parse(body).unwrap();
@@ -252,7 +250,9 @@ fn codex_bodies_parse_into_the_conversation_codex_meant() {
 
 #[test]
 fn codex_prompts() {
-    let Some(bodies) = codex_bodies() else { return };
+    let Some(bodies) = codex_bodies("responses::codex_prompts") else {
+        return;
+    };
     let round = parse(&bodies[1]).unwrap();
     let prompt = render(&round);
     let blocks: Vec<(&str, &str)> = read_blocks(&prompt).map(|b| (b.label, b.body)).collect();
@@ -299,7 +299,10 @@ fn codex_prompts() {
 
 #[test]
 fn apply_patch_is_a_freeform_tool_with_its_grammar() {
-    let Some(bodies) = codex_bodies() else { return };
+    let Some(bodies) = codex_bodies("responses::apply_patch_is_a_freeform_tool_with_its_grammar")
+    else {
+        return;
+    };
     // A catalogued model's first request: `apply_patch` and `tool_search` join the tools.
     let mut body = bodies[0].clone();
     let tools = body["tools"].as_array_mut().unwrap();
@@ -1267,7 +1270,9 @@ fn a_namespace_tool_call_carries_its_namespace() {
 
 #[test]
 fn codex_tool_round_through_the_bridge() {
-    let Some(bodies) = codex_bodies() else { return };
+    let Some(bodies) = codex_bodies("responses::codex_tool_round_through_the_bridge") else {
+        return;
+    };
     // Turn 1: the agent's shell call becomes Codex's exec_command call.
     let stdout = lines(&[
         thinking("Reading the file."),

@@ -157,7 +157,7 @@ pub fn every_transcript() -> Vec<PathBuf> {
     files.extend(super::mix::jsonl_files(
         &root.join("tests/fixtures/e2e/read_file"),
     ));
-    if let Some(captures) = super::shared_captures() {
+    if let Some(captures) = super::shared_captures("every transcript: the real captures") {
         files.extend(captures);
     }
     files
