@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import agentwire as aw
-from conftest import DEFAULT_REQUEST, FIXTURES, real_captures, transcripts
+from conftest import DEFAULT_REQUEST, FIXTURES, real_captures, shared_fixtures, transcripts
 from drive import respond
 
 REQUESTS = sorted((FIXTURES / "requests").glob("*.json"))
@@ -41,7 +41,7 @@ def test_failed_runs_give_the_rust_status_and_body(rust, default_request, stderr
     assert got[0] >= 400
 
 
-@pytest.mark.skipif(not real_captures(), reason="../shared/fixtures absent")
+@pytest.mark.skipif(not real_captures(), reason=shared_fixtures.absent_reason())
 @pytest.mark.parametrize("transcript", real_captures(), ids=lambda p: p.name)
 def test_real_captures_give_the_rust_bytes(rust, default_request, transcript: Path):
     for request in [default_request, FIXTURES / "requests" / "client_tools.json"]:

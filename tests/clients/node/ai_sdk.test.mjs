@@ -11,12 +11,13 @@ import { join, resolve, dirname, basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { streamText, generateText, jsonSchema, tool } from 'ai';
+import { files as sharedFiles, skipReason } from '../../support/shared_fixtures.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const TRANSLATE = process.env.AGENTWIRE_TRANSLATE ?? join(ROOT, 'target/debug/examples/translate');
 const jsonl = (dir) => (existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.jsonl')).sort().map((f) => join(dir, f)) : []);
 const PROJECT = jsonl(join(ROOT, 'tests/fixtures'));
-const SHARED = jsonl(join(ROOT, '../shared/fixtures/cursor-agent'));
+const SHARED = sharedFiles('cursor-agent', '.jsonl');
 const TRANSCRIPTS = [...PROJECT, ...SHARED];
 const scratch = mkdtempSync(join(tmpdir(), 'agentwire-ai-sdk-'));
 
@@ -99,6 +100,10 @@ function assertUsage(usage, want) {
   // does not declare, without a warning.)
   assert.equal(usage.raw?.cost, want.cost, JSON.stringify(usage.raw));
 }
+
+test('the real captures are there', { skip: skipReason() }, () => {
+  assert.ok(SHARED.length > 0);
+});
 
 test('the fixtures are there', () => {
   assert.ok(PROJECT.length > 0, 'tests/fixtures holds the project transcripts');
