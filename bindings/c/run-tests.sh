@@ -189,18 +189,23 @@ for stderr in tests/fixtures/stderr/*.txt; do
             -- "$out/drive-asan" bridge "$request" 4096 tests/fixtures/failure_no_result.jsonl "$stderr" 1
     done
 done
-shared_fixtures=../shared/fixtures/cursor-agent
-if [ -d "$shared_fixtures" ]; then
-    for transcript in "$shared_fixtures"/*.jsonl; do
+# The real captures, found as every test finds them (tests/support/shared_fixtures.sh).
+. tests/support/shared_fixtures.sh
+real_status=0
+real=$(shared_fixtures_files cursor-agent .jsonl) || real_status=$?
+if [ "$real_status" = 0 ]; then
+    while IFS= read -r transcript; do
         t=$(basename "$transcript")
         same "real bridge $t" "$translate" --chunk 4096 --request "$out/default.json" "$transcript" \
             -- "$out/drive-static" bridge "$out/default.json" 4096 "$transcript"
         same "real bridge (client tools) $t" "$translate" --chunk 7 --request tests/fixtures/requests/client_tools.json "$transcript" \
             -- "$out/drive-asan" bridge tests/fixtures/requests/client_tools.json 7 "$transcript"
         same "real events $t" "$events" --chunk 4096 "$transcript" -- "$out/drive-static" events 4096 "$transcript"
-    done
+    done <<<"$real"
+elif [ "$real_status" = 1 ]; then
+    echo "    (real captures skipped)"
 else
-    echo "    ($shared_fixtures absent: real captures skipped)"
+    fail "the real captures"
 fi
 
 echo "==> plugin example (stand-in agent)"

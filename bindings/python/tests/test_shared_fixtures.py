@@ -49,3 +49,35 @@ def test_absent_under_ci_or_the_requirement_fails(tmp_path):
             shared_fixtures.files("cursor-agent", "*.jsonl", env)
         with pytest.raises(pytest.fail.Exception, match="absent"):
             shared_fixtures.skip_if_absent(env)
+
+
+def shell_finder(env):
+    """(status, stdout, stderr) of tests/support/shared_fixtures.sh (the C tests' finder) asked
+    for the cursor-agent transcripts, in `env` alone."""
+    import subprocess
+
+    script = shared_fixtures.ROOT / "tests" / "support" / "shared_fixtures.sh"
+    done = subprocess.run(
+        ["bash", "-c", f". '{script}' && shared_fixtures_files cursor-agent .jsonl"],
+        env={"PATH": "/usr/bin:/bin", **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_the_shell_finder_keeps_the_same_rules(tmp_path):
+    agent = tmp_path / "fixtures" / "cursor-agent"
+    agent.mkdir(parents=True)
+    # Present without the files: a failure.
+    assert shell_finder({DIR: str(tmp_path)})[0] == 2
+    (agent / "b.jsonl").write_text("{}\n")
+    (agent / "a.jsonl").write_text("{}\n")
+    assert shell_finder({DIR: str(tmp_path), "CI": "true"}) == (0, f"{agent / 'a.jsonl'}\n{agent / 'b.jsonl'}\n", "")
+    missing = str(tmp_path / "nothing-here")
+    status, out, err = shell_finder({DIR: missing})
+    assert (status, out) == (1, "") and "SKIPPED" in err
+    for extra in ({"CI": "true"}, {shared_fixtures.REQUIRE_VAR: "1"}):
+        status, out, err = shell_finder({DIR: missing, **extra})
+        assert (status, out) == (2, "") and shared_fixtures.REQUIRE_VAR in err
