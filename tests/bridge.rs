@@ -631,11 +631,15 @@ fn real_path_only_edit_is_agent_activity() {
     };
     let mut run = Run::new(&client_request(true), &Config::default());
     run.stdout(&transcript, 1);
-    // The read is intercepted; the {path}-only edit never becomes a call.
+    // The read, first, is intercepted as the client's call and ends the turn; the
+    // {path}-only edit after it never becomes a call.
     let calls = tool_calls(&run.body());
-    assert!(
-        calls.iter().all(|(_, _, name, _)| name != "edit"),
-        "{calls:?}"
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let (index, _, name, arguments) = &calls[0];
+    assert_eq!((*index, name.as_str()), (0, "read"), "{calls:?}");
+    assert_eq!(
+        arguments["filePath"],
+        "/hcn-verify/cursor-capture/ws-main/notes.txt"
     );
 }
 

@@ -31,13 +31,15 @@ fn fenced(content: &str) -> String {
 
 #[test]
 fn project_bodies_match_their_golden_prompts() {
-    // Set AGENTWIRE_BLESS=1 to rewrite the golden files after an intended change.
+    // Set AGENTWIRE_BLESS=1 to rewrite the golden files after an intended change. They
+    // are the renderer's own output, reviewed once: a change detector. What the prompt
+    // must be is checked independently in tests/prompt_props.rs (prompts written by hand,
+    // and the fencing's properties on generated conversations).
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     for name in ["agent_stream", "client_tools", "client_tools_nostream"] {
         let body = std::fs::read(root.join(format!("requests/{name}.json"))).unwrap();
         let request = parse_request(&body, &RequestLimits::default()).unwrap();
         let prompt = render(&request);
-        assert_eq!(prompt, render(&request.clone()), "deterministic");
         let last_user = request
             .conversation
             .messages
@@ -105,7 +107,6 @@ fn real_opencode_prompts() {
     for body in bodies {
         let request = parse_request(&body, &RequestLimits::default()).unwrap();
         let prompt = render(&request);
-        assert_eq!(prompt, render(&request), "deterministic");
         let blocks: Vec<(&str, &str)> = read_blocks(&prompt).map(|b| (b.label, b.body)).collect();
         // Every message's text comes back exactly from its block.
         let system = &request.conversation.messages[0];
