@@ -584,7 +584,10 @@ mod tests {
         // (`oneOf` tries every branch; `anyOf` stops at the first that fits.)
         let schema = json!({"oneOf":[{"$ref":"#"},{"$ref":"#"}]});
         let (problems, steps) = run(&schema, &json!(1));
-        assert_eq!(problems, ["arguments matches more than one of the exclusive shapes"]);
+        assert_eq!(
+            problems,
+            ["arguments matches more than one of the exclusive shapes"]
+        );
         assert!(
             (MAX_STEPS..=MAX_STEPS + 4 * MAX_DEPTH).contains(&steps),
             "{steps} steps"
