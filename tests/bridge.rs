@@ -289,6 +289,72 @@ fn idle_timeout_before_and_after_the_head() {
 }
 
 #[test]
+fn max_duration_stops_a_busy_agent() {
+    let config = Config {
+        idle_timeout_ms: 60_000,
+        head_deadline_ms: 120_000,
+        max_duration_ms: Some(30_000),
+        ..Config::default()
+    };
+    let thinking = b"{\"type\":\"thinking\",\"subtype\":\"delta\",\"text\":\"hm\"}\n";
+    let text = b"{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"Hi\"}]}}\n";
+    // Before the head: an agent that never goes idle is stopped at the limit, counted from
+    // the Bridge's creation, with a real 504 naming the limit.
+    let mut run = Run::new(PLAIN, &config);
+    for now in (1_000..30_000).step_by(1_000) {
+        run.stdout(thinking, now);
+        run.advance(now);
+        assert!(run.seen.is_empty(), "nothing before the limit ({now} ms)");
+        // The next deadline is the limit, not the idle timeout.
+        assert_eq!(run.bridge.poll_timeout(), Some(30_000));
+    }
+    run.advance(29_999);
+    assert!(run.seen.is_empty());
+    run.advance(30_000);
+    assert_eq!(run.heads(), [(504, "application/json")]);
+    let body = run.json_body();
+    assert_eq!(body["error"]["code"], "agent_timeout");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("did not finish within 30 s"), "{message}");
+    assert_eq!((run.stops(), run.ends()), (1, 1));
+    assert_eq!(run.seen.last(), Some(&Seen::End));
+    assert!(run.bridge.poll_timeout().is_none());
+    // After the head: the answer so far, an in-band error, [DONE], one stop, one end.
+    let mut run = Run::new(STREAM, &config);
+    for now in (1_000..30_000).step_by(1_000) {
+        run.stdout(text, now);
+        run.advance(now);
+    }
+    assert_eq!(run.ends(), 0);
+    run.advance(30_000);
+    let summary = check_stream(&run.body());
+    assert!(summary.content.starts_with("HiHi"), "{}", summary.content);
+    assert_eq!(summary.errors.len(), 1);
+    assert!(
+        summary.errors[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("did not finish within 30 s")
+    );
+    assert_eq!(summary.done, 1);
+    assert_eq!((run.stops(), run.ends()), (1, 1));
+    // Without a limit the same busy agent runs on.
+    let mut run = Run::new(
+        PLAIN,
+        &Config {
+            max_duration_ms: None,
+            ..config
+        },
+    );
+    for now in (1_000..=90_000).step_by(1_000) {
+        run.stdout(thinking, now);
+        run.advance(now);
+    }
+    assert!(run.seen.is_empty());
+    assert_eq!(run.bridge.poll_timeout(), Some(150_000));
+}
+
+#[test]
 fn client_gone_stops_the_agent_and_ends_quietly() {
     let mut run = Run::new(STREAM, &Config::default());
     run.stdout(b"{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"Hi\"}]}}\n", 5);
