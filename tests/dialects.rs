@@ -10,7 +10,9 @@ use std::path::Path;
 
 use agentwire::bridge::Dialect;
 use serde_json::{Value, json};
-use support::drive::{Response, drive, every_transcript_in_every_chunking, hello};
+use support::drive::{
+    Response, chunkings, drive, every_transcript, every_transcript_in_every_chunking, hello,
+};
 use support::{check_stream, decode, responses, text_of};
 
 /// Chat Completions: a stream that keeps the chunk contract, or an error body.
@@ -161,4 +163,33 @@ fn responses_stream() {
 fn responses_body() {
     let request = hello(Dialect::Responses, false);
     every_transcript_in_every_chunking(Dialect::Responses, &request, check_responses_body);
+}
+
+/// The chunkings every dialect is checked in rebuild each transcript, and between them
+/// every offset of stdout ends a push: the Bridge is split everywhere, at a cost linear in
+/// the transcript (a few hundred runs, not one per byte).
+#[test]
+fn every_offset_ends_a_push() {
+    for path in every_transcript() {
+        let bytes = std::fs::read(&path).unwrap();
+        let mut ends = vec![false; bytes.len() + 1];
+        let runs = chunkings(&bytes);
+        for (how, pieces) in &runs {
+            assert_eq!(pieces.concat(), bytes, "{}: {how}", path.display());
+            let mut at = 0;
+            for piece in pieces {
+                at += piece.len();
+                ends[at] = true;
+            }
+        }
+        let missed: Vec<usize> = (1..bytes.len()).filter(|at| !ends[*at]).collect();
+        assert!(missed.is_empty(), "{}: {missed:?}", path.display());
+        let lines = memchr::memchr_iter(b'\n', &bytes).count();
+        assert!(
+            runs.len() <= 2 * lines + 128 || bytes.len() <= 2048 + 1,
+            "{}: {} runs",
+            path.display(),
+            runs.len()
+        );
+    }
 }

@@ -125,27 +125,42 @@ pub fn pieces(bytes: &[u8], chunk: usize) -> Vec<&[u8]> {
 /// Transcripts up to this size are split into two pushes at every offset.
 const EVERY_OFFSET_MAX: usize = 2048;
 
-/// Lines of a longer transcript (the real captures reach 41 KB) split at: their ends and
-/// one byte on either side, where framing decides, for this many lines spread over the
-/// transcript. (Every offset of every transcript is the decoder's test, `tests/decoder.rs`;
-/// here each split is a whole Bridge run, prompt included.)
-const SPLIT_LINES: usize = 48;
+/// Longer transcripts (the real captures reach 41 KB) are also read in pushes of this many
+/// bytes, once at each phase, so that every offset ends a push in one run at a cost of
+/// this many runs (a prime, so that the pushes line up with nothing in the transcript).
+const STRIDE: usize = 61;
 
-/// Where `bytes` is split into two pushes.
-fn split_points(bytes: &[u8]) -> Vec<usize> {
-    if bytes.len() <= EVERY_OFFSET_MAX {
-        return (0..=bytes.len()).collect();
-    }
-    let ends: Vec<usize> = memchr::memchr_iter(b'\n', bytes).collect();
-    let step = ends.len().div_ceil(SPLIT_LINES).max(1);
-    let mut points: Vec<usize> = ends
-        .iter()
-        .step_by(step)
-        .flat_map(|at| [*at, at + 1, at + 2])
-        .filter(|at| *at <= bytes.len())
+/// Every way `bytes` is fed in [`every_transcript_in_every_chunking`] besides whole, each
+/// named: 1-, 7- and 4096-byte reads; two pushes split at every offset of a short
+/// transcript, or at every line end of a long one (before and after its newline, where
+/// framing decides); and for a long one, [`STRIDE`]-byte pushes at every phase. Every offset
+/// of stdout ends a push in some run, at a cost linear in the transcript's size times its
+/// lines (`every_offset_ends_a_push` in tests/dialects.rs).
+pub fn chunkings(bytes: &[u8]) -> Vec<(String, Vec<&[u8]>)> {
+    let mut runs: Vec<(String, Vec<&[u8]>)> = [1, 7, 4096]
+        .into_iter()
+        .map(|chunk| (format!("{chunk}-byte reads"), pieces(bytes, chunk)))
         .collect();
-    points.dedup();
-    points
+    let splits: Vec<usize> = if bytes.len() <= EVERY_OFFSET_MAX {
+        (0..=bytes.len()).collect()
+    } else {
+        let mut at: Vec<usize> = memchr::memchr_iter(b'\n', bytes)
+            .flat_map(|end| [end, end + 1])
+            .collect();
+        at.insert(0, 0);
+        at
+    };
+    for at in splits {
+        runs.push((format!("split at {at}"), vec![&bytes[..at], &bytes[at..]]));
+    }
+    if bytes.len() > EVERY_OFFSET_MAX {
+        for phase in 1..=STRIDE {
+            let mut run = vec![&bytes[..phase]];
+            run.extend(bytes[phase..].chunks(STRIDE));
+            runs.push((format!("{STRIDE}-byte reads from {phase}"), run));
+        }
+    }
+    runs
 }
 
 /// Every transcript of the project (`tests/fixtures`, `tests/fixtures/e2e`) and, when
@@ -164,9 +179,8 @@ pub fn every_transcript() -> Vec<PathBuf> {
 }
 
 /// Asserts that the response to `request` of `dialect` is the same — status, head, body,
-/// stops — whether the agent's output comes whole, a byte at a time, in 7- and 4096-byte
-/// reads, or in two pushes split anywhere (every offset of a short transcript, the line
-/// boundaries of a long one: see [`EVERY_OFFSET_MAX`]), for every transcript;
+/// stops — whether the agent's output comes whole or in any of the [`chunkings`] (every
+/// offset of stdout ends a push in one of them), for every transcript;
 /// then hands each transcript's response to `check` (the dialect's own contract).
 pub fn every_transcript_in_every_chunking(
     dialect: Dialect,
@@ -179,18 +193,11 @@ pub fn every_transcript_in_every_chunking(
         let bytes = std::fs::read(path).unwrap();
         let name = path.display();
         let whole = drive(dialect, request, &[&bytes]);
-        for chunk in [1, 7, 4096] {
+        for (how, pieces) in chunkings(&bytes) {
             assert_eq!(
-                drive(dialect, request, &pieces(&bytes, chunk)),
+                drive(dialect, request, &pieces),
                 whole,
-                "{dialect:?} {name}: {chunk}-byte reads"
-            );
-        }
-        for at in split_points(&bytes) {
-            assert_eq!(
-                drive(dialect, request, &[&bytes[..at], &bytes[at..]]),
-                whole,
-                "{dialect:?} {name}: split at {at}"
+                "{dialect:?} {name}: {how}"
             );
         }
         check(path, &bytes, &whole);
