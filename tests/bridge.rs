@@ -5,19 +5,11 @@ mod support;
 
 use std::path::Path;
 
-use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect, Output};
+use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect};
 use agentwire::cursor::ExitStatus;
 use serde_json::Value;
 use support::check_stream;
-
-/// What an adapter saw, in order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Seen {
-    Head(u16, &'static str),
-    Body(Vec<u8>),
-    Stop,
-    End,
-}
+use support::drive::{Seen, advance, drain_into};
 
 struct Run {
     bridge: Bridge,
@@ -40,22 +32,7 @@ impl Run {
     }
 
     fn drain(&mut self) {
-        while let Some(output) = self.bridge.poll_output() {
-            let seen = match output {
-                Output::Head(head) => Seen::Head(head.status, head.content_type),
-                Output::Body(bytes) => {
-                    assert!(!bytes.is_empty());
-                    Seen::Body(bytes.to_vec())
-                }
-                Output::StopAgent => Seen::Stop,
-                Output::End => Seen::End,
-            };
-            assert!(
-                !self.seen.contains(&Seen::End),
-                "nothing after End: {seen:?}"
-            );
-            self.seen.push(seen);
-        }
+        drain_into(&mut self.bridge, &mut self.seen);
     }
 
     fn stdout(&mut self, bytes: &[u8], now: u64) {
@@ -75,21 +52,15 @@ impl Run {
 
     /// Advances time to `until`, firing every deadline on the way.
     fn advance(&mut self, until: u64) {
-        while let Some(deadline) = self.bridge.poll_timeout() {
-            if deadline > until {
-                break;
-            }
-            self.bridge.handle_timeout(deadline);
-            self.drain();
-        }
+        advance(&mut self.bridge, &mut self.seen, 0, until);
     }
 
     fn heads(&self) -> Vec<(u16, &'static str)> {
         self.seen
             .iter()
             .filter_map(|s| {
-                if let Seen::Head(a, b) = s {
-                    Some((*a, *b))
+                if let Seen::Head(head) = s {
+                    Some((head.status, head.content_type))
                 } else {
                     None
                 }
@@ -160,9 +131,10 @@ fn agent_mode_stream_in_order() {
         run.stdout(chunk, 10 + i as u64);
     }
     assert_eq!(run.heads(), [(200, "text/event-stream")]);
-    assert_eq!(
-        run.seen.first(),
-        Some(&Seen::Head(200, "text/event-stream"))
+    assert!(
+        matches!(run.seen.first(), Some(Seen::Head(head)) if head.status == 200),
+        "{:?}",
+        run.seen.first()
     );
     assert_eq!(run.seen.last(), Some(&Seen::End));
     assert_eq!(run.stops(), 0, "the agent finished by itself");

@@ -9,7 +9,7 @@ mod support;
 use std::path::Path;
 
 use agentwire::api::{Request, RequestLimits};
-use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect, Output};
+use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect};
 use agentwire::conversation::{Grammar, Role, ToolChoice, ToolKind};
 use agentwire::cursor::ExitStatus;
 use agentwire::cursor::prompt::{read_blocks, render_prompt};
@@ -59,22 +59,13 @@ fn run(request: &Value, stdout: &[u8], exit: i32) -> Response {
         id_seed: 0,
     };
     let body = request.to_string();
-    let mut bridge = Bridge::new(
+    let bridge = Bridge::new(
         Dialect::Responses,
         body.as_bytes(),
         &Config::default(),
         params,
     );
-    let mut response = None;
-    let mut ends = support::drive::drain(&mut bridge, &mut response);
-    if bridge.invocation().is_some() {
-        bridge.push_stdout(stdout, 1).unwrap();
-        ends += support::drive::drain(&mut bridge, &mut response);
-        bridge.agent_exited(ExitStatus::Code(exit), 2).unwrap();
-        ends += support::drive::drain(&mut bridge, &mut response);
-    }
-    assert_eq!(ends, 1);
-    response.unwrap()
+    support::drive::respond_to(bridge, &[stdout], ExitStatus::Code(exit))
 }
 
 fn lines(events: &[Value]) -> Vec<u8> {
@@ -1192,18 +1183,14 @@ fn a_cursor_edit_never_becomes_a_patch_call() {
             created_unix: 0,
             id_seed: 0,
         };
-        let mut bridge = Bridge::new(
+        let bridge = Bridge::new(
             Dialect::Responses,
             request.to_string().as_bytes(),
             &config,
             params,
         );
-        let mut response = None;
-        bridge.push_stdout(&stdout, 1).unwrap();
-        support::drive::drain(&mut bridge, &mut response);
-        bridge.agent_exited(ExitStatus::Code(0), 2).unwrap();
-        support::drive::drain(&mut bridge, &mut response);
-        let summary = stream_of(&response.unwrap());
+        let response = support::drive::respond_to(bridge, &[&stdout], ExitStatus::Code(0));
+        let summary = stream_of(&response);
         assert!(
             summary
                 .done_items
@@ -1430,24 +1417,13 @@ fn keep_alives_are_comments_and_the_stream_still_begins_with_created() {
     };
     let request = json!({"stream":true,"input":"hi"}).to_string();
     let mut bridge = Bridge::new(Dialect::Responses, request.as_bytes(), &config, params);
-    let mut body = Vec::new();
-    let mut drain = |bridge: &mut Bridge| {
-        while let Some(output) = bridge.poll_output() {
-            if let Output::Body(bytes) = output {
-                body.extend_from_slice(bytes);
-            }
-        }
-    };
-    let mut now = 0;
-    while now < 2_600 {
-        now = bridge.poll_timeout().unwrap();
-        bridge.handle_timeout(now);
-        drain(&mut bridge);
-    }
+    let mut seen = Vec::new();
+    let now = support::drive::advance(&mut bridge, &mut seen, 0, 2_600);
     bridge
         .push_stdout(&lines(&[text("hi"), result(None)]), now)
         .unwrap();
-    drain(&mut bridge);
+    support::drive::drain_into(&mut bridge, &mut seen);
+    let body = support::drive::Response::of(&seen).body;
     let summary = check_responses_stream(&body);
     assert!(summary.comments >= 3, "{}", String::from_utf8_lossy(&body));
     assert!(body.starts_with(b": keep-alive\n\n"));
