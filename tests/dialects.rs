@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use support::drive::{
     Response, chunkings, drive, every_transcript, every_transcript_in_every_chunking, hello,
 };
-use support::{check_stream, decode, responses, text_of};
+use support::{check_stream, decode, expected_result, responses, text_of};
 
 /// Chat Completions: a stream that keeps the chunk contract, or an error body.
 fn check_chat_stream(path: &Path, _: &[u8], response: &Response) {
@@ -123,14 +123,20 @@ fn messages_body() {
     every_transcript_in_every_chunking(Dialect::Messages, &request, check_messages_body);
 }
 
+/// The text a client must see: the transcript's own `result` when it succeeded (read from
+/// its lines, not by the decoder under test); the text decoded before the failure
+/// otherwise.
+fn answer(transcript: &[u8]) -> String {
+    expected_result(transcript).unwrap_or_else(|| text_of(&decode(transcript, usize::MAX)))
+}
+
 /// Responses: a stream that keeps the item state machine and carries the agent's text, or
 /// an OpenAI error body.
 fn check_responses_stream(path: &Path, transcript: &[u8], response: &Response) {
     if response.status == 200 {
         assert_eq!(response.content_type, "text/event-stream");
         let summary = responses::check_responses_stream(&response.body);
-        let text = text_of(&decode(transcript, usize::MAX));
-        assert_eq!(summary.text, text, "{}", path.display());
+        assert_eq!(summary.text, answer(transcript), "{}", path.display());
     } else {
         check_chat_error(path, response);
     }
@@ -142,12 +148,7 @@ fn check_responses_body(path: &Path, transcript: &[u8], response: &Response) {
     if response.status == 200 {
         let body: Value = serde_json::from_slice(&response.body).unwrap();
         let text = responses::check_responses_body(&body);
-        assert_eq!(
-            text,
-            text_of(&decode(transcript, usize::MAX)),
-            "{}",
-            path.display()
-        );
+        assert_eq!(text, answer(transcript), "{}", path.display());
     } else {
         check_chat_error(path, response);
     }

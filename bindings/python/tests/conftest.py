@@ -17,6 +17,7 @@ REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "tests" / "fixtures"
 sys.path.insert(0, str(REPO / "tests" / "support"))
 import shared_fixtures  # noqa: E402  (the one finder of the real captures)
+import expected_answers  # noqa: E402,F401  (the one reading of what a transcript answers)
 
 DEFAULT_REQUEST = b'{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}'
 
