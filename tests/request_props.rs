@@ -63,9 +63,14 @@ const FIELDS: &[&str] = &[
     "parallel_tool_calls",
 ];
 
-/// Real bodies to mutate: the project's request bodies, and the two OpenCode bodies when the
-/// shared fixtures are present beside the repository.
-fn real_bodies() -> Vec<Vec<u8>> {
+/// Real bodies to mutate: the project's request bodies, and the two OpenCode bodies of the
+/// real captures (skipped when they are absent); read once for every case.
+fn real_bodies() -> &'static [Vec<u8>] {
+    static BODIES: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
+    BODIES.get_or_init(read_real_bodies)
+}
+
+fn read_real_bodies() -> Vec<Vec<u8>> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut bodies = Vec::new();
     for name in [
