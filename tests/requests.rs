@@ -60,7 +60,7 @@ fn project_bodies_match_their_golden_prompts() {
 
 #[test]
 fn real_opencode_bodies_parse() {
-    let Some(bodies) = opencode_bodies("requests::real_opencode") else {
+    let Some(bodies) = opencode_bodies("requests::real_opencode_bodies_parse") else {
         return;
     };
     let mut requests = Vec::new();
@@ -100,7 +100,7 @@ fn real_opencode_bodies_parse() {
 
 #[test]
 fn real_opencode_prompts() {
-    let Some(bodies) = opencode_bodies("requests::real_opencode") else {
+    let Some(bodies) = opencode_bodies("requests::real_opencode_prompts") else {
         return;
     };
     let mut prompts = Vec::new();
