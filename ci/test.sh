@@ -26,6 +26,13 @@ if [ ${#missing[@]} -gt 0 ]; then
     exit 1
 fi
 
+# The real captures beside the repository (../shared, or $AGENTWIRE_SHARED_DIR): the tests
+# over them skip when they are absent, and fail instead under CI=true or
+# AGENTWIRE_REQUIRE_SHARED=1 (.ci/run sets it). Said here once, before any suite runs.
+if [ ! -d "${AGENTWIRE_SHARED_DIR:-../shared}/fixtures" ]; then
+    echo "ci/test.sh: the real captures ${AGENTWIRE_SHARED_DIR:-../shared}/fixtures are absent: the tests over them are skipped (each says SKIPPED), or fail under CI=true or AGENTWIRE_REQUIRE_SHARED=1" >&2
+fi
+
 step "set-up (ci/setup.sh)"
 ci/setup.sh
 
@@ -53,12 +60,19 @@ ci/package.sh
 step "JavaScript package (WebAssembly; Node, Bun and Deno; real clients; npm install and pack)"
 bindings/js/run-tests.sh
 
-if [ -x tests/clients/run.sh ]; then
-    step "real clients (openai-python, anthropic-python, AI SDK, OpenCode, Claude Code, Codex; offline and against both proxies)"
-    tests/clients/run.sh
-fi
+# Every suite the script names must be there to run: a lost file or run bit is a failure,
+# never a silent skip.
+for script in tests/clients/run.sh fuzz/run-smoke.sh; do
+    if [ ! -x "$script" ]; then
+        echo "ci/test.sh: $script is missing or not executable" >&2
+        exit 1
+    fi
+done
 
-if [ -x fuzz/run-smoke.sh ] && [ "${AGENTWIRE_SKIP_FUZZ:-0}" != 1 ]; then
+step "real clients (openai-python, anthropic-python, AI SDK, OpenCode, Claude Code, Codex; offline and against both proxies)"
+tests/clients/run.sh
+
+if [ "${AGENTWIRE_SKIP_FUZZ:-0}" != 1 ]; then
     step "fuzz smoke run"
     fuzz/run-smoke.sh "${AGENTWIRE_FUZZ_SECONDS:-30}"
 fi

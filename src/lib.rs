@@ -60,6 +60,12 @@ pub mod fuzzing;
 pub mod openai;
 pub mod tools;
 
+/// The real captures beside the repository, found as every integration test finds them.
+#[cfg(test)]
+#[allow(unreachable_pub)] // pub for the integration tests, which share the file
+#[path = "../tests/support/shared.rs"]
+mod shared_fixtures;
+
 // The README's Rust snippets run as doc tests (`cargo test --doc`): they stay true.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

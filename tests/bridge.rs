@@ -5,19 +5,11 @@ mod support;
 
 use std::path::Path;
 
-use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect, Output};
+use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect};
 use agentwire::cursor::ExitStatus;
 use serde_json::Value;
 use support::check_stream;
-
-/// What an adapter saw, in order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Seen {
-    Head(u16, &'static str),
-    Body(Vec<u8>),
-    Stop,
-    End,
-}
+use support::drive::{Seen, advance, drain_into};
 
 struct Run {
     bridge: Bridge,
@@ -40,22 +32,7 @@ impl Run {
     }
 
     fn drain(&mut self) {
-        while let Some(output) = self.bridge.poll_output() {
-            let seen = match output {
-                Output::Head(head) => Seen::Head(head.status, head.content_type),
-                Output::Body(bytes) => {
-                    assert!(!bytes.is_empty());
-                    Seen::Body(bytes.to_vec())
-                }
-                Output::StopAgent => Seen::Stop,
-                Output::End => Seen::End,
-            };
-            assert!(
-                !self.seen.contains(&Seen::End),
-                "nothing after End: {seen:?}"
-            );
-            self.seen.push(seen);
-        }
+        drain_into(&mut self.bridge, &mut self.seen);
     }
 
     fn stdout(&mut self, bytes: &[u8], now: u64) {
@@ -75,21 +52,15 @@ impl Run {
 
     /// Advances time to `until`, firing every deadline on the way.
     fn advance(&mut self, until: u64) {
-        while let Some(deadline) = self.bridge.poll_timeout() {
-            if deadline > until {
-                break;
-            }
-            self.bridge.handle_timeout(deadline);
-            self.drain();
-        }
+        advance(&mut self.bridge, &mut self.seen, 0, until);
     }
 
     fn heads(&self) -> Vec<(u16, &'static str)> {
         self.seen
             .iter()
             .filter_map(|s| {
-                if let Seen::Head(a, b) = s {
-                    Some((*a, *b))
+                if let Seen::Head(head) = s {
+                    Some((head.status, head.content_type))
                 } else {
                     None
                 }
@@ -132,13 +103,11 @@ fn fixture(path: &str) -> Vec<u8> {
     .unwrap()
 }
 
+/// The real capture `cursor-agent/<name>`, or `None` when the test is skipped
+/// (`support::shared`).
 fn shared(name: &str) -> Option<Vec<u8>> {
-    std::fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/fixtures/cursor-agent")
-            .join(name),
-    )
-    .ok()
+    let fixtures = support::shared::fixtures(&format!("bridge: {name}"))?;
+    Some(fixtures.read(&format!("cursor-agent/{name}")))
 }
 
 const STREAM: &[u8] = br#"{"model":"auto","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}"#;
@@ -162,9 +131,10 @@ fn agent_mode_stream_in_order() {
         run.stdout(chunk, 10 + i as u64);
     }
     assert_eq!(run.heads(), [(200, "text/event-stream")]);
-    assert_eq!(
-        run.seen.first(),
-        Some(&Seen::Head(200, "text/event-stream"))
+    assert!(
+        matches!(run.seen.first(), Some(Seen::Head(head)) if head.status == 200),
+        "{:?}",
+        run.seen.first()
     );
     assert_eq!(run.seen.last(), Some(&Seen::End));
     assert_eq!(run.stops(), 0, "the agent finished by itself");
@@ -291,6 +261,72 @@ fn idle_timeout_before_and_after_the_head() {
 }
 
 #[test]
+fn max_duration_stops_a_busy_agent() {
+    let config = Config {
+        idle_timeout_ms: 60_000,
+        head_deadline_ms: 120_000,
+        max_duration_ms: Some(30_000),
+        ..Config::default()
+    };
+    let thinking = b"{\"type\":\"thinking\",\"subtype\":\"delta\",\"text\":\"hm\"}\n";
+    let text = b"{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"Hi\"}]}}\n";
+    // Before the head: an agent that never goes idle is stopped at the limit, counted from
+    // the Bridge's creation, with a real 504 naming the limit.
+    let mut run = Run::new(PLAIN, &config);
+    for now in (1_000..30_000).step_by(1_000) {
+        run.stdout(thinking, now);
+        run.advance(now);
+        assert!(run.seen.is_empty(), "nothing before the limit ({now} ms)");
+        // The next deadline is the limit, not the idle timeout.
+        assert_eq!(run.bridge.poll_timeout(), Some(30_000));
+    }
+    run.advance(29_999);
+    assert!(run.seen.is_empty());
+    run.advance(30_000);
+    assert_eq!(run.heads(), [(504, "application/json")]);
+    let body = run.json_body();
+    assert_eq!(body["error"]["code"], "agent_timeout");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("did not finish within 30 s"), "{message}");
+    assert_eq!((run.stops(), run.ends()), (1, 1));
+    assert_eq!(run.seen.last(), Some(&Seen::End));
+    assert!(run.bridge.poll_timeout().is_none());
+    // After the head: the answer so far, an in-band error, [DONE], one stop, one end.
+    let mut run = Run::new(STREAM, &config);
+    for now in (1_000..30_000).step_by(1_000) {
+        run.stdout(text, now);
+        run.advance(now);
+    }
+    assert_eq!(run.ends(), 0);
+    run.advance(30_000);
+    let summary = check_stream(&run.body());
+    assert!(summary.content.starts_with("HiHi"), "{}", summary.content);
+    assert_eq!(summary.errors.len(), 1);
+    assert!(
+        summary.errors[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("did not finish within 30 s")
+    );
+    assert_eq!(summary.done, 1);
+    assert_eq!((run.stops(), run.ends()), (1, 1));
+    // Without a limit the same busy agent runs on.
+    let mut run = Run::new(
+        PLAIN,
+        &Config {
+            max_duration_ms: None,
+            ..config
+        },
+    );
+    for now in (1_000..=90_000).step_by(1_000) {
+        run.stdout(thinking, now);
+        run.advance(now);
+    }
+    assert!(run.seen.is_empty());
+    assert_eq!(run.bridge.poll_timeout(), Some(150_000));
+}
+
+#[test]
 fn client_gone_stops_the_agent_and_ends_quietly() {
     let mut run = Run::new(STREAM, &Config::default());
     run.stdout(b"{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"Hi\"}]}}\n", 5);
@@ -348,7 +384,6 @@ fn real_trust_gate_stderr_is_a_configuration_error() {
     let Some(stderr) =
         shared("dungle-scrubs-harness-cli-normalizer__2026.09.15-d2fe57e__trust-01.stderr.txt")
     else {
-        println!("skipped: ../shared fixtures absent");
         return;
     };
     let run = failed(STREAM, b"", &stderr, 1);
@@ -358,7 +393,6 @@ fn real_trust_gate_stderr_is_a_configuration_error() {
 #[test]
 fn real_failure_transcript_is_a_configuration_error() {
     let Some(stdout) = shared("cagase-dsh-cursor__stream-json-system-prompt-failure.jsonl") else {
-        println!("skipped: ../shared fixtures absent");
         return;
     };
     let run = failed(STREAM, &stdout, b"", 1);
@@ -616,7 +650,6 @@ fn non_streaming_tool_calls() {
 #[test]
 fn real_shell_capture_becomes_a_bash_call() {
     let Some(transcript) = shared("saurabh7481-maestro__02_shell_tool_call.jsonl") else {
-        println!("skipped: ../shared fixtures absent");
         return;
     };
     let mut run = Run::new(&client_request(true), &Config::default());
@@ -632,16 +665,19 @@ fn real_path_only_edit_is_agent_activity() {
     let Some(transcript) =
         shared("dungle-scrubs-harness-cli-normalizer__2026.09.15-d2fe57e__probe-13.jsonl")
     else {
-        println!("skipped: ../shared fixtures absent");
         return;
     };
     let mut run = Run::new(&client_request(true), &Config::default());
     run.stdout(&transcript, 1);
-    // The read is intercepted; the {path}-only edit never becomes a call.
+    // The read, first, is intercepted as the client's call and ends the turn; the
+    // {path}-only edit after it never becomes a call.
     let calls = tool_calls(&run.body());
-    assert!(
-        calls.iter().all(|(_, _, name, _)| name != "edit"),
-        "{calls:?}"
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let (index, _, name, arguments) = &calls[0];
+    assert_eq!((*index, name.as_str()), (0, "read"), "{calls:?}");
+    assert_eq!(
+        arguments["filePath"],
+        "/hcn-verify/cursor-capture/ws-main/notes.txt"
     );
 }
 

@@ -3,9 +3,10 @@
 
 mod support;
 
-use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect, Output};
+use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect};
 use agentwire::cursor::ExitStatus;
 use proptest::prelude::*;
+use support::drive::{Seen, advance, drain_into};
 
 #[derive(Debug, Clone)]
 enum Input {
@@ -40,40 +41,6 @@ fn requests() -> Vec<Vec<u8>> {
     ]
 }
 
-/// Checks the contract on everything polled so far.
-#[derive(Default)]
-struct Contract {
-    heads: usize,
-    bodies: usize,
-    stops: usize,
-    ends: usize,
-}
-
-impl Contract {
-    fn drain(&mut self, bridge: &mut Bridge) {
-        while let Some(output) = bridge.poll_output() {
-            assert_eq!(self.ends, 0, "nothing after End");
-            match output {
-                Output::Head(head) => {
-                    assert_eq!(self.heads, 0, "one head");
-                    assert!((200..600).contains(&head.status));
-                    self.heads += 1;
-                }
-                Output::Body(bytes) => {
-                    assert_eq!(self.heads, 1, "head before body");
-                    assert!(!bytes.is_empty());
-                    self.bodies += 1;
-                }
-                Output::StopAgent => {
-                    assert_eq!(self.stops, 0, "one stop");
-                    self.stops += 1;
-                }
-                Output::End => self.ends += 1,
-            }
-        }
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
 
@@ -90,8 +57,9 @@ proptest! {
         let config = Config::default();
         let params = BridgeParams { now_ms: 1_000, created_unix: 1, id_seed: 7 };
         let mut bridge = Bridge::new(Dialect::ChatCompletions, &requests[request], &config, params);
-        let mut contract = Contract::default();
-        contract.drain(&mut bridge);
+        // Every drain checks the order of the outputs (support::drive::drain_into).
+        let mut seen = Vec::new();
+        drain_into(&mut bridge, &mut seen);
         let mut now = 1_000u64;
         let mut offset = 0usize;
         let mut exited = false;
@@ -109,12 +77,7 @@ proptest! {
                 }
                 Input::Wait(ms) => {
                     let until = now + ms;
-                    while let Some(deadline) = bridge.poll_timeout() {
-                        if deadline > until { break; }
-                        now = now.max(deadline);
-                        bridge.handle_timeout(now);
-                        contract.drain(&mut bridge);
-                    }
+                    advance(&mut bridge, &mut seen, now, until);
                     now = until;
                     bridge.handle_timeout(now);
                 }
@@ -125,24 +88,22 @@ proptest! {
                     bridge.agent_exited(ExitStatus::Code(code), now).unwrap();
                 }
             }
-            contract.drain(&mut bridge);
+            drain_into(&mut bridge, &mut seen);
         }
         // Finish the run: the rest of the output, the exit, and time until nothing is due.
         if !exited {
             bridge.push_stdout(&bytes[offset..], now).unwrap();
-            contract.drain(&mut bridge);
+            drain_into(&mut bridge, &mut seen);
             bridge.agent_exited(ExitStatus::Code(0), now).unwrap();
-            contract.drain(&mut bridge);
+            drain_into(&mut bridge, &mut seen);
         }
-        let mut guard = 0;
-        while let Some(deadline) = bridge.poll_timeout() {
-            now = now.max(deadline);
-            bridge.handle_timeout(now);
-            contract.drain(&mut bridge);
-            guard += 1;
-            prop_assert!(guard < 1000, "deadlines must not loop");
+        advance(&mut bridge, &mut seen, now, u64::MAX);
+        prop_assert_eq!(seen.iter().filter(|s| **s == Seen::End).count(), 1);
+        for seen in &seen {
+            if let Seen::Head(head) = seen {
+                prop_assert!((200..600).contains(&head.status), "{:?}", head);
+            }
         }
-        prop_assert_eq!(contract.ends, 1);
         prop_assert!(bridge.poll_output().is_none());
         prop_assert!(bridge.is_ended());
     }

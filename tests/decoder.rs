@@ -505,3 +505,101 @@ fn a_line_at_a_time_gives_the_same_events() {
         }
     }
 }
+
+/// The decoder after `pieces`, each pushed and drained, then the end of stdout.
+fn decoder_after(
+    config: agentwire::cursor::DecoderConfig,
+    pieces: &[&[u8]],
+) -> agentwire::cursor::Decoder {
+    let mut decoder = agentwire::cursor::Decoder::new(config);
+    for piece in pieces {
+        decoder.push_stdout(piece).unwrap();
+        while decoder.poll_event().is_some() {}
+    }
+    decoder.push_eof().unwrap();
+    while decoder.poll_event().is_some() {}
+    decoder
+}
+
+#[test]
+fn retries_count_reconnects_and_retries() {
+    let lines = [
+        (
+            r#"{"type":"system","subtype":"init","model":"Composer"}"#,
+            0,
+        ),
+        (
+            r#"{"type":"connection","subtype":"reconnecting","attempt":1}"#,
+            1,
+        ),
+        // Coming back is no new attempt.
+        (r#"{"type":"connection","subtype":"reconnected"}"#, 1),
+        (r#"{"type":"retry","subtype":"starting","attempt":2}"#, 2),
+        (r#"{"type":"connection","subtype":"reconnecting"}"#, 3),
+        (r#"{"type":"connection","subtype":"status"}"#, 3),
+        (
+            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"retry"}]}}"#,
+            3,
+        ),
+        (
+            r#"{"type":"result","subtype":"success","result":"retry"}"#,
+            3,
+        ),
+    ];
+    // Counted as each line arrives.
+    let mut decoder = agentwire::cursor::Decoder::default();
+    assert_eq!(decoder.retries(), 0);
+    for (line, retries) in lines {
+        decoder.push_stdout(format!("{line}\n").as_bytes()).unwrap();
+        while decoder.poll_event().is_some() {}
+        assert_eq!(decoder.retries(), retries, "after {line}");
+    }
+    // The same total whatever the chunking.
+    let stdout: String = lines.iter().map(|(line, _)| format!("{line}\n")).collect();
+    let bytes = stdout.as_bytes();
+    for at in 0..=bytes.len() {
+        let decoder = decoder_after(Default::default(), &[&bytes[..at], &bytes[at..]]);
+        assert_eq!(decoder.retries(), 3, "split at {at}");
+    }
+}
+
+#[test]
+fn notes_keep_what_is_not_an_event_most_recent_last() {
+    let stdout = concat!(
+        "Warning: workspace not trusted\n",
+        r#"{"type":"system","subtype":"init","model":"Composer"}"#,
+        "\n",
+        "[1,2]\n",
+        r#"{"type":"error","error":{"message":"rate limited","code":429}}"#,
+        "\n",
+        r#"{"type":"error","error":"flat message"}"#,
+        "\n",
+        // An unknown event is counted, not noted; an assistant line is an event.
+        r#"{"type":"telemetry","subtype":"x"}"#,
+        "\n",
+        r#"{"type":"assistant","message":{"content":[{"type":"text","text":"hi"}]}}"#,
+        "\n",
+        "été\n",
+    );
+    let expected = "Warning: workspace not trusted\n[1,2]\nrate limited\nflat message\nété";
+    let bytes = stdout.as_bytes();
+    for at in 0..=bytes.len() {
+        let decoder = decoder_after(Default::default(), &[&bytes[..at], &bytes[at..]]);
+        assert_eq!(decoder.notes(), expected, "split at {at}");
+        assert_eq!(decoder.retries(), 0);
+    }
+    // Only the most recent bytes are kept, cut on a character boundary ("été" is 5
+    // bytes): 4 bytes would start inside the first "é", so 3 are kept.
+    let limited = |max_notes| {
+        let config = agentwire::cursor::DecoderConfig {
+            max_notes,
+            ..Default::default()
+        };
+        decoder_after(config, &[bytes]).notes().to_owned()
+    };
+    assert_eq!(limited(7), "e\nété");
+    assert_eq!(limited(6), "\nété");
+    assert_eq!(limited(5), "été");
+    assert_eq!(limited(4), "té");
+    assert_eq!(limited(usize::MAX), expected);
+}

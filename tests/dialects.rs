@@ -10,8 +10,10 @@ use std::path::Path;
 
 use agentwire::bridge::Dialect;
 use serde_json::{Value, json};
-use support::drive::{Response, drive, every_transcript_in_every_chunking, hello};
-use support::{check_stream, decode, responses, text_of};
+use support::drive::{
+    Response, chunkings, drive, every_transcript, every_transcript_in_every_chunking, hello,
+};
+use support::{check_stream, decode, expected_result, responses, text_of};
 
 /// Chat Completions: a stream that keeps the chunk contract, or an error body.
 fn check_chat_stream(path: &Path, _: &[u8], response: &Response) {
@@ -121,14 +123,20 @@ fn messages_body() {
     every_transcript_in_every_chunking(Dialect::Messages, &request, check_messages_body);
 }
 
+/// The text a client must see: the transcript's own `result` when it succeeded (read from
+/// its lines, not by the decoder under test); the text decoded before the failure
+/// otherwise.
+fn answer(transcript: &[u8]) -> String {
+    expected_result(transcript).unwrap_or_else(|| text_of(&decode(transcript, usize::MAX)))
+}
+
 /// Responses: a stream that keeps the item state machine and carries the agent's text, or
 /// an OpenAI error body.
 fn check_responses_stream(path: &Path, transcript: &[u8], response: &Response) {
     if response.status == 200 {
         assert_eq!(response.content_type, "text/event-stream");
         let summary = responses::check_responses_stream(&response.body);
-        let text = text_of(&decode(transcript, usize::MAX));
-        assert_eq!(summary.text, text, "{}", path.display());
+        assert_eq!(summary.text, answer(transcript), "{}", path.display());
     } else {
         check_chat_error(path, response);
     }
@@ -140,12 +148,7 @@ fn check_responses_body(path: &Path, transcript: &[u8], response: &Response) {
     if response.status == 200 {
         let body: Value = serde_json::from_slice(&response.body).unwrap();
         let text = responses::check_responses_body(&body);
-        assert_eq!(
-            text,
-            text_of(&decode(transcript, usize::MAX)),
-            "{}",
-            path.display()
-        );
+        assert_eq!(text, answer(transcript), "{}", path.display());
     } else {
         check_chat_error(path, response);
     }
@@ -161,4 +164,33 @@ fn responses_stream() {
 fn responses_body() {
     let request = hello(Dialect::Responses, false);
     every_transcript_in_every_chunking(Dialect::Responses, &request, check_responses_body);
+}
+
+/// The chunkings every dialect is checked in rebuild each transcript, and between them
+/// every offset of stdout ends a push: the Bridge is split everywhere, at a cost linear in
+/// the transcript (a few hundred runs, not one per byte).
+#[test]
+fn every_offset_ends_a_push() {
+    for path in every_transcript() {
+        let bytes = std::fs::read(&path).unwrap();
+        let mut ends = vec![false; bytes.len() + 1];
+        let runs = chunkings(&bytes);
+        for (how, pieces) in &runs {
+            assert_eq!(pieces.concat(), bytes, "{}: {how}", path.display());
+            let mut at = 0;
+            for piece in pieces {
+                at += piece.len();
+                ends[at] = true;
+            }
+        }
+        let missed: Vec<usize> = (1..bytes.len()).filter(|at| !ends[*at]).collect();
+        assert!(missed.is_empty(), "{}: {missed:?}", path.display());
+        let lines = memchr::memchr_iter(b'\n', &bytes).count();
+        assert!(
+            runs.len() <= 2 * lines + 128 || bytes.len() <= 2048 + 1,
+            "{}: {} runs",
+            path.display(),
+            runs.len()
+        );
+    }
 }

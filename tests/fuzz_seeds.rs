@@ -5,6 +5,9 @@
 //! working without libFuzzer.
 #![cfg(feature = "fuzzing")]
 
+#[path = "support/shared.rs"]
+mod shared;
+
 use std::path::{Path, PathBuf};
 
 use agentwire::fuzzing::{self, BridgeInput, Knobs, Op, RequestBody};
@@ -44,12 +47,9 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Files in `dir` whose names end with one of `suffixes`, sorted; none when `dir` is
-/// absent.
+/// Files in the project's `dir` whose names end with one of `suffixes`, sorted.
 fn files(dir: &Path, suffixes: &[&str]) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let mut files: Vec<PathBuf> = entries
         .map(|e| e.unwrap().path())
         .filter(|p| {
@@ -64,11 +64,9 @@ fn files(dir: &Path, suffixes: &[&str]) -> Vec<PathBuf> {
 /// Transcripts: the project's and, when present, the shared real captures.
 fn transcripts() -> Vec<Vec<u8>> {
     let mut paths = files(&root().join("tests/fixtures"), &[".jsonl"]);
-    let shared = files(&root().join("../shared/fixtures/cursor-agent"), &[".jsonl"]);
-    if shared.is_empty() {
-        println!("shared captures absent: project transcripts only");
+    if let Some(fixtures) = shared::fixtures("fuzz_seeds: the real transcripts") {
+        paths.extend(fixtures.files("cursor-agent", ".jsonl"));
     }
-    paths.extend(shared);
     paths.iter().map(|p| std::fs::read(p).unwrap()).collect()
 }
 
@@ -78,12 +76,11 @@ fn requests() -> Vec<Vec<u8>> {
         .iter()
         .map(|p| std::fs::read(p).unwrap())
         .collect();
-    for path in files(&root().join("../shared/fixtures/opencode"), &[".jsonl"]) {
-        for line in std::fs::read_to_string(path).unwrap().lines() {
-            if let Ok(record) = serde_json::from_str::<serde_json::Value>(line) {
-                if record.get("body").is_some() {
-                    bodies.push(serde_json::to_vec(&record["body"]).unwrap());
-                }
+    if let Some(fixtures) = shared::fixtures("fuzz_seeds: the OpenCode bodies") {
+        for path in fixtures.files("opencode", ".jsonl") {
+            let relative = format!("opencode/{}", path.file_name().unwrap().to_string_lossy());
+            for body in fixtures.request_bodies(&relative) {
+                bodies.push(serde_json::to_vec(&body).unwrap());
             }
         }
     }

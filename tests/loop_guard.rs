@@ -5,9 +5,10 @@
 
 mod support;
 
-use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect, Output};
+use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect};
 use serde_json::{Value, json};
 use support::check_stream;
+use support::drive::{Response, drain_into};
 
 /// The project's client-mode request (OpenCode's tools) with `messages` as its history.
 fn request(messages: &[Value]) -> Vec<u8> {
@@ -82,18 +83,15 @@ fn answer(messages: &[Value], stdout: &[u8], config: &Config) -> Answer {
     };
     let mut bridge = Bridge::new(Dialect::ChatCompletions, &request(messages), config, params);
     assert!(bridge.invocation().is_some(), "a valid request");
-    let mut body = Vec::new();
-    for byte in stdout.chunks(64) {
-        bridge.push_stdout(byte, 1).unwrap();
-        while let Some(output) = bridge.poll_output() {
-            match output {
-                Output::Head(head) => assert_eq!(head.status, 200),
-                Output::Body(bytes) => body.extend_from_slice(bytes),
-                Output::StopAgent | Output::End => {}
-            }
-        }
+    let mut seen = Vec::new();
+    for piece in stdout.chunks(64) {
+        bridge.push_stdout(piece, 1).unwrap();
+        drain_into(&mut bridge, &mut seen);
     }
     assert!(bridge.is_ended());
+    let response = Response::of(&seen);
+    assert_eq!(response.status, 200);
+    let body = response.body;
     let summary = check_stream(&body);
     let mut commands = Vec::new();
     for frame in String::from_utf8(body).unwrap().split("\n\n") {

@@ -20,20 +20,10 @@ use serde_json::{Value, json};
 use support::drive::{drive, every_transcript_in_every_chunking};
 
 /// The request bodies of the real Claude Code capture (`../shared/fixtures/clients`), in
-/// order, or `None` (with a line saying so) when the shared fixtures are absent.
-fn claude_code_bodies() -> Option<Vec<Value>> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/clients/claude-code-2.1.330-requests.jsonl");
-    let Ok(text) = std::fs::read_to_string(path) else {
-        println!("skipped: ../shared fixtures absent");
-        return None;
-    };
-    let bodies = text
-        .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap())
-        .filter(|record| record["body"].is_object())
-        .map(|record| record["body"].clone());
-    Some(bodies.collect())
+/// order, or `None` when `what` is skipped (`support::shared`).
+fn claude_code_bodies(what: &str) -> Option<Vec<Value>> {
+    let fixtures = support::shared::fixtures(what)?;
+    Some(fixtures.request_bodies("clients/claude-code-2.1.330-requests.jsonl"))
 }
 
 fn parse(body: &Value) -> Request {
@@ -67,7 +57,9 @@ const CLAUDE_CODE_TOOLS: [&str; 11] = [
 
 #[test]
 fn real_claude_code_bodies_parse_into_the_conversation() {
-    let Some(bodies) = claude_code_bodies() else {
+    let Some(bodies) =
+        claude_code_bodies("messages::real_claude_code_bodies_parse_into_the_conversation")
+    else {
         return;
     };
     // Turn 1 and 2 of the Read round, "say hi", "say hi" with --model composer-2.5.
@@ -161,7 +153,7 @@ fn real_claude_code_bodies_parse_into_the_conversation() {
 
 #[test]
 fn real_claude_code_prompts() {
-    let Some(bodies) = claude_code_bodies() else {
+    let Some(bodies) = claude_code_bodies("messages::real_claude_code_prompts") else {
         return;
     };
     for body in &bodies {
@@ -212,7 +204,9 @@ fn real_claude_code_prompts() {
 /// names are renamed to Claude Code's and checked against its real schemas.
 #[test]
 fn real_claude_code_tools_in_the_alias_and_schema_tables() {
-    let Some(bodies) = claude_code_bodies() else {
+    let Some(bodies) =
+        claude_code_bodies("messages::real_claude_code_tools_in_the_alias_and_schema_tables")
+    else {
         return;
     };
     let request = parse(&bodies[0]);

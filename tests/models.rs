@@ -2,23 +2,12 @@
 //! `../shared/fixtures/cursor-agent` is present), on the listing redrawn the ways terminals
 //! and CLI versions draw it, and on the project's own listings in `tests/fixtures/models`.
 
-use std::path::{Path, PathBuf};
+#[path = "support/shared.rs"]
+mod shared;
+
+use std::path::Path;
 
 use agentwire::cursor::{ModelEntry, parse_models};
-
-fn shared_listings() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/cursor-agent");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!("{} absent: real listings skipped", dir.display());
-        return Vec::new();
-    };
-    let mut paths: Vec<PathBuf> = entries
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with("models.txt"))
-        .collect();
-    paths.sort();
-    paths
-}
 
 fn own(name: &str) -> Vec<u8> {
     std::fs::read(
@@ -39,7 +28,11 @@ fn table(models: &[ModelEntry]) -> Vec<(&str, &str, bool, bool)> {
 
 #[test]
 fn real_listings() {
-    for path in shared_listings() {
+    let Some(fixtures) = shared::fixtures("models::real_listings") else {
+        return;
+    };
+    // At least one listing: `files` fails on none.
+    for path in fixtures.files("cursor-agent", "models.txt") {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let bytes = std::fs::read(&path).unwrap();
         let models = parse_models(&bytes);

@@ -2,6 +2,9 @@
 //! fields replaced by arbitrary JSON, give a request or an OpenAI-shaped 400/413, never a
 //! panic.
 
+#[path = "support/shared.rs"]
+mod shared;
+
 use agentwire::api::{ErrorReply, RequestLimits, RequestProblem};
 use agentwire::openai::ApiError;
 use agentwire::openai::chat::parse_request;
@@ -60,9 +63,14 @@ const FIELDS: &[&str] = &[
     "parallel_tool_calls",
 ];
 
-/// Real bodies to mutate: the project's request bodies, and the two OpenCode bodies when the
-/// shared fixtures are present beside the repository.
-fn real_bodies() -> Vec<Vec<u8>> {
+/// Real bodies to mutate: the project's request bodies, and the two OpenCode bodies of the
+/// real captures (skipped when they are absent); read once for every case.
+fn real_bodies() -> &'static [Vec<u8>] {
+    static BODIES: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
+    BODIES.get_or_init(read_real_bodies)
+}
+
+fn read_real_bodies() -> Vec<Vec<u8>> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut bodies = Vec::new();
     for name in [
@@ -72,16 +80,11 @@ fn real_bodies() -> Vec<Vec<u8>> {
     ] {
         bodies.push(std::fs::read(root.join("tests/fixtures/requests").join(name)).unwrap());
     }
-    let opencode =
-        root.join("../shared/fixtures/opencode/opencode-1.18.33-requests-toolround.jsonl");
-    match std::fs::read_to_string(opencode) {
-        Ok(text) => {
-            for line in text.lines() {
-                let record: Value = serde_json::from_str(line).unwrap();
-                bodies.push(serde_json::to_vec(&record["body"]).unwrap());
-            }
+    if let Some(fixtures) = shared::fixtures("request_props: the OpenCode bodies") {
+        let opencode = "opencode/opencode-1.18.33-requests-toolround.jsonl";
+        for body in fixtures.request_bodies(opencode) {
+            bodies.push(serde_json::to_vec(&body).unwrap());
         }
-        Err(_) => println!("skipped the OpenCode bodies: ../shared fixtures absent"),
     }
     bodies
 }

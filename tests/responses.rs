@@ -9,7 +9,7 @@ mod support;
 use std::path::Path;
 
 use agentwire::api::{Request, RequestLimits};
-use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect, Output};
+use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect};
 use agentwire::conversation::{Grammar, Role, ToolChoice, ToolKind};
 use agentwire::cursor::ExitStatus;
 use agentwire::cursor::prompt::{read_blocks, render_prompt};
@@ -35,18 +35,12 @@ fn parse(body: &Value) -> Result<Request, agentwire::api::RequestError> {
 }
 
 /// The request bodies Codex 0.169.0 sent (`../shared/fixtures/clients`), or `None` when
-/// the shared fixtures are absent.
-fn codex_bodies() -> Option<Vec<Value>> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/clients/codex-0.169.0-requests.jsonl");
-    let Ok(text) = std::fs::read_to_string(path) else {
-        println!("skipped: ../shared fixtures absent");
-        return None;
-    };
-    let bodies = text
-        .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap()["body"].clone());
-    Some(bodies.collect())
+/// `what` is skipped (`support::shared`).
+fn codex_bodies(what: &str) -> Option<Vec<Value>> {
+    let fixtures = support::shared::fixtures(what)?;
+    let bodies = fixtures.request_bodies("clients/codex-0.169.0-requests.jsonl");
+    assert_eq!(bodies.len(), 3, "the Codex capture's three requests");
+    Some(bodies)
 }
 
 fn render(request: &Request) -> String {
@@ -65,22 +59,13 @@ fn run(request: &Value, stdout: &[u8], exit: i32) -> Response {
         id_seed: 0,
     };
     let body = request.to_string();
-    let mut bridge = Bridge::new(
+    let bridge = Bridge::new(
         Dialect::Responses,
         body.as_bytes(),
         &Config::default(),
         params,
     );
-    let mut response = None;
-    let mut ends = support::drive::drain(&mut bridge, &mut response);
-    if bridge.invocation().is_some() {
-        bridge.push_stdout(stdout, 1).unwrap();
-        ends += support::drive::drain(&mut bridge, &mut response);
-        bridge.agent_exited(ExitStatus::Code(exit), 2).unwrap();
-        ends += support::drive::drain(&mut bridge, &mut response);
-    }
-    assert_eq!(ends, 1);
-    response.unwrap()
+    support::drive::respond_to(bridge, &[stdout], ExitStatus::Code(exit))
 }
 
 fn lines(events: &[Value]) -> Vec<u8> {
@@ -150,7 +135,11 @@ const PATCH_GRAMMAR: &str = "start: \"*** Begin Patch\" LF change+ \"*** End Pat
 
 #[test]
 fn codex_bodies_parse_into_the_conversation_codex_meant() {
-    let Some(bodies) = codex_bodies() else { return };
+    let Some(bodies) =
+        codex_bodies("responses::codex_bodies_parse_into_the_conversation_codex_meant")
+    else {
+        return;
+    };
     assert_eq!(bodies.len(), 3);
     for body in &bodies {
         let request = parse(body).unwrap();
@@ -252,7 +241,9 @@ fn codex_bodies_parse_into_the_conversation_codex_meant() {
 
 #[test]
 fn codex_prompts() {
-    let Some(bodies) = codex_bodies() else { return };
+    let Some(bodies) = codex_bodies("responses::codex_prompts") else {
+        return;
+    };
     let round = parse(&bodies[1]).unwrap();
     let prompt = render(&round);
     let blocks: Vec<(&str, &str)> = read_blocks(&prompt).map(|b| (b.label, b.body)).collect();
@@ -299,7 +290,10 @@ fn codex_prompts() {
 
 #[test]
 fn apply_patch_is_a_freeform_tool_with_its_grammar() {
-    let Some(bodies) = codex_bodies() else { return };
+    let Some(bodies) = codex_bodies("responses::apply_patch_is_a_freeform_tool_with_its_grammar")
+    else {
+        return;
+    };
     // A catalogued model's first request: `apply_patch` and `tool_search` join the tools.
     let mut body = bodies[0].clone();
     let tools = body["tools"].as_array_mut().unwrap();
@@ -1189,18 +1183,14 @@ fn a_cursor_edit_never_becomes_a_patch_call() {
             created_unix: 0,
             id_seed: 0,
         };
-        let mut bridge = Bridge::new(
+        let bridge = Bridge::new(
             Dialect::Responses,
             request.to_string().as_bytes(),
             &config,
             params,
         );
-        let mut response = None;
-        bridge.push_stdout(&stdout, 1).unwrap();
-        support::drive::drain(&mut bridge, &mut response);
-        bridge.agent_exited(ExitStatus::Code(0), 2).unwrap();
-        support::drive::drain(&mut bridge, &mut response);
-        let summary = stream_of(&response.unwrap());
+        let response = support::drive::respond_to(bridge, &[&stdout], ExitStatus::Code(0));
+        let summary = stream_of(&response);
         assert!(
             summary
                 .done_items
@@ -1267,7 +1257,9 @@ fn a_namespace_tool_call_carries_its_namespace() {
 
 #[test]
 fn codex_tool_round_through_the_bridge() {
-    let Some(bodies) = codex_bodies() else { return };
+    let Some(bodies) = codex_bodies("responses::codex_tool_round_through_the_bridge") else {
+        return;
+    };
     // Turn 1: the agent's shell call becomes Codex's exec_command call.
     let stdout = lines(&[
         thinking("Reading the file."),
@@ -1425,24 +1417,13 @@ fn keep_alives_are_comments_and_the_stream_still_begins_with_created() {
     };
     let request = json!({"stream":true,"input":"hi"}).to_string();
     let mut bridge = Bridge::new(Dialect::Responses, request.as_bytes(), &config, params);
-    let mut body = Vec::new();
-    let mut drain = |bridge: &mut Bridge| {
-        while let Some(output) = bridge.poll_output() {
-            if let Output::Body(bytes) = output {
-                body.extend_from_slice(bytes);
-            }
-        }
-    };
-    let mut now = 0;
-    while now < 2_600 {
-        now = bridge.poll_timeout().unwrap();
-        bridge.handle_timeout(now);
-        drain(&mut bridge);
-    }
+    let mut seen = Vec::new();
+    let now = support::drive::advance(&mut bridge, &mut seen, 0, 2_600);
     bridge
         .push_stdout(&lines(&[text("hi"), result(None)]), now)
         .unwrap();
-    drain(&mut bridge);
+    support::drive::drain_into(&mut bridge, &mut seen);
+    let body = support::drive::Response::of(&seen).body;
     let summary = check_responses_stream(&body);
     assert!(summary.comments >= 3, "{}", String::from_utf8_lossy(&body));
     assert!(body.starts_with(b": keep-alive\n\n"));

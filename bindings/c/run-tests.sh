@@ -216,9 +216,12 @@ for stderr in tests/fixtures/stderr/*.txt; do
         done
     done
 done
-shared_fixtures=../shared/fixtures/cursor-agent
-if [ -d "$shared_fixtures" ]; then
-    for transcript in "$shared_fixtures"/*.jsonl; do
+# The real captures, found as every test finds them (tests/support/shared_fixtures.sh).
+. tests/support/shared_fixtures.sh
+real_status=0
+real=$(shared_fixtures_files cursor-agent .jsonl) || real_status=$?
+if [ "$real_status" = 0 ]; then
+    while IFS= read -r transcript; do
         t=$(basename "$transcript")
         for api in "${apis[@]}"; do
             tools=$(client_tools "$api")
@@ -228,9 +231,11 @@ if [ -d "$shared_fixtures" ]; then
                 -- "$out/drive-asan" bridge --api "$api" "$tools" 7 "$transcript"
         done
         same "real events $t" "$events" --chunk 4096 "$transcript" -- "$out/drive-static" events 4096 "$transcript"
-    done
+    done <<<"$real"
+elif [ "$real_status" = 1 ]; then
+    echo "    (real captures skipped)"
 else
-    echo "    ($shared_fixtures absent: real captures skipped)"
+    fail "the real captures"
 fi
 
 echo "==> replies without an agent (bytes equal to the Rust example reply)"

@@ -52,6 +52,14 @@ impl Kind {
             Kind::Blocking => "blocking_proxy",
         })
     }
+
+    /// The module of its tests (the `both!` macro's).
+    fn module(self) -> &'static str {
+        match self {
+            Kind::Tokio => "tokio_proxy",
+            Kind::Blocking => "blocking_proxy",
+        }
+    }
 }
 
 /// A scratch directory for one test, removed at the end.
@@ -1019,6 +1027,42 @@ fn client_gone_before_the_answer_stops_the_group(kind: Kind) {
     assert!(zombies_of(proxy.child.id()).is_empty());
 }
 
+/// The environment variable that replays a randomised test with the seed it printed.
+const SEED_VAR: &str = "AGENTWIRE_TEST_SEED";
+
+/// The seed of a randomised test: `AGENTWIRE_TEST_SEED` when set (to replay a failure),
+/// else a new one from the clock. Never zero, which xorshift would stay at.
+fn test_seed() -> u64 {
+    let seed = match std::env::var(SEED_VAR) {
+        Ok(text) => text
+            .trim()
+            .parse::<u64>()
+            .unwrap_or_else(|e| panic!("{SEED_VAR}={text:?}: {e}")),
+        Err(_) => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64,
+    };
+    seed | 1
+}
+
+/// Says, when the test it lives in fails, how to rerun it with the same seed.
+struct RerunHint {
+    test: String,
+    seed: u64,
+}
+
+impl Drop for RerunHint {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "rerun with the same seed: {SEED_VAR}={} cargo test -p agentwire-proxy --test proxy -- --exact {}",
+                self.seed, self.test
+            );
+        }
+    }
+}
+
 fn random_cancellations_leak_nothing(kind: Kind) {
     let scratch = Scratch::new("cancel");
     let agent = scratch.agent(&[
@@ -1029,11 +1073,11 @@ fn random_cancellations_leak_nothing(kind: Kind) {
         "--spawn-child",
     ]);
     let proxy = Proxy::start(kind, &agent, &scratch, &["--max-concurrent", "64"]);
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-        | 1;
+    let seed = test_seed();
+    let _rerun = RerunHint {
+        test: format!("{}::random_cancellations_leak_nothing", kind.module()),
+        seed,
+    };
     eprintln!("{kind:?}: cancellation seed {seed}");
     const REQUESTS: u64 = 200;
     const WORKERS: u64 = 8;

@@ -255,7 +255,7 @@ impl ToolPlan {
 mod tests {
     use super::*;
     use serde_json::json;
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
 
     fn spec(tool: &Value) -> ToolSpec {
         ToolSpec {
@@ -277,37 +277,31 @@ mod tests {
         body["tools"].as_array().unwrap().iter().map(spec).collect()
     }
 
-    fn shared_dir(which: &str) -> Option<PathBuf> {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/fixtures")
-            .join(which);
-        dir.is_dir().then_some(dir)
+    /// The tools of the first real OpenCode request body; `None` when `what` is skipped
+    /// (the real captures absent: `crate::shared_fixtures`).
+    fn real_opencode_tools(what: &str) -> Option<Vec<ToolSpec>> {
+        let fixtures = crate::shared_fixtures::fixtures(what)?;
+        let body = fixtures
+            .request_bodies("opencode/opencode-1.18.33-requests-toolround.jsonl")
+            .remove(0);
+        Some(
+            body["tools"]
+                .as_array()
+                .expect("tools")
+                .iter()
+                .map(spec)
+                .collect(),
+        )
     }
 
-    /// The tools of the first real OpenCode request body, when the shared fixtures are
-    /// there.
-    fn real_opencode_tools() -> Option<Vec<ToolSpec>> {
-        let dir = shared_dir("opencode")?;
-        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-            .ok()?
-            .map(|entry| entry.unwrap().path())
-            .collect();
-        files.sort();
-        let text = std::fs::read_to_string(files.first()?).ok()?;
-        let record: Value = serde_json::from_str(text.lines().next()?).ok()?;
-        let body = match &record["body"] {
-            Value::String(text) => serde_json::from_str(text).ok()?,
-            body => body.clone(),
-        };
-        Some(body["tools"].as_array()?.iter().map(spec).collect())
-    }
-
-    /// Every `tool_call/started` in the real cursor transcripts: (kind, args JSON).
-    fn real_cursor_starts() -> Option<Vec<(String, String)>> {
-        let dir = shared_dir("cursor-agent")?;
+    /// Every `tool_call/started` in the real cursor transcripts: (kind, args JSON); `None`
+    /// when `what` is skipped.
+    fn real_cursor_starts(what: &str) -> Option<Vec<(String, String)>> {
+        let fixtures = crate::shared_fixtures::fixtures(what)?;
         let mut starts = Vec::new();
-        for entry in std::fs::read_dir(dir).ok()? {
-            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default();
+        for path in fixtures.files("cursor-agent", ".jsonl") {
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             for line in text.lines() {
                 let Ok(event) = serde_json::from_str::<Value>(line) else {
                     continue;
@@ -326,6 +320,7 @@ mod tests {
                 }
             }
         }
+        assert!(!starts.is_empty(), "no tool calls in the real transcripts");
         Some(starts)
     }
 
@@ -377,8 +372,7 @@ mod tests {
 
     #[test]
     fn real_opencode_deliveries() {
-        let Some(tools) = real_opencode_tools() else {
-            println!("skipped: ../shared fixtures absent");
+        let Some(tools) = real_opencode_tools("tools::real_opencode_deliveries") else {
             return;
         };
         let plan = ToolPlan::new(&tools, ToolStrategy::ReadOnly);
@@ -527,10 +521,11 @@ mod tests {
 
     #[test]
     fn real_cursor_args_against_real_schemas() {
-        let (Some(tools), Some(starts)) = (real_opencode_tools(), real_cursor_starts()) else {
-            println!("skipped: ../shared fixtures absent");
+        let what = "tools::real_cursor_args_against_real_schemas";
+        let Some(tools) = real_opencode_tools(what) else {
             return;
         };
+        let starts = real_cursor_starts(what).expect("present, as the tools were");
         let plan = ToolPlan::new(&tools, ToolStrategy::ReadOnly);
         let schema_of = |name: &str| &tools.iter().find(|t| t.name == name).unwrap().parameters;
         let mut mapped = std::collections::BTreeMap::<String, usize>::new();
@@ -577,8 +572,9 @@ mod tests {
 
     #[test]
     fn protocol_grep_glob_ls_args_against_real_schemas() {
-        let Some(mut tools) = real_opencode_tools() else {
-            println!("skipped: ../shared fixtures absent");
+        let Some(mut tools) =
+            real_opencode_tools("tools::protocol_grep_glob_ls_args_against_real_schemas")
+        else {
             return;
         };
         // OpenCode 1.18 sends no `list`; the project fixture's stands in.

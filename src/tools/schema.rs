@@ -33,26 +33,30 @@ pub const MAX_PROBLEMS: usize = 20;
 /// (`arguments.todos[0].content`); empty when it conforms.
 #[must_use]
 pub fn validate(schema: &Value, value: &Value) -> Vec<String> {
-    let mut cx = Context {
-        root: schema,
-        steps: 0,
-    };
-    let mut problems = Vec::new();
-    cx.check(schema, value, &Path::Root, 0, &mut problems);
-    problems
+    run(schema, value).0
 }
 
 /// Whether `value` conforms to `schema`.
 #[must_use]
 pub fn is_valid(schema: &Value, value: &Value) -> bool {
+    run(schema, value).0.is_empty()
+}
+
+/// The problems of `value` against `schema`, and how many steps finding them took.
+fn run(schema: &Value, value: &Value) -> (Vec<String>, usize) {
     let mut cx = Context {
         root: schema,
         steps: 0,
     };
     let mut problems = Vec::new();
     cx.check(schema, value, &Path::Root, 0, &mut problems);
-    problems.is_empty()
+    (problems, cx.steps)
 }
+
+/// Steps past which a test build panics: a budget that stopped holding fails its test
+/// quickly instead of running for the 2^32 steps of a doubling schema.
+#[cfg(test)]
+const TEST_STEP_CEILING: usize = 2 * MAX_STEPS;
 
 /// The declared properties of an object schema (`properties`), if any.
 #[must_use]
@@ -125,6 +129,11 @@ impl<'s> Context<'s> {
         problems: &mut Vec<String>,
     ) {
         self.steps += 1;
+        #[cfg(test)]
+        assert!(
+            self.steps <= TEST_STEP_CEILING,
+            "validation ran past its step budget"
+        );
         if depth > MAX_DEPTH || self.steps > MAX_STEPS || problems.len() >= MAX_PROBLEMS {
             return;
         }
@@ -569,9 +578,23 @@ mod tests {
 
     #[test]
     fn recursive_refs_are_bounded() {
-        // Every level doubles the work without the step budget.
-        let schema = json!({"anyOf":[{"$ref":"#"},{"$ref":"#"}]});
-        let _ = validate(&schema, &json!(1));
+        // Every level doubles the work without the step budget (2^32 steps to the depth
+        // limit); with it, the validation stops just past the budget (the frames still on
+        // the stack return at their next step) and accepts what it did not check.
+        // (`oneOf` tries every branch; `anyOf` stops at the first that fits.)
+        let schema = json!({"oneOf":[{"$ref":"#"},{"$ref":"#"}]});
+        let (problems, steps) = run(&schema, &json!(1));
+        assert_eq!(
+            problems,
+            ["arguments matches more than one of the exclusive shapes"]
+        );
+        assert!(
+            (MAX_STEPS..=MAX_STEPS + 4 * MAX_DEPTH).contains(&steps),
+            "{steps} steps"
+        );
+        // Nothing left unchecked when the budget is not reached.
+        let small = json!({"anyOf":[{"type":"string"},{"type":"integer"}]});
+        assert_eq!(run(&small, &json!(1)).1, 3);
         let tree =
             json!({"type":"object","properties":{"child":{"$ref":"#"}},"required":["child"]});
         assert!(!is_valid(&tree, &json!({"child":{"child":{}}})));
@@ -585,7 +608,20 @@ mod tests {
             value = json!([value]);
             schema = json!({"type":"array","items":schema});
         }
-        let _ = validate(&schema, &value);
+        // Deeper than MAX_DEPTH is accepted unchecked, without recursing further.
+        let (problems, steps) = run(&schema, &value);
+        assert_eq!(problems, Vec::<String>::new());
+        assert_eq!(steps, MAX_DEPTH + 2);
+        // Within the depth, a mismatch is still found.
+        let mut wrong = json!("not an array");
+        for _ in 0..MAX_DEPTH - 1 {
+            wrong = json!([wrong]);
+        }
+        let mut schema = json!({"type":"array"});
+        for _ in 0..MAX_DEPTH - 1 {
+            schema = json!({"type":"array","items":schema});
+        }
+        assert_eq!(validate(&schema, &wrong).len(), 1);
     }
 
     #[test]

@@ -54,25 +54,12 @@ pub struct Outcome {
     pub restarts: usize,
 }
 
-/// The shared recordings' directory, when present beside the repository. Fails loudly
-/// when it exists but cannot be read.
+/// The real ACP recordings (`fixtures/acp` of the real captures), found by the one finder
+/// (`tests/support/shared.rs`): `None` when they are absent and the test is skipped; a
+/// failure when they are required but absent, or present but unreadable or empty.
 pub fn shared_recordings() -> Option<Vec<PathBuf>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/acp");
-    if !dir.exists() {
-        eprintln!(
-            "SKIP: {} is absent; the shared ACP recordings are not replayed",
-            dir.display()
-        );
-        return None;
-    }
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{} exists but cannot be read: {e}", dir.display()))
-        .map(|entry| entry.expect("a readable directory entry").path())
-        .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "{} holds no recording", dir.display());
-    Some(files)
+    let fixtures = crate::support::shared::fixtures("the ACP recordings")?;
+    Some(fixtures.files("acp", ".jsonl"))
 }
 
 /// The project's own ACP fixtures.

@@ -6,6 +6,7 @@
 pub mod drive;
 pub mod mix;
 pub mod responses;
+pub mod shared;
 
 use std::path::{Path, PathBuf};
 
@@ -259,26 +260,24 @@ pub fn project_fixtures() -> Vec<PathBuf> {
     mix::jsonl_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"))
 }
 
-/// The shared real-capture corpus, when present beside the repository.
-pub fn shared_captures() -> Option<Vec<PathBuf>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/cursor-agent");
-    dir.is_dir().then(|| mix::jsonl_files(&dir))
+/// The real cursor-agent transcripts (`cursor-agent/*.jsonl` of the real captures), or
+/// `None` when `what` is skipped ([`shared`]).
+pub fn shared_captures(what: &str) -> Option<Vec<PathBuf>> {
+    shared::fixtures(what).map(|fixtures| fixtures.files("cursor-agent", ".jsonl"))
 }
 
-/// The real OpenCode request bodies in `../shared/fixtures/opencode`, or `None` (with a
-/// line saying the test was skipped) when the shared fixtures are absent.
-pub fn opencode_bodies() -> Option<Vec<Vec<u8>>> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/opencode/opencode-1.18.33-requests-toolround.jsonl");
-    let Ok(text) = std::fs::read_to_string(path) else {
-        println!("skipped: ../shared fixtures absent");
-        return None;
-    };
-    let bodies = text.lines().map(|line| {
-        let record: Value = serde_json::from_str(line).unwrap();
-        serde_json::to_vec(&record["body"]).unwrap()
-    });
-    Some(bodies.collect())
+/// The real OpenCode request bodies of the real captures, or `None` when `what` is skipped
+/// ([`shared`]).
+pub fn opencode_bodies(what: &str) -> Option<Vec<Vec<u8>>> {
+    let fixtures = shared::fixtures(what)?;
+    let bodies = fixtures.request_bodies("opencode/opencode-1.18.33-requests-toolround.jsonl");
+    assert_eq!(bodies.len(), 2, "the OpenCode capture's two requests");
+    Some(
+        bodies
+            .iter()
+            .map(|body| serde_json::to_vec(body).unwrap())
+            .collect(),
+    )
 }
 
 /// `result.result` of the transcript's `result` line, if it has one and it reports success

@@ -8,6 +8,7 @@ import { AgentwireError, Bridge, defaultConfig } from 'agentwire';
 import { HOSTILE_CASES, defaultRequestFile } from './support/cases.mjs';
 import { read, respond } from './support/drive.mjs';
 import { DEFAULT_REQUEST, DIALECTS, FIXTURES, clientToolsRequest, realCaptures, requests, stderrs, transcripts } from './support/paths.mjs';
+import { skipReason } from '../../../tests/support/shared_fixtures.mjs';
 import { rustTranslate } from './support/rust.mjs';
 
 const CHUNKS = [1, 7, 4096];
@@ -29,7 +30,7 @@ for (const dialect of Object.keys(DIALECTS)) {
     }
   });
 
-  test(`${dialect}: every real capture gives the Rust status and bytes, streaming and with client tools`, { skip: realCaptures().length === 0 && '../shared/fixtures absent' }, () => {
+  test(`${dialect}: every real capture gives the Rust status and bytes, streaming and with client tools`, { skip: skipReason() }, () => {
     for (const transcript of realCaptures()) {
       for (const request of [defaultRequestFile(dialect), clientToolsRequest(dialect)]) {
         const expected = rustTranslate(dialect, request, transcript);

@@ -6,6 +6,7 @@ import { basename, join } from 'node:path';
 import { AgentwireError, Decoder, DecoderStream, decodeStdout } from 'agentwire';
 import { decode, read } from './support/drive.mjs';
 import { FIXTURES, realCaptures, transcripts } from './support/paths.mjs';
+import { skipReason } from '../../../tests/support/shared_fixtures.mjs';
 import { rustEvents } from './support/rust.mjs';
 
 const CHUNKS = [1, 7, 4096, Infinity];
@@ -20,7 +21,7 @@ test('every project transcript gives the Rust events, in every chunking', () => 
   }
 });
 
-test('every real capture gives the Rust events, in every chunking', { skip: realCaptures().length === 0 && '../shared/fixtures absent' }, () => {
+test('every real capture gives the Rust events, in every chunking', { skip: skipReason() }, () => {
   for (const transcript of realCaptures()) {
     const expected = rustEvents(transcript);
     for (const chunk of CHUNKS) {

@@ -11,16 +11,12 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { DIALECTS, FIXTURES, PACKAGE, rustProgram } from './support/paths.mjs';
 import { aliveIn, waitUntil } from './support/procs.mjs';
+import { expectedAnswer } from '../../../tests/support/expected_answers.mjs';
 
 const AGENT = join(PACKAGE, 'test/support/agent.sh');
 const REPLAY = rustProgram('replay_agent');
 const EXAMPLES = join(PACKAGE, 'examples');
-const answerOf = (name) =>
-  readFileSync(join(FIXTURES, name), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line))
-    .find((e) => e.type === 'result').result;
+const answerOf = (name) => expectedAnswer(join(FIXTURES, name));
 
 const agentEnv = (agent, extra = {}) => ({ ...process.env, AGENTWIRE_REPLAY_AGENT: REPLAY, AGENTWIRE_TEST_AGENT: agent, ...extra });
 

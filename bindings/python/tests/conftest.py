@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -15,7 +16,10 @@ from agentwire import _testing
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "tests" / "fixtures"
-SHARED = REPO.parent / "shared" / "fixtures" / "cursor-agent"
+sys.path.insert(0, str(REPO / "tests" / "support"))
+import shared_fixtures  # noqa: E402  (the one finder of the real captures)
+import expected_answers  # noqa: E402,F401  (the one reading of what a transcript answers)
+
 DEFAULT_REQUEST = b'{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}'
 #: The dialects by `translate --api` name, each with its smallest request (translate's own
 #: default for it).
@@ -40,7 +44,9 @@ def transcripts() -> List[Path]:
 
 
 def real_captures() -> List[Path]:
-    return sorted(SHARED.glob("*.jsonl")) if SHARED.is_dir() else []
+    """The real cursor-agent transcripts: none when absent (the tests over them are skipped),
+    an error when required or incomplete (tests/support/shared_fixtures.py)."""
+    return shared_fixtures.files("cursor-agent", "*.jsonl")
 
 
 def fixture_requests(api: str) -> List[Path]:

@@ -15,6 +15,7 @@ from conftest import (
     client_tools_request,
     fixture_requests,
     real_captures,
+    shared_fixtures,
     transcripts,
 )
 from drive import respond
@@ -66,7 +67,7 @@ def test_failed_runs_give_the_rust_status_and_body(rust, tmp_path: Path, api: st
         assert got[0] >= 400
 
 
-@pytest.mark.skipif(not real_captures(), reason="../shared/fixtures absent")
+@pytest.mark.skipif(not real_captures(), reason=shared_fixtures.absent_reason())
 @pytest.mark.parametrize("api", DIALECTS)
 @pytest.mark.parametrize("transcript", real_captures(), ids=lambda p: p.name)
 def test_real_captures_give_the_rust_bytes(rust, tmp_path: Path, api: str, transcript: Path):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import agentwire as aw
-from conftest import FIXTURES, real_captures, transcripts
+from conftest import FIXTURES, real_captures, shared_fixtures, transcripts
 from drive import decode
 
 
@@ -18,7 +18,7 @@ def test_events_are_the_rust_events(rust, transcript: Path, chunk: int):
     assert text == rust.events(transcript, chunk)
 
 
-@pytest.mark.skipif(not real_captures(), reason="../shared/fixtures absent")
+@pytest.mark.skipif(not real_captures(), reason=shared_fixtures.absent_reason())
 @pytest.mark.parametrize("transcript", real_captures(), ids=lambda p: p.name)
 def test_real_captures_give_the_rust_events(rust, transcript: Path):
     _, text = decode(transcript.read_bytes())

@@ -3,7 +3,6 @@ exactly the answer the transcript's result holds."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, expected_answers
 
 HERE = Path(__file__).resolve().parent
 EXAMPLE = HERE.parent / "examples" / "run_prompt.py"
@@ -32,20 +31,12 @@ def run(transcript: Path, exit_code: int = 0) -> subprocess.CompletedProcess:
     )
 
 
-def result_text(transcript: Path) -> str:
-    for line in transcript.read_text().splitlines():
-        event = json.loads(line) if line.startswith("{") else {}
-        if event.get("type") == "result":
-            return event["result"]
-    raise AssertionError("no result")
-
-
 @pytest.mark.parametrize("name", ["partial_recaps.jsonl", "multibyte.jsonl", "repeated_tokens.jsonl"])
 def test_prints_the_answer(name: str):
     transcript = FIXTURES / name
     done = run(transcript)
     assert done.returncode == 0, done.stderr.decode()
-    assert done.stdout.decode() == result_text(transcript) + "\n"
+    assert done.stdout.decode() == expected_answers.expected_answer(transcript) + "\n"
 
 
 def test_a_failed_run_prints_its_error():

@@ -11,37 +11,16 @@ import { join, resolve, dirname, basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { streamText, generateText, jsonSchema, tool } from 'ai';
+import { files as sharedFiles, skipReason } from '../../support/shared_fixtures.mjs';
+import { capture, lines, parse } from '../../support/expected_answers.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const TRANSLATE = process.env.AGENTWIRE_TRANSLATE ?? join(ROOT, 'target/debug/examples/translate');
 const jsonl = (dir) => (existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.jsonl')).sort().map((f) => join(dir, f)) : []);
 const PROJECT = jsonl(join(ROOT, 'tests/fixtures'));
-const SHARED = jsonl(join(ROOT, '../shared/fixtures/cursor-agent'));
+const SHARED = sharedFiles('cursor-agent', '.jsonl');
 const TRANSCRIPTS = [...PROJECT, ...SHARED];
 const scratch = mkdtempSync(join(tmpdir(), 'agentwire-ai-sdk-'));
-
-function lines(path) {
-  return readFileSync(path, 'utf8').split(/(?<=\n)/);
-}
-function parse(line) {
-  try { const v = JSON.parse(line); return v && typeof v === 'object' && !Array.isArray(v) ? v : null; } catch { return null; }
-}
-
-// What a transcript says the client must end up with.
-function capture(path) {
-  const events = lines(path).map(parse).filter(Boolean);
-  const found = events.find((e) => e.type === 'result');
-  // An error result is a failure: its text is never the answer.
-  const failed = found && (found.is_error === true || (found.subtype ?? 'success') !== 'success');
-  const result = failed ? null : found;
-  const counts = result && result.usage && typeof result.usage === 'object' ? result.usage : null;
-  const prompt = counts ? (counts.inputTokens ?? 0) + (counts.cacheReadTokens ?? 0) + (counts.cacheWriteTokens ?? 0) : 0;
-  return {
-    expected: result ? (result.result ?? '') : null,
-    thinking: events.some((e) => e.type === 'thinking' && e.subtype === 'delta' && e.text),
-    usage: counts && { input: prompt, output: counts.outputTokens ?? 0, cacheRead: counts.cacheReadTokens ?? 0, cost: found.cost ?? counts.cost },
-  };
-}
 
 // The transcript cut just before its `result` line: the agent died mid-answer.
 function truncated(path) {
@@ -99,6 +78,10 @@ function assertUsage(usage, want) {
   // does not declare, without a warning.)
   assert.equal(usage.raw?.cost, want.cost, JSON.stringify(usage.raw));
 }
+
+test('the real captures are there', { skip: skipReason() }, () => {
+  assert.ok(SHARED.length > 0);
+});
 
 test('the fixtures are there', () => {
   assert.ok(PROJECT.length > 0, 'tests/fixtures holds the project transcripts');

@@ -12,16 +12,20 @@ import pathlib
 import subprocess
 import tempfile
 
+import sys
+
 import httpx2
 import openai
 import pytest
 from transcripts import assert_usage, capture, drain
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "tests/support"))
+import shared_fixtures  # noqa: E402  (the one finder of the real captures)
+
 TRANSLATE = os.environ.get("AGENTWIRE_TRANSLATE", str(ROOT / "target/debug/examples/translate"))
 PROJECT = sorted((ROOT / "tests/fixtures").glob("*.jsonl"))
-SHARED_DIR = ROOT.parent / "shared/fixtures/cursor-agent"
-SHARED = sorted(SHARED_DIR.glob("*.jsonl")) if SHARED_DIR.is_dir() else []
+SHARED = shared_fixtures.files("cursor-agent", "*.jsonl")
 TRANSCRIPTS = PROJECT + SHARED
 CLIENT_TOOLS = json.loads((ROOT / "tests/fixtures/requests/client_tools.json").read_text())["tools"]
 MESSAGES = [{"role": "user", "content": "hi"}]
@@ -106,6 +110,11 @@ def assert_mapped_failure(failure, replies):
 ids = lambda p: p.name  # noqa: E731
 SUCCEEDED = [p for p in TRANSCRIPTS if capture(p).expected is not None]
 FAILED = [p for p in TRANSCRIPTS if capture(p).expected is None]
+
+
+def test_the_real_captures_are_there():
+    shared_fixtures.skip_if_absent()
+    assert SHARED
 
 
 def test_the_fixtures_are_there():

@@ -4,11 +4,11 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { files as sharedFiles } from '../../../../tests/support/shared_fixtures.mjs';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
 export const PACKAGE = join(ROOT, 'bindings/js');
 export const FIXTURES = join(ROOT, 'tests/fixtures');
-export const SHARED = resolve(ROOT, '../shared/fixtures/cursor-agent');
 export const DEFAULT_REQUEST = '{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}';
 /** Each dialect's smallest streaming request. */
 export const DIALECTS = {
@@ -27,8 +27,11 @@ const jsonl = (dir) =>
 
 /** The project's own transcripts. */
 export const transcripts = () => jsonl(FIXTURES);
-/** The real captures in ../shared (none on a machine without them). */
-export const realCaptures = () => jsonl(SHARED);
+/**
+ * The real cursor-agent transcripts (tests/support/shared_fixtures.mjs: none when they are
+ * absent, an error when they are required or incomplete).
+ */
+export const realCaptures = () => sharedFiles('cursor-agent', '.jsonl');
 /** The example requests of a dialect (Chat Completions' at the top of requests/, the others in a folder each). */
 export const requests = (dialect = 'chat-completions') => {
   const dir = dialect === 'chat-completions' ? join(FIXTURES, 'requests') : join(FIXTURES, 'requests', dialect);
