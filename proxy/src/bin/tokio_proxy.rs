@@ -42,6 +42,7 @@ use std::time::{Duration, Instant};
 
 use agentwire::bridge::{Bridge, Dialect, Head, Output};
 use agentwire::cursor::ExitStatus;
+use agentwire_proxy::acp::{self, Ticket, Warm};
 use agentwire_proxy::agent::{EXIT_DRAIN, Signal, Stopper, exit_status, signal_group};
 use agentwire_proxy::connections::{Admitted, Connections, Lane, OVERFLOW_TIMEOUT};
 use agentwire_proxy::framing::{FramingError, Version};
@@ -85,6 +86,8 @@ struct Server {
     models: ModelCache,
     connections: Arc<Connections>,
     shutdown: watch::Receiver<bool>,
+    /// With `--agent-protocol acp`: the warm agent every request runs on.
+    warm: Option<Arc<Warm>>,
 }
 
 impl Server {
@@ -123,14 +126,26 @@ async fn serve(settings: Settings) -> ExitCode {
     println!("{}", settings.banner(bound));
     let (shutdown_tx, shutdown) = watch::channel(false);
     let max = settings.max_concurrent;
+    let clock = Clock::new();
+    let warm = settings.acp.as_ref().map(|args| {
+        let config = Warm::config(settings.config.workspace.as_deref());
+        Warm::start(
+            settings.agent.clone(),
+            args.clone(),
+            config,
+            settings.kill_grace,
+            clock,
+        )
+    });
     let server = Arc::new(Server {
         slots: Arc::new(Semaphore::new(max as usize)),
         models: ModelCache::new(settings.models_ttl),
         connections: Connections::new(settings.max_connections),
         settings,
-        clock: Clock::new(),
+        clock,
         ids: RequestIds::new(),
         shutdown,
+        warm,
     });
     let (Ok(mut sigterm), Ok(mut sigint)) = (
         signal(SignalKind::terminate()),
@@ -161,6 +176,9 @@ async fn serve(settings: Settings) -> ExitCode {
     drop(listener);
     tracing::info!("shutting down: ending open responses and stopping every agent");
     let _ = shutdown_tx.send(true);
+    if let Some(warm) = &server.warm {
+        warm.shutdown();
+    }
     let limit = server.settings.kill_grace * 2 + Duration::from_secs(5);
     if tokio::time::timeout(limit, graceful.shutdown())
         .await
@@ -174,6 +192,12 @@ async fn serve(settings: Settings) -> ExitCode {
         .is_err()
     {
         tracing::warn!("agents still running after {limit:?}");
+    }
+    if let Some(warm) = server.warm.clone() {
+        let stopped = tokio::task::spawn_blocking(move || warm.wait_stopped(limit)).await;
+        if !matches!(stopped, Ok(true)) {
+            tracing::warn!("the ACP agent still running after {limit:?}");
+        }
     }
     ExitCode::SUCCESS
 }
@@ -425,7 +449,10 @@ async fn handle(
                 body,
                 context: &context,
             };
-            run(&server, request, dialect, record).await
+            match server.warm.clone() {
+                Some(warm) => acp_run(&server, warm, request, dialect, record).await,
+                None => run(&server, request, dialect, record).await,
+            }
         }
         Outcome::CountTokens => {
             let request = Arriving {
@@ -438,7 +465,10 @@ async fn handle(
             count_tokens(&server, request, record).await
         }
         Outcome::Models => {
-            let reply = models(&server).await;
+            let reply = match server.warm {
+                Some(_) => http::models_unavailable(acp::NO_MODEL_LIST),
+                None => models(&server).await,
+            };
             reply_response(reply, &context, &mut record)
         }
         Outcome::Health { detailed } => {
@@ -590,6 +620,165 @@ async fn run(
     drop(run);
     let body = Full::new(body.freeze()).boxed_unsync();
     response(head.status, &headers, body)
+}
+
+/// A request in `dialect` served as a turn on the warm ACP agent.
+async fn acp_run(
+    server: &Arc<Server>,
+    warm: Arc<Warm>,
+    request: Arriving<'_>,
+    dialect: Dialect,
+    mut record: RequestRecord,
+) -> Response<Body> {
+    let context = request.context;
+    let body = match request.read(server).await {
+        Ok(body) => body,
+        Err(reply) => return reply_response(reply, context, &mut record),
+    };
+    let Ok(permit) = Arc::clone(&server.slots).try_acquire_owned() else {
+        let reply = http::busy(server.settings.max_concurrent);
+        return reply_response(reply, context, &mut record);
+    };
+    let body = server.settings.model_aliases.apply(&body);
+    let params = server.ids.params(record.number, &server.clock);
+    let Some(ticket) = warm.start_turn(dialect, &body, &server.settings.config, params) else {
+        return reply_response(http::shutting_down(), context, &mut record);
+    };
+    let mut turn = AcpTurn {
+        warm,
+        ticket,
+        head: None,
+        body: BytesMut::new(),
+        ended: false,
+        record: Some(record),
+        _permit: permit,
+    };
+    let Some(Step::Head(head)) = turn.next().await else {
+        unreachable!("a turn's first output is its head");
+    };
+    let headers = http::head_headers(&head, context);
+    if head.content_type == "text/event-stream" && head.status == 200 {
+        let (chunks, taken) = mpsc::channel(1);
+        tokio::spawn(acp_stream(turn, chunks));
+        let frames = futures_util::stream::unfold(taken, |mut taken| async move {
+            let bytes = taken.recv().await?;
+            Some((Ok(Frame::data(bytes)), taken))
+        });
+        let body = StreamBody::new(frames).boxed_unsync();
+        return response(head.status, &headers, body);
+    }
+    let mut body = BytesMut::new();
+    while let Some(Step::Body(bytes)) = turn.next().await {
+        body.extend_from_slice(&bytes);
+    }
+    drop(turn);
+    let body = Full::new(body.freeze()).boxed_unsync();
+    response(head.status, &headers, body)
+}
+
+/// Streams a turn: one chunk waits for the client at a time; meanwhile the turn's
+/// output stays in the connection (whose budget bounds it).
+async fn acp_stream(mut turn: AcpTurn, chunks: mpsc::Sender<Bytes>) {
+    loop {
+        if !turn.body.is_empty() {
+            match chunks.reserve().await {
+                Ok(permit) => permit.send(turn.take_body()),
+                Err(_) => return,
+            }
+            continue;
+        }
+        if turn.ended {
+            return;
+        }
+        tokio::select! {
+            biased;
+            () = chunks.closed() => return,
+            () = turn.wait() => {}
+        }
+    }
+}
+
+/// One request's turn on the warm agent. Dropping it before the end means the client is
+/// gone: the session is cancelled, the agent stays.
+struct AcpTurn {
+    warm: Arc<Warm>,
+    ticket: Ticket,
+    head: Option<Head>,
+    body: BytesMut,
+    ended: bool,
+    record: Option<RequestRecord>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl AcpTurn {
+    /// Takes what the turn has now; whether anything came.
+    fn take(&mut self) -> bool {
+        let (head, body) = (&mut self.head, &mut self.body);
+        let mut came = false;
+        self.ended |= self.warm.poll(&self.ticket, |output| {
+            came = true;
+            match output {
+                Output::Head(h) => *head = Some(h),
+                Output::Body(bytes) => body.extend_from_slice(bytes),
+                Output::StopAgent | Output::End => {}
+            }
+        });
+        came
+    }
+
+    /// Waits for the turn's next output. Cancel-safe: outputs are taken after the await.
+    async fn wait(&mut self) {
+        let warm = Arc::clone(&self.warm);
+        let notified = warm.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if !self.take() {
+            notified.await;
+            self.take();
+        }
+    }
+
+    fn take_body(&mut self) -> Bytes {
+        let bytes = self.body.split().freeze();
+        if let Some(record) = &mut self.record {
+            record.bytes_out += bytes.len() as u64;
+        }
+        bytes
+    }
+
+    /// The head first, then body chunks; `None` at the end.
+    async fn next(&mut self) -> Option<Step> {
+        loop {
+            if let Some(head) = self.head.take() {
+                if let Some(record) = &mut self.record {
+                    record.status = head.status;
+                }
+                return Some(Step::Head(head));
+            }
+            if !self.body.is_empty() {
+                return Some(Step::Body(self.take_body()));
+            }
+            if self.ended {
+                return None;
+            }
+            self.wait().await;
+        }
+    }
+}
+
+impl Drop for AcpTurn {
+    fn drop(&mut self) {
+        let mut record = self.record.take();
+        if !self.ended {
+            self.warm.client_gone(&self.ticket);
+            if let Some(record) = &mut record {
+                record.end = ResponseEnd::ClientGone;
+            }
+        }
+        if let Some(record) = record {
+            record.log();
+        }
+    }
 }
 
 /// The request body, within the size limit and the request's deadline. Refused as soon as
