@@ -33,6 +33,7 @@ fn example(name: &str) -> PathBuf {
         "tokio_proxy" => env!("CARGO_BIN_EXE_tokio_proxy"),
         "blocking_proxy" => env!("CARGO_BIN_EXE_blocking_proxy"),
         "replay_agent" => env!("CARGO_BIN_EXE_replay_agent"),
+        "acp_agent" => env!("CARGO_BIN_EXE_acp_agent"),
         _ => panic!("no binary {name}"),
     });
     assert!(path.is_file(), "{} missing", path.display());
@@ -662,6 +663,11 @@ both!(
     http_1_details,
     every_dialect_on_its_route,
     dialect_errors_and_probes,
+    acp_one_warm_process_serves_every_dialect,
+    acp_concurrent_turns_interleave_on_one_pipe,
+    acp_client_gone_cancels_the_session_only,
+    acp_agent_dying_mid_turn_is_restarted,
+    acp_shutdown_leaves_no_process,
 );
 
 // ---------------------------------------------------------------------------------------
@@ -2397,4 +2403,225 @@ fn replay_agent_plays_the_turn_the_prompt_is_at() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&version.stdout).starts_with("agentwire-replay-agent "));
+}
+
+// ---------------------------------------------------------------------------------------
+// `--agent-protocol acp`: one warm agent (the `acp_agent` stand-in) for the server.
+
+/// A proxy whose warm ACP agent is `acp_agent` playing `recording` with `flags`.
+fn acp_proxy(kind: Kind, scratch: &Scratch, recording: &str, flags: &[&str]) -> Proxy {
+    let quoted: Vec<String> = flags.iter().map(|f| format!("'{f}'")).collect();
+    let script = format!(
+        "#!/bin/sh\nexec '{}' --recording '{recording}' {} \"$@\"\n",
+        example("acp_agent").display(),
+        quoted.join(" ")
+    );
+    let agent = scratch.script("acp.sh", &script);
+    let flags = ["--agent-protocol", "acp", "--agent-arg", "acp"];
+    Proxy::start(kind, &agent, scratch, &flags)
+}
+
+fn two_prompts() -> String {
+    format!("{ROOT}/proxy/tests/fixtures/acp-two-prompts.jsonl")
+}
+
+/// The stand-in's log lines of `event`.
+fn acp_events(scratch: &Scratch, event: &str) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(scratch.log()).unwrap_or_default();
+    text.lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|v| v["event"] == event)
+        .collect()
+}
+
+fn acp_groups(scratch: &Scratch) -> HashSet<u32> {
+    acp_events(scratch, "start")
+        .iter()
+        .map(|v| v["pid"].as_u64().unwrap() as u32)
+        .collect()
+}
+
+fn chat_content(reply: &Reply) -> String {
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let summary = check_stream(&reply.body);
+    assert!(summary.errors.is_empty(), "{:?}", summary.errors);
+    assert_eq!(summary.finish_reasons, ["stop"]);
+    summary.content
+}
+
+/// Requests in sequence, in every dialect, streamed and whole: one agent process, one
+/// prompt each, each its own answer.
+fn acp_one_warm_process_serves_every_dialect(kind: Kind) {
+    let scratch = Scratch::new("acp-warm");
+    let proxy = acp_proxy(kind, &scratch, &two_prompts(), &["--delay-ms", "1"]);
+    assert_eq!(
+        chat_content(&proxy.chat(&stream_body("Ask alpha"))),
+        "Alpha one, first."
+    );
+    assert_eq!(
+        chat_content(&proxy.chat(&stream_body("Ask beta"))),
+        "Beta two, second."
+    );
+    let reply = proxy.chat(&plain_body("Ask beta"));
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(
+        reply.json()["choices"][0]["message"]["content"],
+        "Beta two, second."
+    );
+
+    let json = ("content-type", "application/json");
+    let message = serde_json::json!({"model": "default", "max_tokens": 100, "stream": true,
+        "messages": [{"role": "user", "content": "Ask alpha"}]});
+    let reply = proxy.request(
+        "POST",
+        "/v1/messages",
+        &[json],
+        message.to_string().as_bytes(),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let stream = messages::check_stream(&reply.body, "default");
+    assert_eq!(stream.text(), "Alpha one, first.");
+    assert!(stream.error.is_none());
+    let response = serde_json::json!({"model": "default", "stream": true, "input": "Ask beta"});
+    let reply = proxy.request(
+        "POST",
+        "/v1/responses",
+        &[json],
+        response.to_string().as_bytes(),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let summary = check_responses_stream(&reply.body);
+    assert_eq!(summary.terminal, "response.completed");
+    assert_eq!(summary.text, "Beta two, second.");
+
+    // The agent's model list is not exposed over ACP: a clear 503.
+    let reply = proxy.request("GET", "/v1/models", &[], b"");
+    assert_eq!(reply.status, 503);
+    assert_eq!(reply.error_code(), "models_unavailable");
+
+    assert_eq!(acp_events(&scratch, "start").len(), 1, "one warm process");
+    assert_eq!(
+        acp_events(&scratch, "prompt").len(),
+        5,
+        "one prompt per request"
+    );
+    let argv = &acp_events(&scratch, "start")[0]["argv"];
+    assert!(
+        argv.as_array().unwrap().iter().any(|a| a == "acp"),
+        "{argv}"
+    );
+    proxy.wait_idle();
+}
+
+/// Two streams at once: both prompts run on the one process before either is answered,
+/// and each client gets its own answer.
+fn acp_concurrent_turns_interleave_on_one_pipe(kind: Kind) {
+    let scratch = Scratch::new("acp-concurrent");
+    let proxy = acp_proxy(kind, &scratch, &two_prompts(), &["--delay-ms", "30"]);
+    std::thread::scope(|s| {
+        let proxy = &proxy;
+        let alpha = s.spawn(move || chat_content(&proxy.chat(&stream_body("Ask alpha"))));
+        let beta = s.spawn(move || chat_content(&proxy.chat(&stream_body("Ask beta"))));
+        assert_eq!(alpha.join().unwrap(), "Alpha one, first.");
+        assert_eq!(beta.join().unwrap(), "Beta two, second.");
+    });
+    assert_eq!(acp_events(&scratch, "start").len(), 1);
+    let text = std::fs::read_to_string(scratch.log()).unwrap();
+    let order: Vec<String> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["event"].to_string())
+        .filter(|e| e != "\"start\"")
+        .collect();
+    assert_eq!(
+        order,
+        ["\"prompt\"", "\"prompt\"", "\"answered\"", "\"answered\""],
+        "both prompts ran at once"
+    );
+    proxy.wait_idle();
+}
+
+/// A client hanging up mid-stream: its session is cancelled, the process stays and
+/// answers the next request.
+fn acp_client_gone_cancels_the_session_only(kind: Kind) {
+    let scratch = Scratch::new("acp-gone");
+    let proxy = acp_proxy(kind, &scratch, &two_prompts(), &["--delay-ms", "200"]);
+    let mut conn = proxy.open_stream();
+    let mut seen = Vec::new();
+    while !String::from_utf8_lossy(&seen).contains("\"content\"") {
+        seen.extend(conn.chunk().expect("frames before the end"));
+    }
+    drop(conn);
+    assert!(
+        wait_until(Duration::from_secs(10), || acp_events(&scratch, "cancel")
+            .len()
+            == 1),
+        "session/cancel sent"
+    );
+    assert!(acp_events(&scratch, "answered").is_empty());
+    assert_eq!(
+        chat_content(&proxy.chat(&stream_body("Ask beta"))),
+        "Beta two, second."
+    );
+    assert_eq!(acp_events(&scratch, "start").len(), 1, "the process stayed");
+    proxy.wait_idle();
+}
+
+/// The agent exits mid-turn: that request fails (a status, as its head had not gone),
+/// the process is restarted and the next request answered.
+fn acp_agent_dying_mid_turn_is_restarted(kind: Kind) {
+    let scratch = Scratch::new("acp-dies");
+    let crash = format!("{ROOT}/tests/fixtures/acp/synthetic__exit-mid-turn.jsonl");
+    let proxy = acp_proxy(
+        kind,
+        &scratch,
+        &two_prompts(),
+        &["--delay-ms", "1", "--once", &crash],
+    );
+    let reply = proxy.chat(&plain_body("Ask alpha"));
+    assert!(reply.status >= 500, "{} {}", reply.status, reply.text());
+    assert!(reply.text().contains("out of memory"), "{}", reply.text());
+    assert!(
+        wait_until(Duration::from_secs(10), || acp_events(&scratch, "start")
+            .len()
+            == 2),
+        "restarted"
+    );
+    assert_eq!(
+        chat_content(&proxy.chat(&stream_body("Ask alpha"))),
+        "Alpha one, first."
+    );
+    let first = acp_events(&scratch, "start")[0]["pid"].as_u64().unwrap() as u32;
+    assert_groups_gone(
+        &HashSet::from([first]),
+        Duration::from_secs(5),
+        "the dead agent",
+    );
+    assert!(zombies_of(proxy.child.id()).is_empty());
+    proxy.wait_idle();
+}
+
+/// Shutdown mid-stream: the stream ends in-band, the agent's group is stopped and
+/// reaped.
+fn acp_shutdown_leaves_no_process(kind: Kind) {
+    let scratch = Scratch::new("acp-shutdown");
+    let mut proxy = acp_proxy(kind, &scratch, &two_prompts(), &["--delay-ms", "200"]);
+    let mut conn = proxy.open_stream();
+    let mut body = conn.chunk().expect("a first frame");
+    let groups = acp_groups(&scratch);
+    assert_eq!(groups.len(), 1);
+    assert!(!alive_in(&groups).is_empty());
+    let status = proxy.stop();
+    assert!(status.success(), "{status:?}");
+    while let Some(chunk) = conn.chunk() {
+        body.extend(chunk);
+    }
+    let summary = check_stream(&body);
+    assert_eq!(
+        summary.errors.len(),
+        1,
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    assert_eq!(summary.done, 1);
+    assert_groups_gone(&groups, Duration::from_secs(1), "after shutdown");
 }

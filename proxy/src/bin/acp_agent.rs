@@ -22,6 +22,7 @@
 //! With env `AGENTWIRE_REPLAY_LOG=FILE`, each process appends
 //! `{"event":"start","pid":…,"argv":[…]}` when it starts,
 //! `{"event":"prompt","pid":…,"session":…,"prompt":…}` per prompt and
+//! `{"event":"answered","pid":…,"session":…}` when a prompt's answer is written and
 //! `{"event":"cancel","pid":…,"session":…}` per cancellation.
 
 use std::collections::VecDeque;
@@ -394,6 +395,9 @@ impl Agent {
                     if msg.get("method").is_none() && msg["id"] == play.recorded_id {
                         msg["id"] = play.id.clone();
                         play.lines.clear();
+                        log(
+                            &json!({"event": "answered", "pid": std::process::id(), "session": play.session}),
+                        );
                     }
                     msg.to_string()
                 }

@@ -96,7 +96,13 @@ fn main() -> ExitCode {
     let clock = Clock::new();
     let warm = settings.acp.as_ref().map(|args| {
         let config = Warm::config(settings.config.workspace.as_deref());
-        Warm::start(settings.agent.clone(), args.clone(), config, settings.kill_grace, clock)
+        Warm::start(
+            settings.agent.clone(),
+            args.clone(),
+            config,
+            settings.kill_grace,
+            clock,
+        )
     });
     let server = Arc::new(Server {
         slots: Slots::new(settings.max_concurrent),
@@ -606,7 +612,13 @@ fn run(server: &Server, mut arriving: Arriving<'_>, dialect: Dialect, mut record
     let params = server.ids.params(record.number, &server.clock);
     if let Some(warm) = &server.warm {
         let Some(ticket) = warm.start_turn(dialect, &body, &server.settings.config, params) else {
-            return write_reply(&mut stream, http::shutting_down(), false, &answer, &mut record);
+            return write_reply(
+                &mut stream,
+                http::shutting_down(),
+                false,
+                &answer,
+                &mut record,
+            );
         };
         let turn = AcpTurn {
             server,
@@ -1051,7 +1063,9 @@ impl Run<'_> {
     /// Takes every output of the bridge, as bytes for the client.
     fn drain(&mut self) {
         while let Some(output) = self.bridge.poll_output() {
-            let framed = self.sink.frame(output, &self.answer, &mut self.record, self.client_gone);
+            let framed = self
+                .sink
+                .frame(output, &self.answer, &mut self.record, self.client_gone);
             match framed {
                 Framed::Stop => {
                     if let Some(agent) = &mut self.agent {
@@ -1104,7 +1118,11 @@ impl Run<'_> {
             let _ = self
                 .stream
                 .set_write_timeout(Some(self.server.settings.write_timeout));
-            if self.stream.write_all(&self.sink.out[self.written..]).is_err() {
+            if self
+                .stream
+                .write_all(&self.sink.out[self.written..])
+                .is_err()
+            {
                 self.record.end = ResponseEnd::ClientGone;
             }
         }
@@ -1153,7 +1171,8 @@ impl Sink {
                     self.out.extend_from_slice(&line);
                     // HTTP/1.0 clients read to the end of the connection instead.
                     if chunked {
-                        self.out.extend_from_slice(b"transfer-encoding: chunked\r\n");
+                        self.out
+                            .extend_from_slice(b"transfer-encoding: chunked\r\n");
                     }
                     self.out.extend_from_slice(b"\r\n");
                 } else {
