@@ -668,6 +668,7 @@ both!(
     acp_client_gone_cancels_the_session_only,
     acp_agent_dying_mid_turn_is_restarted,
     acp_shutdown_leaves_no_process,
+    acp_scripted_failures_reach_the_client,
 );
 
 // ---------------------------------------------------------------------------------------
@@ -2624,4 +2625,46 @@ fn acp_shutdown_leaves_no_process(kind: Kind) {
     );
     assert_eq!(summary.done, 1);
     assert_groups_gone(&groups, Duration::from_secs(1), "after shutdown");
+}
+
+/// The stand-in's scripted failures through the proxy: an agent not logged in, malformed
+/// lines among its output, and a crash after the stream's head (in-band).
+fn acp_scripted_failures_reach_the_client(kind: Kind) {
+    let fixture = |name: &str| format!("{ROOT}/tests/fixtures/acp/synthetic__{name}.jsonl");
+
+    let scratch = Scratch::new("acp-login");
+    let proxy = acp_proxy(kind, &scratch, &fixture("not-logged-in"), &[]);
+    let reply = proxy.chat(&plain_body("hi"));
+    assert!(reply.status >= 400, "{} {}", reply.status, reply.text());
+    assert!(reply.text().contains("not logged in"), "{}", reply.text());
+    drop(proxy);
+
+    let scratch = Scratch::new("acp-malformed");
+    let proxy = acp_proxy(
+        kind,
+        &scratch,
+        &fixture("malformed-line"),
+        &["--delay-ms", "0"],
+    );
+    assert_eq!(chat_content(&proxy.chat(&stream_body("hi"))), "Still fine.");
+    drop(proxy);
+
+    let scratch = Scratch::new("acp-crash-in-band");
+    let crash = fixture("exit-mid-turn");
+    let flags = ["--delay-ms", "1", "--once", crash.as_str()];
+    let proxy = acp_proxy(kind, &scratch, &two_prompts(), &flags);
+    let reply = proxy.chat(&stream_body("Ask alpha"));
+    assert_eq!(reply.status, 200, "the head went with the first words");
+    let summary = check_stream(&reply.body);
+    assert_eq!(summary.content, "Half an");
+    assert_eq!(summary.errors.len(), 1, "{}", reply.text());
+    assert!(summary.errors[0].to_string().contains("out of memory"));
+    assert!(wait_until(Duration::from_secs(10), || {
+        acp_events(&scratch, "start").len() == 2
+    }));
+    assert_eq!(
+        chat_content(&proxy.chat(&stream_body("Ask beta"))),
+        "Beta two, second."
+    );
+    proxy.wait_idle();
 }
