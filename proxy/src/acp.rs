@@ -84,6 +84,9 @@ struct State {
     shutting_down: bool,
     stopped: bool,
     processes_started: u64,
+    /// The connection has not met a process yet: the first one takes it over, with the
+    /// turns that arrived before it was spawned.
+    fresh: bool,
 }
 
 /// The live agent process.
@@ -120,6 +123,7 @@ impl Warm {
                 shutting_down: false,
                 stopped: false,
                 processes_started: 0,
+                fresh: true,
             }),
             changed: Condvar::new(),
             notify: tokio::sync::Notify::new(),
@@ -271,8 +275,10 @@ impl Warm {
     /// After every input: the connection's bytes go to the agent, its decisions are
     /// noted, and everyone waiting looks again.
     fn settle(&self, state: &mut State) {
-        while let Some(bytes) = state.connection.poll_transmit() {
-            if let Some(process) = &state.process {
+        // Without a process the bytes wait in the connection: a fresh one's `initialize`
+        // and what turns started before the spawn need go out once it is running.
+        if let Some(process) = &state.process {
+            while let Some(bytes) = state.connection.poll_transmit() {
                 let _ = process.stdin.send(bytes.to_vec());
             }
         }
@@ -332,15 +338,17 @@ impl Warm {
             return true;
         }
         let now = self.clock.now_ms();
-        let old = std::mem::replace(
-            &mut state.connection,
-            Connection::new(self.config.clone(), now),
-        );
-        let old_generation = state.generation;
-        if state.tickets.get(&old_generation).copied().unwrap_or(0) > 0 {
-            state.retired.insert(old_generation, old);
+        if !std::mem::take(&mut state.fresh) {
+            let old = std::mem::replace(
+                &mut state.connection,
+                Connection::new(self.config.clone(), now),
+            );
+            let old_generation = state.generation;
+            if state.tickets.get(&old_generation).copied().unwrap_or(0) > 0 {
+                state.retired.insert(old_generation, old);
+            }
+            state.generation += 1;
         }
-        state.generation += 1;
         state.restart = None;
         let generation = state.generation;
         let mut command = self.program.acp_command(&self.args);
