@@ -31,7 +31,7 @@ use agentwire::bridge::{BridgeParams, Config, Dialect, Output};
 use agentwire::cursor::ExitStatus;
 
 use crate::agent::{AgentProgram, EXIT_DRAIN, Signal, exit_status, signal_group};
-use crate::{Clock, reaper};
+use crate::{Clock, Settings, reaper};
 
 /// Why `/v1/models` answers 503 over ACP: the core keeps each session's model list to
 /// itself.
@@ -141,7 +141,22 @@ impl Warm {
         warm
     }
 
-    /// The ACP settings of a proxy: sessions in the agent's workspace.
+    /// The warm agent `settings` ask for (`--agent-protocol acp`), started.
+    pub fn for_settings(settings: &Settings, clock: Clock) -> Option<Arc<Warm>> {
+        let args = settings.acp.clone()?;
+        let config = Warm::config(settings.config.workspace.as_deref());
+        let program = settings.agent.clone();
+        Some(Warm::start(
+            program,
+            args,
+            config,
+            settings.kill_grace,
+            clock,
+        ))
+    }
+
+    /// The ACP settings of a proxy: sessions in the agent's workspace (else the proxy's
+    /// working directory).
     pub fn config(workspace: Option<&str>) -> AcpConfig {
         let mut config = AcpConfig::default();
         let cwd = workspace

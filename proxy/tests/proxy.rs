@@ -1470,28 +1470,29 @@ fn shutdown_ends_streams_in_band(kind: Kind) {
     ]);
     let mut proxy = Proxy::start(kind, &agent, &scratch, &[]);
     let mut conn = proxy.open_stream();
-    let mut body = conn.chunk().expect("a first frame");
+    let body = conn.chunk().expect("a first frame");
     let status = proxy.stop();
     assert!(status.success(), "{status:?}");
+    assert_shutdown_in_band(&mut conn, body);
+    let groups: HashSet<u32> = scratch.runs().iter().map(|r| r.pid).collect();
+    assert_groups_gone(&groups, Duration::from_secs(1), "after shutdown");
+}
+
+/// The rest of a stream cut by shutdown: one in-band error, the bridge's own shutdown
+/// failure (retryable, not a crash of the agent), then `[DONE]`.
+fn assert_shutdown_in_band(conn: &mut Conn, mut body: Vec<u8>) {
     while let Some(chunk) = conn.chunk() {
         body.extend(chunk);
     }
     let summary = check_stream(&body);
-    assert_eq!(
-        summary.errors.len(),
-        1,
-        "{}",
-        String::from_utf8_lossy(&body)
-    );
+    let text = String::from_utf8_lossy(&body);
+    assert_eq!(summary.errors.len(), 1, "{text}");
     assert_eq!(summary.done, 1);
-    // The bridge's own shutdown failure: retryable, not a crash of the agent.
     assert_eq!(
         summary.errors[0]["code"], "agent_unavailable",
         "{:?}",
         summary.errors
     );
-    let groups: HashSet<u32> = scratch.runs().iter().map(|r| r.pid).collect();
-    assert_groups_gone(&groups, Duration::from_secs(1), "after shutdown");
 }
 
 fn demo_answers_with_nothing_else_built(kind: Kind) {
@@ -2607,23 +2608,13 @@ fn acp_shutdown_leaves_no_process(kind: Kind) {
     let scratch = Scratch::new("acp-shutdown");
     let mut proxy = acp_proxy(kind, &scratch, &two_prompts(), &["--delay-ms", "200"]);
     let mut conn = proxy.open_stream();
-    let mut body = conn.chunk().expect("a first frame");
+    let body = conn.chunk().expect("a first frame");
     let groups = acp_groups(&scratch);
     assert_eq!(groups.len(), 1);
     assert!(!alive_in(&groups).is_empty());
     let status = proxy.stop();
     assert!(status.success(), "{status:?}");
-    while let Some(chunk) = conn.chunk() {
-        body.extend(chunk);
-    }
-    let summary = check_stream(&body);
-    assert_eq!(
-        summary.errors.len(),
-        1,
-        "{}",
-        String::from_utf8_lossy(&body)
-    );
-    assert_eq!(summary.done, 1);
+    assert_shutdown_in_band(&mut conn, body);
     assert_groups_gone(&groups, Duration::from_secs(1), "after shutdown");
 }
 

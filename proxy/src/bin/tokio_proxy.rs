@@ -449,10 +449,7 @@ async fn handle(
                 body,
                 context: &context,
             };
-            match server.warm.clone() {
-                Some(warm) => acp_run(&server, warm, request, dialect, record).await,
-                None => run(&server, request, dialect, record).await,
-            }
+            run(&server, request, dialect, record).await
         }
         Outcome::CountTokens => {
             let request = Arriving {
@@ -579,7 +576,8 @@ async fn count_tokens(
     reply_response(reply, context, &mut record)
 }
 
-/// An agent run for a request in `dialect`.
+/// An agent run for a request in `dialect` (with `--agent-protocol acp`, a turn on the
+/// warm agent).
 async fn run(
     server: &Arc<Server>,
     request: Arriving<'_>,
@@ -597,15 +595,35 @@ async fn run(
     };
     let body = server.settings.model_aliases.apply(&body);
     let params = server.ids.params(record.number, &server.clock);
-    let bridge = Bridge::new(dialect, &body, &server.settings.config, params);
-    let mut run = Run::start(Arc::clone(server), bridge, permit, record);
-    let Some(Step::Head(head)) = run.next().await else {
+    let mut answering = match &server.warm {
+        Some(warm) => {
+            let config = &server.settings.config;
+            let Some(ticket) = warm.start_turn(dialect, &body, config, params) else {
+                return reply_response(http::shutting_down(), context, &mut record);
+            };
+            Answering::Turn(AcpTurn {
+                warm: Arc::clone(warm),
+                ticket,
+                head: None,
+                body: BytesMut::new(),
+                ended: false,
+                record: Some(record),
+                _permit: permit,
+            })
+        }
+        None => {
+            let bridge = Bridge::new(dialect, &body, &server.settings.config, params);
+            let run = Run::start(Arc::clone(server), bridge, permit, record);
+            Answering::Run(Box::new(run))
+        }
+    };
+    let Some(Step::Head(head)) = answering.next().await else {
         unreachable!("a bridge's first output is its head");
     };
     let headers = http::head_headers(&head, context);
     if head.content_type == "text/event-stream" && head.status == 200 {
         let (chunks, taken) = mpsc::channel(1);
-        tokio::spawn(stream(run, chunks));
+        tokio::spawn(answering.stream(chunks));
         let frames = futures_util::stream::unfold(taken, |mut taken| async move {
             let bytes = taken.recv().await?;
             Some((Ok(Frame::data(bytes)), taken))
@@ -614,66 +632,37 @@ async fn run(
         return response(head.status, &headers, body);
     }
     let mut body = BytesMut::new();
-    while let Some(Step::Body(bytes)) = run.next().await {
+    while let Some(Step::Body(bytes)) = answering.next().await {
         body.extend_from_slice(&bytes);
     }
-    drop(run);
+    drop(answering);
     let body = Full::new(body.freeze()).boxed_unsync();
     response(head.status, &headers, body)
 }
 
-/// A request in `dialect` served as a turn on the warm ACP agent.
-async fn acp_run(
-    server: &Arc<Server>,
-    warm: Arc<Warm>,
-    request: Arriving<'_>,
-    dialect: Dialect,
-    mut record: RequestRecord,
-) -> Response<Body> {
-    let context = request.context;
-    let body = match request.read(server).await {
-        Ok(body) => body,
-        Err(reply) => return reply_response(reply, context, &mut record),
-    };
-    let Ok(permit) = Arc::clone(&server.slots).try_acquire_owned() else {
-        let reply = http::busy(server.settings.max_concurrent);
-        return reply_response(reply, context, &mut record);
-    };
-    let body = server.settings.model_aliases.apply(&body);
-    let params = server.ids.params(record.number, &server.clock);
-    let Some(ticket) = warm.start_turn(dialect, &body, &server.settings.config, params) else {
-        return reply_response(http::shutting_down(), context, &mut record);
-    };
-    let mut turn = AcpTurn {
-        warm,
-        ticket,
-        head: None,
-        body: BytesMut::new(),
-        ended: false,
-        record: Some(record),
-        _permit: permit,
-    };
-    let Some(Step::Head(head)) = turn.next().await else {
-        unreachable!("a turn's first output is its head");
-    };
-    let headers = http::head_headers(&head, context);
-    if head.content_type == "text/event-stream" && head.status == 200 {
-        let (chunks, taken) = mpsc::channel(1);
-        tokio::spawn(acp_stream(turn, chunks));
-        let frames = futures_util::stream::unfold(taken, |mut taken| async move {
-            let bytes = taken.recv().await?;
-            Some((Ok(Frame::data(bytes)), taken))
-        });
-        let body = StreamBody::new(frames).boxed_unsync();
-        return response(head.status, &headers, body);
+/// What answers a request: an agent of its own, or a turn on the warm ACP agent.
+enum Answering {
+    // Boxed: a run is large, and a turn needs few bytes.
+    Run(Box<Run>),
+    Turn(AcpTurn),
+}
+
+impl Answering {
+    /// The head first, then body chunks; `None` at the end.
+    async fn next(&mut self) -> Option<Step> {
+        match self {
+            Answering::Run(run) => run.next().await,
+            Answering::Turn(turn) => turn.next().await,
+        }
     }
-    let mut body = BytesMut::new();
-    while let Some(Step::Body(bytes)) = turn.next().await {
-        body.extend_from_slice(&bytes);
+
+    /// Hands the rest of a stream to the response body through `chunks`.
+    async fn stream(self, chunks: mpsc::Sender<Bytes>) {
+        match self {
+            Answering::Run(run) => stream(*run, chunks).await,
+            Answering::Turn(turn) => acp_stream(turn, chunks).await,
+        }
     }
-    drop(turn);
-    let body = Full::new(body.freeze()).boxed_unsync();
-    response(head.status, &headers, body)
 }
 
 /// Streams a turn: one chunk waits for the client at a time; meanwhile the turn's
