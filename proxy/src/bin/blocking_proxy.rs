@@ -94,16 +94,7 @@ fn main() -> ExitCode {
     let _ = io::stdout().flush();
     let connections = Connections::new(settings.max_connections);
     let clock = Clock::new();
-    let warm = settings.acp.as_ref().map(|args| {
-        let config = Warm::config(settings.config.workspace.as_deref());
-        Warm::start(
-            settings.agent.clone(),
-            args.clone(),
-            config,
-            settings.kill_grace,
-            clock,
-        )
-    });
+    let warm = Warm::for_settings(&settings, clock);
     let server = Arc::new(Server {
         slots: Slots::new(settings.max_concurrent),
         models: ModelCache::new(settings.models_ttl),

@@ -127,16 +127,7 @@ async fn serve(settings: Settings) -> ExitCode {
     let (shutdown_tx, shutdown) = watch::channel(false);
     let max = settings.max_concurrent;
     let clock = Clock::new();
-    let warm = settings.acp.as_ref().map(|args| {
-        let config = Warm::config(settings.config.workspace.as_deref());
-        Warm::start(
-            settings.agent.clone(),
-            args.clone(),
-            config,
-            settings.kill_grace,
-            clock,
-        )
-    });
+    let warm = Warm::for_settings(&settings, clock);
     let server = Arc::new(Server {
         slots: Arc::new(Semaphore::new(max as usize)),
         models: ModelCache::new(settings.models_ttl),
