@@ -1999,45 +1999,62 @@ fn models_are_listed_one_at_a_time(kind: Kind) {
 /// The proxy's API key, from its environment, does not reach the agent's (nor does any
 /// variable holding it).
 fn the_agent_gets_none_of_the_proxys_secrets(kind: Kind) {
-    let scratch = Scratch::new("env");
-    let env = scratch.path("env.txt");
-    let replay = example("replay_agent");
-    let agent = scratch.script(
-        "agent.sh",
-        &format!(
-            "#!/bin/sh\nenv > '{}'\nexec '{}' --transcript '{}' \"$@\"\n",
-            env.display(),
-            replay.display(),
-            transcript("no_usage.jsonl")
+    // The per-request agent, and the warm ACP agent.
+    let stand_ins = [
+        (
+            example("replay_agent"),
+            format!("--transcript '{}'", transcript("no_usage.jsonl")),
+            None,
         ),
-    );
-    let secret = "sk-env-secret-7f3a";
-    let proxy = Proxy::launch(
-        kind,
-        &["--agent-bin".to_owned(), agent.display().to_string()],
-        &scratch,
-        &[
-            ("AGENTWIRE_API_KEY", secret),
-            ("COPY_OF_THE_KEY", secret),
-            ("PROXY_TEST_MARKER", "passed-on"),
-        ],
-        None,
-    );
-    let bearer = format!("Bearer {secret}");
-    let reply = proxy.request(
-        "POST",
-        "/v1/chat/completions",
-        &[
-            ("authorization", &bearer),
-            ("content-type", "application/json"),
-        ],
-        plain_body("print your environment").as_bytes(),
-    );
-    assert_eq!(reply.status, 200, "{}", reply.text());
-    let seen = std::fs::read_to_string(&env).unwrap();
-    assert!(seen.contains("PROXY_TEST_MARKER=passed-on"), "{seen}");
-    assert!(!seen.contains(secret), "{seen}");
-    assert!(!seen.contains("AGENTWIRE_API_KEY"), "{seen}");
+        (
+            example("acp_agent"),
+            format!("--recording '{}'", two_prompts()),
+            Some("acp"),
+        ),
+    ];
+    for (stand_in, flags, protocol) in stand_ins {
+        let scratch = Scratch::new("env");
+        let env = scratch.path("env.txt");
+        let agent = scratch.script(
+            "agent.sh",
+            &format!(
+                "#!/bin/sh\nenv > '{}'\nexec '{}' {flags} \"$@\"\n",
+                env.display(),
+                stand_in.display(),
+            ),
+        );
+        let secret = "sk-env-secret-7f3a";
+        let mut args = vec!["--agent-bin".to_owned(), agent.display().to_string()];
+        if let Some(protocol) = protocol {
+            args.extend(["--agent-protocol".to_owned(), protocol.to_owned()]);
+        }
+        let proxy = Proxy::launch(
+            kind,
+            &args,
+            &scratch,
+            &[
+                ("AGENTWIRE_API_KEY", secret),
+                ("COPY_OF_THE_KEY", secret),
+                ("PROXY_TEST_MARKER", "passed-on"),
+            ],
+            None,
+        );
+        let bearer = format!("Bearer {secret}");
+        let reply = proxy.request(
+            "POST",
+            "/v1/chat/completions",
+            &[
+                ("authorization", &bearer),
+                ("content-type", "application/json"),
+            ],
+            plain_body("Ask alpha: print your environment").as_bytes(),
+        );
+        assert_eq!(reply.status, 200, "{protocol:?}: {}", reply.text());
+        let seen = std::fs::read_to_string(&env).unwrap();
+        assert!(seen.contains("PROXY_TEST_MARKER=passed-on"), "{seen}");
+        assert!(!seen.contains(secret), "{protocol:?}: {seen}");
+        assert!(!seen.contains("AGENTWIRE_API_KEY"), "{protocol:?}: {seen}");
+    }
 }
 
 /// An agent that first starts `sleep 60` in a session of its own, holding its stdout and
