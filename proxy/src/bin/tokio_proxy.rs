@@ -595,10 +595,11 @@ async fn run(
             Answering::Turn(AcpTurn {
                 warm: Arc::clone(warm),
                 ticket,
-                head: None,
-                body: BytesMut::new(),
+                out: Outgoing {
+                    record: Some(record),
+                    ..Outgoing::default()
+                },
                 ended: false,
-                record: Some(record),
                 _permit: permit,
             })
         }
@@ -660,9 +661,9 @@ impl Answering {
 /// output stays in the connection (whose budget bounds it).
 async fn acp_stream(mut turn: AcpTurn, chunks: mpsc::Sender<Bytes>) {
     loop {
-        if !turn.body.is_empty() {
+        if !turn.out.body.is_empty() {
             match chunks.reserve().await {
-                Ok(permit) => permit.send(turn.take_body()),
+                Ok(permit) => permit.send(turn.out.take_body()),
                 Err(_) => return,
             }
             continue;
@@ -683,17 +684,15 @@ async fn acp_stream(mut turn: AcpTurn, chunks: mpsc::Sender<Bytes>) {
 struct AcpTurn {
     warm: Arc<Warm>,
     ticket: Ticket,
-    head: Option<Head>,
-    body: BytesMut,
+    out: Outgoing,
     ended: bool,
-    record: Option<RequestRecord>,
     _permit: OwnedSemaphorePermit,
 }
 
 impl AcpTurn {
     /// Takes what the turn has now; whether anything came.
     fn take(&mut self) -> bool {
-        let (head, body) = (&mut self.head, &mut self.body);
+        let (head, body) = (&mut self.out.head, &mut self.out.body);
         let mut came = false;
         self.ended |= self.warm.poll(&self.ticket, |output| {
             came = true;
@@ -718,25 +717,11 @@ impl AcpTurn {
         }
     }
 
-    fn take_body(&mut self) -> Bytes {
-        let bytes = self.body.split().freeze();
-        if let Some(record) = &mut self.record {
-            record.bytes_out += bytes.len() as u64;
-        }
-        bytes
-    }
-
     /// The head first, then body chunks; `None` at the end.
     async fn next(&mut self) -> Option<Step> {
         loop {
-            if let Some(head) = self.head.take() {
-                if let Some(record) = &mut self.record {
-                    record.status = head.status;
-                }
-                return Some(Step::Head(head));
-            }
-            if !self.body.is_empty() {
-                return Some(Step::Body(self.take_body()));
+            if let Some(step) = self.out.ready() {
+                return Some(step);
             }
             if self.ended {
                 return None;
@@ -748,7 +733,7 @@ impl AcpTurn {
 
 impl Drop for AcpTurn {
     fn drop(&mut self) {
-        let mut record = self.record.take();
+        let mut record = self.out.record.take();
         if !self.ended {
             self.warm.client_gone(&self.ticket);
             if let Some(record) = &mut record {
@@ -806,14 +791,14 @@ async fn stream(mut run: Run, chunks: mpsc::Sender<Bytes>) {
         if run.ended {
             // The agent and the slot go now; the last bytes wait for the client alone
             // (the connection's write limit bounds that).
-            let tail = run.take_body();
+            let tail = run.out.take_body();
             drop(run);
             if !tail.is_empty() {
                 let _ = chunks.send(tail).await;
             }
             return;
         }
-        if run.body.is_empty() {
+        if run.out.body.is_empty() {
             tokio::select! {
                 biased;
                 () = chunks.closed() => return,
@@ -823,12 +808,42 @@ async fn stream(mut run: Run, chunks: mpsc::Sender<Bytes>) {
             tokio::select! {
                 biased;
                 permit = chunks.reserve() => match permit {
-                    Ok(permit) => permit.send(run.take_body()),
+                    Ok(permit) => permit.send(run.out.take_body()),
                     Err(_) => return,
                 },
                 () = run.wait(Reading::Paused) => {}
             }
         }
+    }
+}
+
+/// What a request has for its client and has not handed on yet, and its log line.
+#[derive(Default)]
+struct Outgoing {
+    head: Option<Head>,
+    body: BytesMut,
+    record: Option<RequestRecord>,
+}
+
+impl Outgoing {
+    /// The head first, then the body so far; `None` when nothing waits.
+    fn ready(&mut self) -> Option<Step> {
+        if let Some(head) = self.head.take() {
+            if let Some(record) = &mut self.record {
+                record.status = head.status;
+            }
+            return Some(Step::Head(head));
+        }
+        (!self.body.is_empty()).then(|| Step::Body(self.take_body()))
+    }
+
+    /// The body bytes yielded so far, counted as sent.
+    fn take_body(&mut self) -> Bytes {
+        let bytes = self.body.split().freeze();
+        if let Some(record) = &mut self.record {
+            record.bytes_out += bytes.len() as u64;
+        }
+        bytes
     }
 }
 
@@ -852,12 +867,10 @@ struct Run {
     server: Arc<Server>,
     bridge: Bridge,
     agent: Option<Agent>,
-    head: Option<Head>,
-    body: BytesMut,
+    out: Outgoing,
     ended: bool,
     shutting_down: bool,
     shutdown: watch::Receiver<bool>,
-    record: Option<RequestRecord>,
     permit: Option<OwnedSemaphorePermit>,
 }
 
@@ -904,12 +917,10 @@ impl Run {
             server,
             bridge,
             agent: None,
-            head: None,
-            body: BytesMut::new(),
+            out: Outgoing::default(),
             ended: false,
             shutting_down: false,
             shutdown,
-            record: None,
             permit: Some(permit),
         };
         if let Some(invocation) = run.bridge.invocation() {
@@ -951,7 +962,7 @@ impl Run {
                 }
             }
         }
-        run.record = Some(record);
+        run.out.record = Some(record);
         run.drain();
         run
     }
@@ -959,29 +970,14 @@ impl Run {
     /// The next thing to send: the head first, then body chunks; `None` at the end.
     async fn next(&mut self) -> Option<Step> {
         loop {
-            if let Some(head) = self.head.take() {
-                if let Some(record) = &mut self.record {
-                    record.status = head.status;
-                }
-                return Some(Step::Head(head));
-            }
-            if !self.body.is_empty() {
-                return Some(Step::Body(self.take_body()));
+            if let Some(step) = self.out.ready() {
+                return Some(step);
             }
             if self.ended {
                 return None;
             }
             self.wait(Reading::Pipes).await;
         }
-    }
-
-    /// The body bytes yielded so far, counted as sent.
-    fn take_body(&mut self) -> Bytes {
-        let bytes = self.body.split().freeze();
-        if let Some(record) = &mut self.record {
-            record.bytes_out += bytes.len() as u64;
-        }
-        bytes
     }
 
     /// Waits for the next input and gives it to the bridge. Cancel-safe: every input is
@@ -1064,7 +1060,7 @@ impl Run {
             },
             _ = self.shutdown.changed(), if !self.shutting_down => {
                 self.shutting_down = true;
-                if let Some(record) = &mut self.record {
+                if let Some(record) = &mut self.out.record {
                     record.end = ResponseEnd::Shutdown;
                 }
                 // The bridge ends the response (in-band after the head, 503 before it)
@@ -1087,8 +1083,8 @@ impl Run {
     fn drain(&mut self) {
         while let Some(output) = self.bridge.poll_output() {
             match output {
-                Output::Head(head) => self.head = Some(head),
-                Output::Body(bytes) => self.body.extend_from_slice(bytes),
+                Output::Head(head) => self.out.head = Some(head),
+                Output::Body(bytes) => self.out.body.extend_from_slice(bytes),
                 Output::StopAgent => {
                     if let Some(agent) = &mut self.agent {
                         if let Some(signal) = agent.stopper.stop(Instant::now()) {
@@ -1117,7 +1113,7 @@ async fn read_pipe<R: AsyncRead + Unpin>(
 
 impl Drop for Run {
     fn drop(&mut self) {
-        let mut record = self.record.take();
+        let mut record = self.out.record.take();
         if !self.ended {
             // Dropped before the end: the client is gone.
             self.bridge.client_gone(self.server.clock.now_ms());
