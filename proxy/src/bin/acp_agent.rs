@@ -46,10 +46,13 @@ enum Record {
     Exit(String),
 }
 
-/// One recorded prompt: its text and what the agent wrote for it.
+/// One recorded prompt: its text, its request id and session, and what the agent wrote
+/// for it.
 #[derive(Debug, Clone)]
 struct PromptScript {
     text: String,
+    id: Value,
+    session: Value,
     lines: Vec<Record>,
 }
 
@@ -154,6 +157,8 @@ fn script(records: &[Record]) -> Script {
                 }
                 script.prompts.push(PromptScript {
                     text: prompt_text(&msg["params"]),
+                    id: id.clone(),
+                    session: session.clone(),
                     lines,
                 });
             }
@@ -305,28 +310,11 @@ impl Agent {
                     let error = json!({"error": {"code": -32603, "message": "the recording holds no prompt"}});
                     return self.answer(&id, Some(&error));
                 };
-                let (recorded_id, recorded_session) = recorded
-                    .lines
-                    .iter()
-                    .find_map(|r| match r {
-                        Record::FromAgent(m) if m.get("method").is_none() => Some(m["id"].clone()),
-                        _ => None,
-                    })
-                    .map(|rid| (rid, Value::Null))
-                    .unwrap_or((Value::Null, Value::Null));
-                let recorded_session = recorded
-                    .lines
-                    .iter()
-                    .find_map(|r| match r {
-                        Record::FromAgent(m) => m["params"].get("sessionId").cloned(),
-                        _ => None,
-                    })
-                    .unwrap_or(recorded_session);
                 self.plays.push(Play {
                     session,
                     id,
-                    recorded_session,
-                    recorded_id,
+                    recorded_session: recorded.session,
+                    recorded_id: recorded.id,
                     lines: recorded.lines.into(),
                     due: Instant::now() + self.delay,
                 });

@@ -602,6 +602,7 @@ fn run(server: &Server, mut arriving: Arriving<'_>, dialect: Dialect, mut record
     let body = server.settings.model_aliases.apply(&body);
     let params = server.ids.params(record.number, &server.clock);
     if let Some(warm) = &server.warm {
+        record.agent = AgentEnd::Warm;
         let Some(ticket) = warm.start_turn(dialect, &body, &server.settings.config, params) else {
             return write_reply(
                 &mut stream,

@@ -589,6 +589,7 @@ async fn run(
     let mut answering = match &server.warm {
         Some(warm) => {
             let config = &server.settings.config;
+            record.agent = AgentEnd::Warm;
             let Some(ticket) = warm.start_turn(dialect, &body, config, params) else {
                 return reply_response(http::shutting_down(), context, &mut record);
             };
