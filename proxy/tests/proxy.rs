@@ -669,6 +669,7 @@ both!(
     acp_agent_dying_mid_turn_is_restarted,
     acp_shutdown_leaves_no_process,
     acp_scripted_failures_reach_the_client,
+    acp_stand_in_plays_the_recorded_agents,
 );
 
 // ---------------------------------------------------------------------------------------
@@ -2675,4 +2676,53 @@ fn acp_scripted_failures_reach_the_client(kind: Kind) {
         "Beta two, second."
     );
     proxy.wait_idle();
+}
+
+/// The stand-in playing the real agents' recordings (`../shared/fixtures/acp`, when
+/// present) through the proxy: each answer is the recorded agent's message text.
+fn acp_stand_in_plays_the_recorded_agents(kind: Kind) {
+    let Ok(dir) = std::fs::read_dir(format!("{ROOT}/../shared/fixtures/acp")) else {
+        return;
+    };
+    let mut recordings: Vec<PathBuf> = dir
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.ends_with(".jsonl")
+                && ["__text", "__tool-read", "__permission"]
+                    .iter()
+                    .any(|k| name.contains(k))
+        })
+        .collect();
+    recordings.sort();
+    assert!(recordings.len() >= 9, "{recordings:?}");
+    for recording in recordings {
+        let text = std::fs::read_to_string(&recording).unwrap();
+        let expected: String = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|v| v["dir"] == "agent→client")
+            .filter(|v| v["msg"]["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+            .filter_map(|v| {
+                v["msg"]["params"]["update"]["content"]["text"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .collect();
+        let scratch = Scratch::new("acp-recorded");
+        let proxy = acp_proxy(
+            kind,
+            &scratch,
+            &recording.display().to_string(),
+            &["--delay-ms", "0"],
+        );
+        let name = recording
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let reply = proxy.chat(&stream_body("What does notes.txt say?"));
+        assert_eq!(chat_content(&reply), expected, "{name}");
+    }
 }
