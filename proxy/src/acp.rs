@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::process::{Child, ChildStdin};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -102,14 +102,15 @@ struct Process {
 }
 
 impl Warm {
-    /// Starts the supervisor, which spawns `program` with `args` and keeps it running.
+    /// Starts the supervisor, which spawns `program` with `args` and keeps it running;
+    /// `Err` if its thread cannot start.
     pub fn start(
         program: AgentProgram,
         args: Vec<String>,
         config: AcpConfig,
         kill_grace: Duration,
         clock: Clock,
-    ) -> Arc<Warm> {
+    ) -> std::io::Result<Arc<Warm>> {
         let connection = Connection::new(config.clone(), clock.now_ms());
         let warm = Arc::new(Warm {
             state: Mutex::new(State {
@@ -136,23 +137,19 @@ impl Warm {
         let supervisor = Arc::clone(&warm);
         std::thread::Builder::new()
             .name("acp-supervisor".into())
-            .spawn(move || supervisor.supervise())
-            .expect("cannot start the ACP supervisor thread");
-        warm
+            .spawn(move || supervisor.supervise())?;
+        Ok(warm)
     }
 
-    /// The warm agent `settings` ask for (`--agent-protocol acp`), started.
-    pub fn for_settings(settings: &Settings, clock: Clock) -> Option<Arc<Warm>> {
-        let args = settings.acp.clone()?;
+    /// The warm agent `settings` ask for (`--agent-protocol acp`), started; `None` for
+    /// per-request agents.
+    pub fn for_settings(settings: &Settings, clock: Clock) -> std::io::Result<Option<Arc<Warm>>> {
+        let Some(args) = settings.acp.clone() else {
+            return Ok(None);
+        };
         let config = Warm::config(settings.config.workspace.as_deref());
         let program = settings.agent.clone();
-        Some(Warm::start(
-            program,
-            args,
-            config,
-            settings.kill_grace,
-            clock,
-        ))
+        Warm::start(program, args, config, settings.kill_grace, clock).map(Some)
     }
 
     /// The ACP settings of a proxy: sessions in the agent's workspace (else the proxy's
@@ -366,11 +363,17 @@ impl Warm {
         }
         state.restart = None;
         let generation = state.generation;
-        let mut command = self.program.acp_command(&self.args);
-        let spawned = reaper::spawn(|child: &Child| Some(child.id()), || command.spawn());
-        let mut child = match spawned {
-            Ok(child) => child,
-            Err(e) => {
+        // The waiter thread spawns the process and keeps its `Child`: a process is never
+        // started without the thread that reaps it.
+        let command = self.program.acp_command(&self.args);
+        let (spawned_tx, spawned) = mpsc::channel();
+        let warm = Arc::clone(self);
+        let waiter = thread("acp-waiter", move || {
+            warm.spawn_and_wait(generation, command, &spawned_tx);
+        });
+        let pipes = match waiter.and_then(|()| spawned.recv().map_err(std::io::Error::other)) {
+            Ok(Ok(pipes)) => pipes,
+            Ok(Err(e)) | Err(e) => {
                 let message = format!("could not start {}: {e}\n", self.program.path.display());
                 tracing::warn!("{}", message.trim_end());
                 let _ = state.connection.push_stderr(message.as_bytes(), now);
@@ -379,13 +382,15 @@ impl Warm {
                 return false;
             }
         };
+        let Pipes {
+            group,
+            stdin,
+            stdout,
+            stderr,
+        } = pipes;
         state.processes_started += 1;
-        let group = child.id();
         tracing::info!(pid = group, "ACP agent started");
         let (stdin_tx, stdin_rx) = mpsc::channel();
-        let stdin = child.stdin.take().expect("piped");
-        let stdout = child.stdout.take().expect("piped");
-        let stderr = child.stderr.take().expect("piped");
         state.process = Some(Process {
             group,
             stdin: stdin_tx,
@@ -395,17 +400,23 @@ impl Warm {
             exited_at: None,
             reported: false,
         });
-        thread("acp-stdin", move || write_stdin(stdin, &stdin_rx));
         let warm = Arc::clone(self);
-        thread("acp-stdout", move || {
-            warm.read_pipe(generation, stdout, true)
+        let readers = thread("acp-stdin", move || write_stdin(stdin, &stdin_rx)).and_then(|()| {
+            thread("acp-stdout", move || {
+                warm.read_pipe(generation, stdout, true)
+            })
         });
         let warm = Arc::clone(self);
-        thread("acp-stderr", move || {
-            warm.read_pipe(generation, stderr, false)
+        let readers = readers.and_then(|()| {
+            thread("acp-stderr", move || {
+                warm.read_pipe(generation, stderr, false)
+            })
         });
-        let warm = Arc::clone(self);
-        thread("acp-waiter", move || warm.wait_exit(generation, child));
+        if let Err(e) = readers {
+            // Its pipes cannot be served: it goes, and the waiter reports its exit.
+            tracing::warn!(%e, "cannot start a thread for the ACP agent's pipes");
+            signal_group(group, Signal::Kill);
+        }
         // `initialize` is the new connection's first transmit.
         self.settle(&mut state);
         let mut served = false;
@@ -550,9 +561,36 @@ impl Warm {
         }
     }
 
-    /// Reaps the leader of `generation`, and stops whatever it left in its group.
-    fn wait_exit(&self, generation: u64, mut child: Child) {
+    /// Spawns the process of `generation`, hands its pipes to `spawned`, then reaps its
+    /// leader and stops whatever it left in its group.
+    fn spawn_and_wait(
+        &self,
+        generation: u64,
+        mut command: Command,
+        spawned: &mpsc::Sender<std::io::Result<Pipes>>,
+    ) {
+        let child = reaper::spawn(|child: &Child| Some(child.id()), || command.spawn());
+        let mut child = match child {
+            Ok(child) => child,
+            Err(e) => {
+                let _ = spawned.send(Err(e));
+                return;
+            }
+        };
         let group = child.id();
+        let pipes = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+            (Some(stdin), Some(stdout), Some(stderr)) => Ok(Pipes {
+                group,
+                stdin,
+                stdout,
+                stderr,
+            }),
+            _ => Err(std::io::Error::other("the agent's stdio was not piped")),
+        };
+        let failed = pipes.is_err();
+        if spawned.send(pipes).is_err() || failed {
+            signal_group(group, Signal::Kill);
+        }
         let status = child.wait().unwrap_or_default();
         reaper::release(group);
         // Children still holding the pipes go with it.
@@ -566,6 +604,14 @@ impl Warm {
         }
         self.settle(&mut state);
     }
+}
+
+/// A just-spawned agent's process group and pipes.
+struct Pipes {
+    group: u32,
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+    stderr: ChildStderr,
 }
 
 impl State {
@@ -596,10 +642,10 @@ fn write_stdin(mut stdin: ChildStdin, bytes: &mpsc::Receiver<Vec<u8>>) {
     }
 }
 
-fn thread(name: &str, f: impl FnOnce() + Send + 'static) {
+fn thread(name: &str, f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name(name.into())
         .stack_size(THREAD_STACK)
         .spawn(f)
-        .expect("cannot start a thread for the ACP agent");
+        .map(drop)
 }

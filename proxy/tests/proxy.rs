@@ -670,6 +670,7 @@ both!(
     acp_shutdown_leaves_no_process,
     acp_scripted_failures_reach_the_client,
     acp_stand_in_plays_the_recorded_agents,
+    acp_an_agent_that_never_serves_fails_requests_fast,
 );
 
 // ---------------------------------------------------------------------------------------
@@ -1549,6 +1550,13 @@ fn startup_refusals(kind: Kind) {
         stderr.contains("not found") && stderr.contains("Install"),
         "{stderr}"
     );
+    assert!(stderr.contains("--demo"), "{stderr}");
+    // ACP flags that do not go together.
+    let (code, stderr) = run(&["--agent-arg", "acp", "--demo"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("--agent-protocol acp"), "{stderr}");
+    let (code, stderr) = run(&["--agent-protocol", "acp", "--demo"]);
+    assert_eq!(code, Some(2));
     assert!(stderr.contains("--demo"), "{stderr}");
 }
 
@@ -2725,4 +2733,35 @@ fn acp_stand_in_plays_the_recorded_agents(kind: Kind) {
         let reply = proxy.chat(&stream_body("What does notes.txt say?"));
         assert_eq!(chat_content(&reply), expected, "{name}");
     }
+}
+
+/// An agent that exits at once, every time: requests fail with a retryable error instead
+/// of waiting, the proxy keeps restarting it (with back-off) and leaves nothing behind.
+fn acp_an_agent_that_never_serves_fails_requests_fast(kind: Kind) {
+    let scratch = Scratch::new("acp-never");
+    let script = format!(
+        "#!/bin/sh\n[ \"$1\" = --version ] && exit 0\necho '{{\"event\":\"start\",\"pid\":'$$'}}' >> '{}'\necho 'cannot start: no credentials' >&2\nexit 1\n",
+        scratch.log().display()
+    );
+    let agent = scratch.script("acp.sh", &script);
+    let mut proxy = Proxy::start(kind, &agent, &scratch, &["--agent-protocol", "acp"]);
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            acp_events(&scratch, "start").len() >= 2
+        }),
+        "restarted"
+    );
+    for _ in 0..3 {
+        let reply = proxy.chat(&plain_body("hi"));
+        assert!(reply.status >= 500, "{} {}", reply.status, reply.text());
+        assert_eq!(
+            reply.header("x-should-retry"),
+            Some("true"),
+            "{}",
+            reply.text()
+        );
+    }
+    let groups = acp_groups(&scratch);
+    assert!(proxy.stop().success());
+    assert_groups_gone(&groups, Duration::from_secs(1), "after shutdown");
 }

@@ -94,7 +94,13 @@ fn main() -> ExitCode {
     let _ = io::stdout().flush();
     let connections = Connections::new(settings.max_connections);
     let clock = Clock::new();
-    let warm = Warm::for_settings(&settings, clock);
+    let warm = match Warm::for_settings(&settings, clock) {
+        Ok(warm) => warm,
+        Err(e) => {
+            eprintln!("blocking_proxy: cannot start the ACP agent's supervisor: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let server = Arc::new(Server {
         slots: Slots::new(settings.max_concurrent),
         models: ModelCache::new(settings.models_ttl),

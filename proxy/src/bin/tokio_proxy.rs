@@ -127,7 +127,13 @@ async fn serve(settings: Settings) -> ExitCode {
     let (shutdown_tx, shutdown) = watch::channel(false);
     let max = settings.max_concurrent;
     let clock = Clock::new();
-    let warm = Warm::for_settings(&settings, clock);
+    let warm = match Warm::for_settings(&settings, clock) {
+        Ok(warm) => warm,
+        Err(e) => {
+            eprintln!("tokio_proxy: cannot start the ACP agent's supervisor: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let server = Arc::new(Server {
         slots: Arc::new(Semaphore::new(max as usize)),
         models: ModelCache::new(settings.models_ttl),
