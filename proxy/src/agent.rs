@@ -135,6 +135,18 @@ impl AgentProgram {
         command
     }
 
+    /// The command of the warm ACP agent: `args`, piped stdio, a process group of its
+    /// own, the environment without the hidden variables.
+    pub fn acp_command(&self, args: &[String]) -> Command {
+        let mut command = self.base_command();
+        command
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command
+    }
+
     /// Runs `cursor-agent models` and returns its stdout, or why it failed.
     pub fn list_models(&self) -> Result<Vec<u8>, String> {
         if self.demo {

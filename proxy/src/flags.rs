@@ -50,9 +50,20 @@ pub struct Flags {
     #[arg(long, value_name = "NAME")]
     pub allowed_host: Vec<String>,
 
-    /// The cursor-agent binary: a path, or a name looked up in PATH.
+    /// The agent binary: a path, or a name looked up in PATH.
     #[arg(long, value_name = "PATH", default_value = "cursor-agent")]
     pub agent_bin: String,
+
+    /// How the proxy talks to the agent: `stream-json` runs one cursor-agent process per
+    /// request; `acp` keeps one agent process warm for the server and serves every request
+    /// on it as an Agent Client Protocol session.
+    #[arg(long, value_name = "PROTOCOL", default_value = "stream-json")]
+    pub agent_protocol: AgentProtocol,
+
+    /// An argument for the ACP agent's command line (`acp` for cursor-agent, `--acp` for
+    /// gemini). Repeatable; only with --agent-protocol acp.
+    #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
+    pub agent_arg: Vec<String>,
 
     /// Workspace directory the agent works in (`--workspace`).
     #[arg(long, value_name = "DIR")]
@@ -152,6 +163,15 @@ pub struct Flags {
     /// How long the model list from `cursor-agent models` is served from memory.
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     pub models_ttl_secs: u64,
+}
+
+/// `--agent-protocol`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AgentProtocol {
+    /// cursor-agent's `--output-format stream-json`, one process per request.
+    StreamJson,
+    /// The Agent Client Protocol over one warm process.
+    Acp,
 }
 
 /// `--log-format`.
@@ -262,6 +282,8 @@ pub struct Settings {
     pub models_ttl: Duration,
     /// `--model-alias`.
     pub model_aliases: ModelAliases,
+    /// With `--agent-protocol acp`: the arguments of the warm agent's command line.
+    pub acp: Option<Vec<String>>,
 }
 
 impl Flags {
@@ -284,6 +306,19 @@ impl Flags {
         let hide = Hide {
             names: &own,
             secret: api_key.as_deref().map(str::as_bytes),
+        };
+        let acp = match self.agent_protocol {
+            AgentProtocol::Acp if self.demo => {
+                return Err(
+                    "--demo answers from a stream-json transcript: drop --agent-protocol acp"
+                        .into(),
+                );
+            }
+            AgentProtocol::Acp => Some(self.agent_arg),
+            AgentProtocol::StreamJson if !self.agent_arg.is_empty() => {
+                return Err("--agent-arg is only for --agent-protocol acp".into());
+            }
+            AgentProtocol::StreamJson => None,
         };
         let agent = if self.demo {
             AgentProgram::demo(hide)?
@@ -340,6 +375,7 @@ impl Flags {
             kill_grace: Duration::from_millis(self.kill_grace_ms),
             models_ttl: Duration::from_secs(self.models_ttl_secs),
             model_aliases: ModelAliases::new(&self.model_alias)?,
+            acp,
         })
     }
 }

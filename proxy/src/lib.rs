@@ -17,11 +17,14 @@
 //!   time, stale on failure.
 //! - [`agent`]: spawning in a process group with the proxy's secrets kept out of its
 //!   environment, the stop sequence (SIGTERM, grace, SIGKILL).
+//! - [`acp`]: `--agent-protocol acp`, one warm agent process serving every request as
+//!   an ACP session, restarted with back-off.
 //! - [`reaper`]: `--reap-orphans` (PID 1 in a container): reaping what agents leave behind.
 //! - [`record`]: the one log line per request, and log setup.
 //! - [`demo`]: the embedded transcript `--demo` answers from.
 #![warn(missing_docs)]
 
+pub mod acp;
 pub mod agent;
 pub mod aliases;
 pub mod connections;

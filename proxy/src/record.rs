@@ -43,12 +43,15 @@ pub enum AgentEnd {
     Exited(ExitStatus),
     /// The proxy stopped its group with this signal, and it then ended so.
     Stopped(Signal, ExitStatus),
+    /// The request was a turn on the warm ACP agent, which serves on.
+    Warm,
 }
 
 impl fmt::Display for AgentEnd {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             AgentEnd::NotStarted => f.write_str("not started"),
+            AgentEnd::Warm => f.write_str("warm ACP agent"),
             AgentEnd::SpawnFailed => f.write_str("spawn failed"),
             AgentEnd::Exited(status) => write!(f, "exited ({status})"),
             AgentEnd::Stopped(Signal::Term, status) => write!(f, "stopped by SIGTERM ({status})"),

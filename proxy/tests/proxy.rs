@@ -33,6 +33,7 @@ fn example(name: &str) -> PathBuf {
         "tokio_proxy" => env!("CARGO_BIN_EXE_tokio_proxy"),
         "blocking_proxy" => env!("CARGO_BIN_EXE_blocking_proxy"),
         "replay_agent" => env!("CARGO_BIN_EXE_replay_agent"),
+        "acp_agent" => env!("CARGO_BIN_EXE_acp_agent"),
         _ => panic!("no binary {name}"),
     });
     assert!(path.is_file(), "{} missing", path.display());
@@ -670,6 +671,14 @@ both!(
     http_1_details,
     every_dialect_on_its_route,
     dialect_errors_and_probes,
+    acp_one_warm_process_serves_every_dialect,
+    acp_concurrent_turns_interleave_on_one_pipe,
+    acp_client_gone_cancels_the_session_only,
+    acp_agent_dying_mid_turn_is_restarted,
+    acp_shutdown_leaves_no_process,
+    acp_scripted_failures_reach_the_client,
+    acp_stand_in_plays_the_recorded_agents,
+    acp_an_agent_that_never_serves_fails_requests_fast,
 );
 
 // ---------------------------------------------------------------------------------------
@@ -1507,28 +1516,29 @@ fn shutdown_ends_streams_in_band(kind: Kind) {
     ]);
     let mut proxy = Proxy::start(kind, &agent, &scratch, &[]);
     let mut conn = proxy.open_stream();
-    let mut body = conn.chunk().expect("a first frame");
+    let body = conn.chunk().expect("a first frame");
     let status = proxy.stop();
     assert!(status.success(), "{status:?}");
+    assert_shutdown_in_band(&mut conn, body);
+    let groups: HashSet<u32> = scratch.runs().iter().map(|r| r.pid).collect();
+    assert_groups_gone(&groups, Duration::from_secs(1), "after shutdown");
+}
+
+/// The rest of a stream cut by shutdown: one in-band error, the bridge's own shutdown
+/// failure (retryable, not a crash of the agent), then `[DONE]`.
+fn assert_shutdown_in_band(conn: &mut Conn, mut body: Vec<u8>) {
     while let Some(chunk) = conn.chunk() {
         body.extend(chunk);
     }
     let summary = check_stream(&body);
-    assert_eq!(
-        summary.errors.len(),
-        1,
-        "{}",
-        String::from_utf8_lossy(&body)
-    );
+    let text = String::from_utf8_lossy(&body);
+    assert_eq!(summary.errors.len(), 1, "{text}");
     assert_eq!(summary.done, 1);
-    // The bridge's own shutdown failure: retryable, not a crash of the agent.
     assert_eq!(
         summary.errors[0]["code"], "agent_unavailable",
         "{:?}",
         summary.errors
     );
-    let groups: HashSet<u32> = scratch.runs().iter().map(|r| r.pid).collect();
-    assert_groups_gone(&groups, Duration::from_secs(1), "after shutdown");
 }
 
 fn demo_answers_with_nothing_else_built(kind: Kind) {
@@ -1584,6 +1594,13 @@ fn startup_refusals(kind: Kind) {
         stderr.contains("not found") && stderr.contains("Install"),
         "{stderr}"
     );
+    assert!(stderr.contains("--demo"), "{stderr}");
+    // ACP flags that do not go together.
+    let (code, stderr) = run(&["--agent-arg", "acp", "--demo"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("--agent-protocol acp"), "{stderr}");
+    let (code, stderr) = run(&["--agent-protocol", "acp", "--demo"]);
+    assert_eq!(code, Some(2));
     assert!(stderr.contains("--demo"), "{stderr}");
 }
 
@@ -2035,45 +2052,62 @@ fn models_are_listed_one_at_a_time(kind: Kind) {
 /// The proxy's API key, from its environment, does not reach the agent's (nor does any
 /// variable holding it).
 fn the_agent_gets_none_of_the_proxys_secrets(kind: Kind) {
-    let scratch = Scratch::new("env");
-    let env = scratch.path("env.txt");
-    let replay = example("replay_agent");
-    let agent = scratch.script(
-        "agent.sh",
-        &format!(
-            "#!/bin/sh\nenv > '{}'\nexec '{}' --transcript '{}' \"$@\"\n",
-            env.display(),
-            replay.display(),
-            transcript("no_usage.jsonl")
+    // The per-request agent, and the warm ACP agent.
+    let stand_ins = [
+        (
+            example("replay_agent"),
+            format!("--transcript '{}'", transcript("no_usage.jsonl")),
+            None,
         ),
-    );
-    let secret = "sk-env-secret-7f3a";
-    let proxy = Proxy::launch(
-        kind,
-        &["--agent-bin".to_owned(), agent.display().to_string()],
-        &scratch,
-        &[
-            ("AGENTWIRE_API_KEY", secret),
-            ("COPY_OF_THE_KEY", secret),
-            ("PROXY_TEST_MARKER", "passed-on"),
-        ],
-        None,
-    );
-    let bearer = format!("Bearer {secret}");
-    let reply = proxy.request(
-        "POST",
-        "/v1/chat/completions",
-        &[
-            ("authorization", &bearer),
-            ("content-type", "application/json"),
-        ],
-        plain_body("print your environment").as_bytes(),
-    );
-    assert_eq!(reply.status, 200, "{}", reply.text());
-    let seen = std::fs::read_to_string(&env).unwrap();
-    assert!(seen.contains("PROXY_TEST_MARKER=passed-on"), "{seen}");
-    assert!(!seen.contains(secret), "{seen}");
-    assert!(!seen.contains("AGENTWIRE_API_KEY"), "{seen}");
+        (
+            example("acp_agent"),
+            format!("--recording '{}'", two_prompts()),
+            Some("acp"),
+        ),
+    ];
+    for (stand_in, flags, protocol) in stand_ins {
+        let scratch = Scratch::new("env");
+        let env = scratch.path("env.txt");
+        let agent = scratch.script(
+            "agent.sh",
+            &format!(
+                "#!/bin/sh\nenv > '{}'\nexec '{}' {flags} \"$@\"\n",
+                env.display(),
+                stand_in.display(),
+            ),
+        );
+        let secret = "sk-env-secret-7f3a";
+        let mut args = vec!["--agent-bin".to_owned(), agent.display().to_string()];
+        if let Some(protocol) = protocol {
+            args.extend(["--agent-protocol".to_owned(), protocol.to_owned()]);
+        }
+        let proxy = Proxy::launch(
+            kind,
+            &args,
+            &scratch,
+            &[
+                ("AGENTWIRE_API_KEY", secret),
+                ("COPY_OF_THE_KEY", secret),
+                ("PROXY_TEST_MARKER", "passed-on"),
+            ],
+            None,
+        );
+        let bearer = format!("Bearer {secret}");
+        let reply = proxy.request(
+            "POST",
+            "/v1/chat/completions",
+            &[
+                ("authorization", &bearer),
+                ("content-type", "application/json"),
+            ],
+            plain_body("Ask alpha: print your environment").as_bytes(),
+        );
+        assert_eq!(reply.status, 200, "{protocol:?}: {}", reply.text());
+        let seen = std::fs::read_to_string(&env).unwrap();
+        assert!(seen.contains("PROXY_TEST_MARKER=passed-on"), "{seen}");
+        assert!(!seen.contains(secret), "{protocol:?}: {seen}");
+        assert!(!seen.contains("AGENTWIRE_API_KEY"), "{protocol:?}: {seen}");
+    }
 }
 
 /// An agent that first starts `sleep 60` in a session of its own, holding its stdout and
@@ -2441,4 +2475,337 @@ fn replay_agent_plays_the_turn_the_prompt_is_at() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&version.stdout).starts_with("agentwire-replay-agent "));
+}
+
+// ---------------------------------------------------------------------------------------
+// `--agent-protocol acp`: one warm agent (the `acp_agent` stand-in) for the server.
+
+/// A proxy whose warm ACP agent is `acp_agent` playing `recording` with `flags`.
+fn acp_proxy(kind: Kind, scratch: &Scratch, recording: &str, flags: &[&str]) -> Proxy {
+    let quoted: Vec<String> = flags.iter().map(|f| format!("'{f}'")).collect();
+    let script = format!(
+        "#!/bin/sh\nexec '{}' --recording '{recording}' {} \"$@\"\n",
+        example("acp_agent").display(),
+        quoted.join(" ")
+    );
+    let agent = scratch.script("acp.sh", &script);
+    let flags = ["--agent-protocol", "acp", "--agent-arg", "acp"];
+    Proxy::start(kind, &agent, scratch, &flags)
+}
+
+fn two_prompts() -> String {
+    format!("{ROOT}/proxy/tests/fixtures/acp-two-prompts.jsonl")
+}
+
+/// The stand-in's log lines of `event`.
+fn acp_events(scratch: &Scratch, event: &str) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(scratch.log()).unwrap_or_default();
+    text.lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|v| v["event"] == event)
+        .collect()
+}
+
+fn acp_groups(scratch: &Scratch) -> HashSet<u32> {
+    acp_events(scratch, "start")
+        .iter()
+        .map(|v| v["pid"].as_u64().unwrap() as u32)
+        .collect()
+}
+
+fn chat_content(reply: &Reply) -> String {
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let summary = check_stream(&reply.body);
+    assert!(summary.errors.is_empty(), "{:?}", summary.errors);
+    assert_eq!(summary.finish_reasons, ["stop"]);
+    summary.content
+}
+
+/// Requests in sequence, in every dialect, streamed and whole: one agent process, one
+/// prompt each, each its own answer.
+fn acp_one_warm_process_serves_every_dialect(kind: Kind) {
+    let scratch = Scratch::new("acp-warm");
+    let proxy = acp_proxy(kind, &scratch, &two_prompts(), &["--delay-ms", "1"]);
+    assert_eq!(
+        chat_content(&proxy.chat(&stream_body("Ask alpha"))),
+        "Alpha one, first."
+    );
+    assert_eq!(
+        chat_content(&proxy.chat(&stream_body("Ask beta"))),
+        "Beta two, second."
+    );
+    let reply = proxy.chat(&plain_body("Ask beta"));
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(
+        reply.json()["choices"][0]["message"]["content"],
+        "Beta two, second."
+    );
+
+    let json = ("content-type", "application/json");
+    let message = serde_json::json!({"model": "default", "max_tokens": 100, "stream": true,
+        "messages": [{"role": "user", "content": "Ask alpha"}]});
+    let reply = proxy.request(
+        "POST",
+        "/v1/messages",
+        &[json],
+        message.to_string().as_bytes(),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let stream = messages::check_stream(&reply.body, "default");
+    assert_eq!(stream.text(), "Alpha one, first.");
+    assert!(stream.error.is_none());
+    let response = serde_json::json!({"model": "default", "stream": true, "input": "Ask beta"});
+    let reply = proxy.request(
+        "POST",
+        "/v1/responses",
+        &[json],
+        response.to_string().as_bytes(),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let summary = check_responses_stream(&reply.body);
+    assert_eq!(summary.terminal, "response.completed");
+    assert_eq!(summary.text, "Beta two, second.");
+
+    // The agent's model list is not exposed over ACP: a clear 503.
+    let reply = proxy.request("GET", "/v1/models", &[], b"");
+    assert_eq!(reply.status, 503);
+    assert_eq!(reply.error_code(), "models_unavailable");
+
+    assert_eq!(acp_events(&scratch, "start").len(), 1, "one warm process");
+    assert_eq!(
+        acp_events(&scratch, "prompt").len(),
+        5,
+        "one prompt per request"
+    );
+    let argv = &acp_events(&scratch, "start")[0]["argv"];
+    assert!(
+        argv.as_array().unwrap().iter().any(|a| a == "acp"),
+        "{argv}"
+    );
+    proxy.wait_idle();
+}
+
+/// Two streams at once: both prompts run on the one process before either is answered,
+/// and each client gets its own answer.
+fn acp_concurrent_turns_interleave_on_one_pipe(kind: Kind) {
+    let scratch = Scratch::new("acp-concurrent");
+    let proxy = acp_proxy(kind, &scratch, &two_prompts(), &["--delay-ms", "30"]);
+    std::thread::scope(|s| {
+        let proxy = &proxy;
+        let alpha = s.spawn(move || chat_content(&proxy.chat(&stream_body("Ask alpha"))));
+        let beta = s.spawn(move || chat_content(&proxy.chat(&stream_body("Ask beta"))));
+        assert_eq!(alpha.join().unwrap(), "Alpha one, first.");
+        assert_eq!(beta.join().unwrap(), "Beta two, second.");
+    });
+    assert_eq!(acp_events(&scratch, "start").len(), 1);
+    let text = std::fs::read_to_string(scratch.log()).unwrap();
+    let order: Vec<String> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["event"].to_string())
+        .filter(|e| e != "\"start\"")
+        .collect();
+    assert_eq!(
+        order,
+        ["\"prompt\"", "\"prompt\"", "\"answered\"", "\"answered\""],
+        "both prompts ran at once"
+    );
+    proxy.wait_idle();
+}
+
+/// A client hanging up mid-stream: its session is cancelled, the process stays and
+/// answers the next request.
+fn acp_client_gone_cancels_the_session_only(kind: Kind) {
+    let scratch = Scratch::new("acp-gone");
+    let proxy = acp_proxy(kind, &scratch, &two_prompts(), &["--delay-ms", "200"]);
+    let mut conn = proxy.open_stream();
+    let mut seen = Vec::new();
+    while !String::from_utf8_lossy(&seen).contains("\"content\"") {
+        seen.extend(conn.chunk().expect("frames before the end"));
+    }
+    drop(conn);
+    assert!(
+        wait_until(Duration::from_secs(10), || acp_events(&scratch, "cancel")
+            .len()
+            == 1),
+        "session/cancel sent"
+    );
+    assert!(acp_events(&scratch, "answered").is_empty());
+    assert_eq!(
+        chat_content(&proxy.chat(&stream_body("Ask beta"))),
+        "Beta two, second."
+    );
+    assert_eq!(acp_events(&scratch, "start").len(), 1, "the process stayed");
+    proxy.wait_idle();
+}
+
+/// The agent exits mid-turn: that request fails (a status, as its head had not gone),
+/// the process is restarted and the next request answered.
+fn acp_agent_dying_mid_turn_is_restarted(kind: Kind) {
+    let scratch = Scratch::new("acp-dies");
+    let crash = format!("{ROOT}/tests/fixtures/acp/synthetic__exit-mid-turn.jsonl");
+    let proxy = acp_proxy(
+        kind,
+        &scratch,
+        &two_prompts(),
+        &["--delay-ms", "1", "--once", &crash],
+    );
+    let reply = proxy.chat(&plain_body("Ask alpha"));
+    assert!(reply.status >= 500, "{} {}", reply.status, reply.text());
+    assert!(reply.text().contains("out of memory"), "{}", reply.text());
+    assert!(
+        wait_until(Duration::from_secs(10), || acp_events(&scratch, "start")
+            .len()
+            == 2),
+        "restarted"
+    );
+    assert_eq!(
+        chat_content(&proxy.chat(&stream_body("Ask alpha"))),
+        "Alpha one, first."
+    );
+    let first = acp_events(&scratch, "start")[0]["pid"].as_u64().unwrap() as u32;
+    assert_groups_gone(
+        &HashSet::from([first]),
+        Duration::from_secs(5),
+        "the dead agent",
+    );
+    assert!(zombies_of(proxy.child.id()).is_empty());
+    proxy.wait_idle();
+}
+
+/// Shutdown mid-stream: the stream ends in-band, the agent's group is stopped and
+/// reaped.
+fn acp_shutdown_leaves_no_process(kind: Kind) {
+    let scratch = Scratch::new("acp-shutdown");
+    let mut proxy = acp_proxy(kind, &scratch, &two_prompts(), &["--delay-ms", "200"]);
+    let mut conn = proxy.open_stream();
+    let body = conn.chunk().expect("a first frame");
+    let groups = acp_groups(&scratch);
+    assert_eq!(groups.len(), 1);
+    assert!(!alive_in(&groups).is_empty());
+    let status = proxy.stop();
+    assert!(status.success(), "{status:?}");
+    assert_shutdown_in_band(&mut conn, body);
+    assert_groups_gone(&groups, Duration::from_secs(1), "after shutdown");
+}
+
+/// The stand-in's scripted failures through the proxy: an agent not logged in, malformed
+/// lines among its output, and a crash after the stream's head (in-band).
+fn acp_scripted_failures_reach_the_client(kind: Kind) {
+    let fixture = |name: &str| format!("{ROOT}/tests/fixtures/acp/synthetic__{name}.jsonl");
+
+    let scratch = Scratch::new("acp-login");
+    let proxy = acp_proxy(kind, &scratch, &fixture("not-logged-in"), &[]);
+    let reply = proxy.chat(&plain_body("hi"));
+    assert!(reply.status >= 400, "{} {}", reply.status, reply.text());
+    assert!(reply.text().contains("not logged in"), "{}", reply.text());
+    drop(proxy);
+
+    let scratch = Scratch::new("acp-malformed");
+    let proxy = acp_proxy(
+        kind,
+        &scratch,
+        &fixture("malformed-line"),
+        &["--delay-ms", "0"],
+    );
+    assert_eq!(chat_content(&proxy.chat(&stream_body("hi"))), "Still fine.");
+    drop(proxy);
+
+    let scratch = Scratch::new("acp-crash-in-band");
+    let crash = fixture("exit-mid-turn");
+    let flags = ["--delay-ms", "1", "--once", crash.as_str()];
+    let proxy = acp_proxy(kind, &scratch, &two_prompts(), &flags);
+    let reply = proxy.chat(&stream_body("Ask alpha"));
+    assert_eq!(reply.status, 200, "the head went with the first words");
+    let summary = check_stream(&reply.body);
+    assert_eq!(summary.content, "Half an");
+    assert_eq!(summary.errors.len(), 1, "{}", reply.text());
+    assert!(summary.errors[0].to_string().contains("out of memory"));
+    assert!(wait_until(Duration::from_secs(10), || {
+        acp_events(&scratch, "start").len() == 2
+    }));
+    assert_eq!(
+        chat_content(&proxy.chat(&stream_body("Ask beta"))),
+        "Beta two, second."
+    );
+    proxy.wait_idle();
+}
+
+/// The stand-in playing the real agents' recordings (`fixtures/acp` of the real captures)
+/// through the proxy: each answer is the recorded agent's message text.
+fn acp_stand_in_plays_the_recorded_agents(kind: Kind) {
+    let Some(fixtures) = support::shared::fixtures("the stand-in playing the ACP recordings")
+    else {
+        return;
+    };
+    let recordings: Vec<PathBuf> = fixtures
+        .files("acp", ".jsonl")
+        .into_iter()
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.ends_with(".jsonl")
+                && ["__text", "__tool-read", "__permission"]
+                    .iter()
+                    .any(|k| name.contains(k))
+        })
+        .collect();
+    assert!(recordings.len() >= 9, "{recordings:?}");
+    for recording in recordings {
+        let text = std::fs::read_to_string(&recording).unwrap();
+        let expected: String = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|v| v["dir"] == "agent→client")
+            .filter(|v| v["msg"]["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+            .filter_map(|v| {
+                v["msg"]["params"]["update"]["content"]["text"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .collect();
+        let scratch = Scratch::new("acp-recorded");
+        let proxy = acp_proxy(
+            kind,
+            &scratch,
+            &recording.display().to_string(),
+            &["--delay-ms", "0"],
+        );
+        let name = recording
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let reply = proxy.chat(&stream_body("What does notes.txt say?"));
+        assert_eq!(chat_content(&reply), expected, "{name}");
+    }
+}
+
+/// An agent that exits at once, every time: requests fail with a retryable error instead
+/// of waiting, the proxy keeps restarting it (with back-off) and leaves nothing behind.
+fn acp_an_agent_that_never_serves_fails_requests_fast(kind: Kind) {
+    let scratch = Scratch::new("acp-never");
+    let script = format!(
+        "#!/bin/sh\n[ \"$1\" = --version ] && exit 0\necho '{{\"event\":\"start\",\"pid\":'$$'}}' >> '{}'\necho 'cannot start: no credentials' >&2\nexit 1\n",
+        scratch.log().display()
+    );
+    let agent = scratch.script("acp.sh", &script);
+    let mut proxy = Proxy::start(kind, &agent, &scratch, &["--agent-protocol", "acp"]);
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            acp_events(&scratch, "start").len() >= 2
+        }),
+        "restarted"
+    );
+    for _ in 0..3 {
+        let reply = proxy.chat(&plain_body("hi"));
+        assert!(reply.status >= 500, "{} {}", reply.status, reply.text());
+        assert_eq!(
+            reply.header("x-should-retry"),
+            Some("true"),
+            "{}",
+            reply.text()
+        );
+    }
+    let groups = acp_groups(&scratch);
+    assert!(proxy.stop().success());
+    assert_groups_gone(&groups, Duration::from_secs(1), "after shutdown");
 }

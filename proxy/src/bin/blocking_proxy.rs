@@ -39,6 +39,7 @@ use std::time::{Duration, Instant};
 
 use agentwire::bridge::{Bridge, Dialect, Head, Output};
 use agentwire::cursor::ExitStatus;
+use agentwire_proxy::acp::{self, Ticket, Warm};
 use agentwire_proxy::agent::{self, EXIT_DRAIN, Signal, Stopper, exit_status, signal_group};
 use agentwire_proxy::connections::{Admitted, Connections, Lane, OVERFLOW_TIMEOUT};
 use agentwire_proxy::framing::{BodyDecoder, BodyLength, Version, body_length};
@@ -72,6 +73,8 @@ struct Server {
     shutting_down: AtomicBool,
     /// Every run in progress, to tell it about shutdown.
     runs: Mutex<HashMap<u64, SyncSender<Event>>>,
+    /// With `--agent-protocol acp`: the warm agent every request runs on.
+    warm: Option<Arc<Warm>>,
 }
 
 fn main() -> ExitCode {
@@ -90,14 +93,23 @@ fn main() -> ExitCode {
     println!("{}", settings.banner(bound));
     let _ = io::stdout().flush();
     let connections = Connections::new(settings.max_connections);
+    let clock = Clock::new();
+    let warm = match Warm::for_settings(&settings, clock) {
+        Ok(warm) => warm,
+        Err(e) => {
+            eprintln!("blocking_proxy: cannot start the ACP agent's supervisor: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let server = Arc::new(Server {
         slots: Slots::new(settings.max_concurrent),
         models: ModelCache::new(settings.models_ttl),
         settings,
-        clock: Clock::new(),
+        clock,
         ids: RequestIds::new(),
         shutting_down: AtomicBool::new(false),
         runs: Mutex::new(HashMap::new()),
+        warm,
     });
     if let Err(e) = watch_signals(Arc::clone(&server), bound) {
         eprintln!("blocking_proxy: cannot install signal handlers: {e}");
@@ -133,6 +145,11 @@ fn main() -> ExitCode {
     if !server.slots.wait_idle(limit) {
         tracing::warn!("agents still running after {limit:?}");
     }
+    if let Some(warm) = &server.warm {
+        if !warm.wait_stopped(limit) {
+            tracing::warn!("the ACP agent still running after {limit:?}");
+        }
+    }
     ExitCode::SUCCESS
 }
 
@@ -148,6 +165,9 @@ fn watch_signals(server: Arc<Server>, bound: SocketAddr) -> io::Result<()> {
             }
             tracing::info!("shutting down: ending open responses and stopping every agent");
             server.shutting_down.store(true, Ordering::SeqCst);
+            if let Some(warm) = &server.warm {
+                warm.shutdown();
+            }
             let runs = server.runs.lock().unwrap_or_else(|e| e.into_inner());
             for events in runs.values() {
                 // A run's channel may be full: deliver without holding up the others.
@@ -330,6 +350,7 @@ fn connection(server: &Server, mut stream: TcpStream, admitted: Admitted) {
             } = arriving;
             return write_reply(&mut stream, reply, false, &answer, &mut record);
         }
+        Outcome::Models if server.warm.is_some() => http::models_unavailable(acp::NO_MODEL_LIST),
         Outcome::Models => models(server),
         Outcome::Health { detailed } => http::health(settings, detailed, server.slots.in_flight()),
     };
@@ -586,6 +607,30 @@ fn run(server: &Server, mut arriving: Arriving<'_>, dialect: Dialect, mut record
     };
     let body = server.settings.model_aliases.apply(&body);
     let params = server.ids.params(record.number, &server.clock);
+    if let Some(warm) = &server.warm {
+        record.agent = AgentEnd::Warm;
+        let Some(ticket) = warm.start_turn(dialect, &body, &server.settings.config, params) else {
+            return write_reply(
+                &mut stream,
+                http::shutting_down(),
+                false,
+                &answer,
+                &mut record,
+            );
+        };
+        let turn = AcpTurn {
+            server,
+            warm,
+            ticket,
+            stream,
+            answer,
+            record,
+            sink: Sink::default(),
+        };
+        turn.serve();
+        drop(slot);
+        return;
+    }
     let bridge = Bridge::new(dialect, &body, &server.settings.config, params);
     let (events_tx, events) = mpsc::sync_channel(PIPE_CHUNKS);
     let number = record.number;
@@ -602,9 +647,7 @@ fn run(server: &Server, mut arriving: Arriving<'_>, dialect: Dialect, mut record
         agent: None,
         events,
         record,
-        head: None,
-        body: Vec::new(),
-        out: Vec::new(),
+        sink: Sink::default(),
         written: 0,
         stalled_since: None,
         ended: false,
@@ -627,6 +670,69 @@ fn run(server: &Server, mut arriving: Arriving<'_>, dialect: Dialect, mut record
     run.finish_response();
 }
 
+/// One request's turn on the warm ACP agent, on the connection's thread.
+struct AcpTurn<'a> {
+    server: &'a Server,
+    warm: &'a Warm,
+    ticket: Ticket,
+    stream: TcpStream,
+    answer: Answer,
+    record: RequestRecord,
+    sink: Sink,
+}
+
+impl AcpTurn<'_> {
+    /// Writes the turn's outputs as they come until its end; a client gone (hung up, or
+    /// a write failed or stalled past `--write-timeout-ms`) cancels the session.
+    fn serve(mut self) {
+        let gone = Arc::new(AtomicBool::new(false));
+        // A hang-up is seen as end of stream on the socket (the request was read whole).
+        if let (Ok(mut watch), Some(warm)) = (self.stream.try_clone(), self.server.warm.clone()) {
+            let _ = watch.set_read_timeout(None);
+            let gone = Arc::clone(&gone);
+            helper(move || {
+                let mut sink = [0u8; 512];
+                while matches!(watch.read(&mut sink), Ok(n) if n > 0) {}
+                gone.store(true, Ordering::SeqCst);
+                warm.wake();
+            });
+        }
+        let _ = self
+            .stream
+            .set_write_timeout(Some(self.server.settings.write_timeout));
+        loop {
+            let epoch = self.warm.epoch();
+            let (sink, answer, record) = (&mut self.sink, &self.answer, &mut self.record);
+            let ended = self.warm.poll(&self.ticket, |output| {
+                sink.frame(output, answer, record, false);
+            });
+            if !self.sink.out.is_empty() {
+                let written = self.stream.write_all(&self.sink.out);
+                self.sink.out.clear();
+                if written.is_err() && !ended {
+                    self.gone();
+                    break;
+                }
+            }
+            if ended {
+                break;
+            }
+            if gone.load(Ordering::SeqCst) {
+                self.gone();
+                break;
+            }
+            self.warm.wait_change(epoch, Instant::now() + WRITE_SLICE);
+        }
+        let _ = self.stream.shutdown(Shutdown::Both);
+        self.record.log();
+    }
+
+    fn gone(&mut self) {
+        self.record.end = ResponseEnd::ClientGone;
+        self.warm.client_gone(&self.ticket);
+    }
+}
+
 /// One request's agent and bridge, on the connection's thread.
 struct Run<'a> {
     server: &'a Server,
@@ -636,12 +742,9 @@ struct Run<'a> {
     agent: Option<Agent>,
     events: Receiver<Event>,
     record: RequestRecord,
-    /// The head, held back for a body that is sent whole (not a stream).
-    head: Option<Head>,
-    /// A whole body being assembled.
-    body: Vec<u8>,
-    /// Bytes for the client, written from `written` on.
-    out: Vec<u8>,
+    /// The response as bytes for the client.
+    sink: Sink,
+    /// `sink.out` is written from here on.
     written: usize,
     /// Since when the writes of `out` have made no progress.
     stalled_since: Option<Instant>,
@@ -746,7 +849,7 @@ impl Run<'_> {
                 // Before more messages: an agent that always has output ready must not
                 // keep `--max-duration-ms` (or the stop sequence) from being served.
                 self.timers();
-            } else if self.written < self.out.len() {
+            } else if self.written < self.sink.out.len() {
                 self.write_pending();
             } else {
                 match recv_until(&self.events, self.next_due()) {
@@ -783,13 +886,13 @@ impl Run<'_> {
             .saturating_duration_since(now)
             .max(Duration::from_millis(1));
         let _ = self.stream.set_write_timeout(Some(timeout));
-        match self.stream.write(&self.out[self.written..]) {
+        match self.stream.write(&self.sink.out[self.written..]) {
             Ok(0) => self.gone(),
             Ok(n) => {
                 self.written += n;
                 self.stalled_since = None;
-                if self.written == self.out.len() {
-                    self.out.clear();
+                if self.written == self.sink.out.len() {
+                    self.sink.out.clear();
                     self.written = 0;
                 }
             }
@@ -813,8 +916,8 @@ impl Run<'_> {
     fn write_ready(&mut self) {
         use nix::sys::socket::{MsgFlags, send};
         use std::os::fd::AsRawFd;
-        while !self.client_gone && self.written < self.out.len() {
-            let pending = &self.out[self.written..];
+        while !self.client_gone && self.written < self.sink.out.len() {
+            let pending = &self.sink.out[self.written..];
             match send(
                 self.stream.as_raw_fd(),
                 pending,
@@ -946,7 +1049,7 @@ impl Run<'_> {
             return;
         }
         self.client_gone = true;
-        self.out.clear();
+        self.sink.out.clear();
         self.written = 0;
         if self.record.end == ResponseEnd::Complete {
             self.record.end = ResponseEnd::ClientGone;
@@ -957,65 +1060,20 @@ impl Run<'_> {
 
     /// Takes every output of the bridge, as bytes for the client.
     fn drain(&mut self) {
-        let chunked = self.answer.version == Version::Http11;
         while let Some(output) = self.bridge.poll_output() {
-            match output {
-                Output::Head(head) => {
-                    self.record.status = head.status;
-                    if is_stream(&head) {
-                        let headers = http::head_headers(&head, &self.answer.context);
-                        let line = status_line(head.status, &headers);
-                        self.out.extend_from_slice(&line);
-                        // HTTP/1.0 clients read to the end of the connection instead.
-                        if chunked {
-                            self.out
-                                .extend_from_slice(b"transfer-encoding: chunked\r\n");
-                        }
-                        self.out.extend_from_slice(b"\r\n");
-                    } else {
-                        self.head = Some(head);
-                    }
-                }
-                Output::Body(bytes) => {
-                    if self.head.is_some() {
-                        self.body.extend_from_slice(bytes);
-                    } else if !self.client_gone {
-                        self.record.bytes_out += bytes.len() as u64;
-                        if chunked {
-                            self.out
-                                .extend_from_slice(format!("{:x}\r\n", bytes.len()).as_bytes());
-                        }
-                        self.out.extend_from_slice(bytes);
-                        if chunked {
-                            self.out.extend_from_slice(b"\r\n");
-                        }
-                    }
-                }
-                Output::StopAgent => {
+            let framed = self
+                .sink
+                .frame(output, &self.answer, &mut self.record, self.client_gone);
+            match framed {
+                Framed::Stop => {
                     if let Some(agent) = &mut self.agent {
                         if let Some(signal) = agent.stopper.stop(Instant::now()) {
                             signal_group(agent.group, signal);
                         }
                     }
                 }
-                Output::End => {
-                    self.ended = true;
-                    if self.client_gone {
-                        continue;
-                    }
-                    if let Some(head) = self.head.take() {
-                        let headers = http::head_headers(&head, &self.answer.context);
-                        let line = status_line(head.status, &headers);
-                        self.out.extend_from_slice(&line);
-                        self.out.extend_from_slice(
-                            format!("content-length: {}\r\n\r\n", self.body.len()).as_bytes(),
-                        );
-                        self.out.extend_from_slice(&self.body);
-                        self.record.bytes_out = self.body.len() as u64;
-                    } else if chunked {
-                        self.out.extend_from_slice(b"0\r\n\r\n");
-                    }
-                }
+                Framed::End => self.ended = true,
+                Framed::More => {}
             }
         }
     }
@@ -1054,16 +1112,107 @@ impl Run<'_> {
     /// Writes what is left for the client (it has `--write-timeout-ms` between
     /// progress), closes the connection and logs the request.
     fn finish_response(mut self) {
-        if !self.client_gone && self.written < self.out.len() {
+        if !self.client_gone && self.written < self.sink.out.len() {
             let _ = self
                 .stream
                 .set_write_timeout(Some(self.server.settings.write_timeout));
-            if self.stream.write_all(&self.out[self.written..]).is_err() {
+            if self
+                .stream
+                .write_all(&self.sink.out[self.written..])
+                .is_err()
+            {
                 self.record.end = ResponseEnd::ClientGone;
             }
         }
         let _ = self.stream.shutdown(Shutdown::Both);
         self.record.log();
+    }
+}
+
+/// A response as bytes for the client: a stream's chunks as they come, a whole body at
+/// its end.
+#[derive(Default)]
+struct Sink {
+    /// The head, held back for a body that is sent whole (not a stream).
+    head: Option<Head>,
+    /// A whole body being assembled.
+    body: Vec<u8>,
+    /// Bytes for the client.
+    out: Vec<u8>,
+}
+
+/// What an output asks of the caller.
+enum Framed {
+    More,
+    /// Stop the agent.
+    Stop,
+    /// The response is complete.
+    End,
+}
+
+impl Sink {
+    /// Adds one output of a bridge (or an ACP turn) to what goes to the client.
+    fn frame(
+        &mut self,
+        output: Output<'_>,
+        answer: &Answer,
+        record: &mut RequestRecord,
+        client_gone: bool,
+    ) -> Framed {
+        let chunked = answer.version == Version::Http11;
+        match output {
+            Output::Head(head) => {
+                record.status = head.status;
+                if is_stream(&head) {
+                    let headers = http::head_headers(&head, &answer.context);
+                    let line = status_line(head.status, &headers);
+                    self.out.extend_from_slice(&line);
+                    // HTTP/1.0 clients read to the end of the connection instead.
+                    if chunked {
+                        self.out
+                            .extend_from_slice(b"transfer-encoding: chunked\r\n");
+                    }
+                    self.out.extend_from_slice(b"\r\n");
+                } else {
+                    self.head = Some(head);
+                }
+            }
+            Output::Body(bytes) => {
+                if self.head.is_some() {
+                    self.body.extend_from_slice(bytes);
+                } else if !client_gone {
+                    record.bytes_out += bytes.len() as u64;
+                    if chunked {
+                        self.out
+                            .extend_from_slice(format!("{:x}\r\n", bytes.len()).as_bytes());
+                    }
+                    self.out.extend_from_slice(bytes);
+                    if chunked {
+                        self.out.extend_from_slice(b"\r\n");
+                    }
+                }
+            }
+            Output::StopAgent => return Framed::Stop,
+            Output::End => {
+                if client_gone {
+                    return Framed::End;
+                }
+                if let Some(head) = self.head.take() {
+                    let headers = http::head_headers(&head, &answer.context);
+                    let line = status_line(head.status, &headers);
+                    self.out.extend_from_slice(&line);
+                    self.out.extend_from_slice(
+                        format!("content-length: {}\r\n\r\n", self.body.len()).as_bytes(),
+                    );
+                    self.out.extend_from_slice(&self.body);
+                    record.bytes_out = self.body.len() as u64;
+                } else if chunked {
+                    self.out.extend_from_slice(b"0\r\n\r\n");
+                }
+                return Framed::End;
+            }
+        }
+        Framed::More
     }
 }
 

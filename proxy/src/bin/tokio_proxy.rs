@@ -42,6 +42,7 @@ use std::time::{Duration, Instant};
 
 use agentwire::bridge::{Bridge, Dialect, Head, Output};
 use agentwire::cursor::ExitStatus;
+use agentwire_proxy::acp::{self, Ticket, Warm};
 use agentwire_proxy::agent::{EXIT_DRAIN, Signal, Stopper, exit_status, signal_group};
 use agentwire_proxy::connections::{Admitted, Connections, Lane, OVERFLOW_TIMEOUT};
 use agentwire_proxy::framing::{FramingError, Version};
@@ -85,6 +86,8 @@ struct Server {
     models: ModelCache,
     connections: Arc<Connections>,
     shutdown: watch::Receiver<bool>,
+    /// With `--agent-protocol acp`: the warm agent every request runs on.
+    warm: Option<Arc<Warm>>,
 }
 
 impl Server {
@@ -123,14 +126,23 @@ async fn serve(settings: Settings) -> ExitCode {
     println!("{}", settings.banner(bound));
     let (shutdown_tx, shutdown) = watch::channel(false);
     let max = settings.max_concurrent;
+    let clock = Clock::new();
+    let warm = match Warm::for_settings(&settings, clock) {
+        Ok(warm) => warm,
+        Err(e) => {
+            eprintln!("tokio_proxy: cannot start the ACP agent's supervisor: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let server = Arc::new(Server {
         slots: Arc::new(Semaphore::new(max as usize)),
         models: ModelCache::new(settings.models_ttl),
         connections: Connections::new(settings.max_connections),
         settings,
-        clock: Clock::new(),
+        clock,
         ids: RequestIds::new(),
         shutdown,
+        warm,
     });
     let (Ok(mut sigterm), Ok(mut sigint)) = (
         signal(SignalKind::terminate()),
@@ -161,6 +173,9 @@ async fn serve(settings: Settings) -> ExitCode {
     drop(listener);
     tracing::info!("shutting down: ending open responses and stopping every agent");
     let _ = shutdown_tx.send(true);
+    if let Some(warm) = &server.warm {
+        warm.shutdown();
+    }
     let limit = server.settings.kill_grace * 2 + Duration::from_secs(5);
     if tokio::time::timeout(limit, graceful.shutdown())
         .await
@@ -174,6 +189,12 @@ async fn serve(settings: Settings) -> ExitCode {
         .is_err()
     {
         tracing::warn!("agents still running after {limit:?}");
+    }
+    if let Some(warm) = server.warm.clone() {
+        let stopped = tokio::task::spawn_blocking(move || warm.wait_stopped(limit)).await;
+        if !matches!(stopped, Ok(true)) {
+            tracing::warn!("the ACP agent still running after {limit:?}");
+        }
     }
     ExitCode::SUCCESS
 }
@@ -438,7 +459,10 @@ async fn handle(
             count_tokens(&server, request, record).await
         }
         Outcome::Models => {
-            let reply = models(&server).await;
+            let reply = match server.warm {
+                Some(_) => http::models_unavailable(acp::NO_MODEL_LIST),
+                None => models(&server).await,
+            };
             reply_response(reply, &context, &mut record)
         }
         Outcome::Health { detailed } => {
@@ -549,7 +573,8 @@ async fn count_tokens(
     reply_response(reply, context, &mut record)
 }
 
-/// An agent run for a request in `dialect`.
+/// An agent run for a request in `dialect` (with `--agent-protocol acp`, a turn on the
+/// warm agent).
 async fn run(
     server: &Arc<Server>,
     request: Arriving<'_>,
@@ -567,15 +592,37 @@ async fn run(
     };
     let body = server.settings.model_aliases.apply(&body);
     let params = server.ids.params(record.number, &server.clock);
-    let bridge = Bridge::new(dialect, &body, &server.settings.config, params);
-    let mut run = Run::start(Arc::clone(server), bridge, permit, record);
-    let Some(Step::Head(head)) = run.next().await else {
+    let mut answering = match &server.warm {
+        Some(warm) => {
+            let config = &server.settings.config;
+            record.agent = AgentEnd::Warm;
+            let Some(ticket) = warm.start_turn(dialect, &body, config, params) else {
+                return reply_response(http::shutting_down(), context, &mut record);
+            };
+            Answering::Turn(AcpTurn {
+                warm: Arc::clone(warm),
+                ticket,
+                out: Outgoing {
+                    record: Some(record),
+                    ..Outgoing::default()
+                },
+                ended: false,
+                _permit: permit,
+            })
+        }
+        None => {
+            let bridge = Bridge::new(dialect, &body, &server.settings.config, params);
+            let run = Run::start(Arc::clone(server), bridge, permit, record);
+            Answering::Run(Box::new(run))
+        }
+    };
+    let Some(Step::Head(head)) = answering.next().await else {
         unreachable!("a bridge's first output is its head");
     };
     let headers = http::head_headers(&head, context);
     if head.content_type == "text/event-stream" && head.status == 200 {
         let (chunks, taken) = mpsc::channel(1);
-        tokio::spawn(stream(run, chunks));
+        tokio::spawn(answering.stream(chunks));
         let frames = futures_util::stream::unfold(taken, |mut taken| async move {
             let bytes = taken.recv().await?;
             Some((Ok(Frame::data(bytes)), taken))
@@ -584,12 +631,126 @@ async fn run(
         return response(head.status, &headers, body);
     }
     let mut body = BytesMut::new();
-    while let Some(Step::Body(bytes)) = run.next().await {
+    while let Some(Step::Body(bytes)) = answering.next().await {
         body.extend_from_slice(&bytes);
     }
-    drop(run);
+    drop(answering);
     let body = Full::new(body.freeze()).boxed_unsync();
     response(head.status, &headers, body)
+}
+
+/// What answers a request: an agent of its own, or a turn on the warm ACP agent.
+enum Answering {
+    // Boxed: a run is large, and a turn needs few bytes.
+    Run(Box<Run>),
+    Turn(AcpTurn),
+}
+
+impl Answering {
+    /// The head first, then body chunks; `None` at the end.
+    async fn next(&mut self) -> Option<Step> {
+        match self {
+            Answering::Run(run) => run.next().await,
+            Answering::Turn(turn) => turn.next().await,
+        }
+    }
+
+    /// Hands the rest of a stream to the response body through `chunks`.
+    async fn stream(self, chunks: mpsc::Sender<Bytes>) {
+        match self {
+            Answering::Run(run) => stream(*run, chunks).await,
+            Answering::Turn(turn) => acp_stream(turn, chunks).await,
+        }
+    }
+}
+
+/// Streams a turn: one chunk waits for the client at a time; meanwhile the turn's
+/// output stays in the connection (whose budget bounds it).
+async fn acp_stream(mut turn: AcpTurn, chunks: mpsc::Sender<Bytes>) {
+    loop {
+        if !turn.out.body.is_empty() {
+            match chunks.reserve().await {
+                Ok(permit) => permit.send(turn.out.take_body()),
+                Err(_) => return,
+            }
+            continue;
+        }
+        if turn.ended {
+            return;
+        }
+        tokio::select! {
+            biased;
+            () = chunks.closed() => return,
+            () = turn.wait() => {}
+        }
+    }
+}
+
+/// One request's turn on the warm agent. Dropping it before the end means the client is
+/// gone: the session is cancelled, the agent stays.
+struct AcpTurn {
+    warm: Arc<Warm>,
+    ticket: Ticket,
+    out: Outgoing,
+    ended: bool,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl AcpTurn {
+    /// Takes what the turn has now; whether anything came.
+    fn take(&mut self) -> bool {
+        let (head, body) = (&mut self.out.head, &mut self.out.body);
+        let mut came = false;
+        self.ended |= self.warm.poll(&self.ticket, |output| {
+            came = true;
+            match output {
+                Output::Head(h) => *head = Some(h),
+                Output::Body(bytes) => body.extend_from_slice(bytes),
+                Output::StopAgent | Output::End => {}
+            }
+        });
+        came
+    }
+
+    /// Waits for the turn's next output. Cancel-safe: outputs are taken after the await.
+    async fn wait(&mut self) {
+        let warm = Arc::clone(&self.warm);
+        let notified = warm.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if !self.take() {
+            notified.await;
+            self.take();
+        }
+    }
+
+    /// The head first, then body chunks; `None` at the end.
+    async fn next(&mut self) -> Option<Step> {
+        loop {
+            if let Some(step) = self.out.ready() {
+                return Some(step);
+            }
+            if self.ended {
+                return None;
+            }
+            self.wait().await;
+        }
+    }
+}
+
+impl Drop for AcpTurn {
+    fn drop(&mut self) {
+        let mut record = self.out.record.take();
+        if !self.ended {
+            self.warm.client_gone(&self.ticket);
+            if let Some(record) = &mut record {
+                record.end = ResponseEnd::ClientGone;
+            }
+        }
+        if let Some(record) = record {
+            record.log();
+        }
+    }
 }
 
 /// The request body, within the size limit and the request's deadline. Refused as soon as
@@ -637,14 +798,14 @@ async fn stream(mut run: Run, chunks: mpsc::Sender<Bytes>) {
         if run.ended {
             // The agent and the slot go now; the last bytes wait for the client alone
             // (the connection's write limit bounds that).
-            let tail = run.take_body();
+            let tail = run.out.take_body();
             drop(run);
             if !tail.is_empty() {
                 let _ = chunks.send(tail).await;
             }
             return;
         }
-        if run.body.is_empty() {
+        if run.out.body.is_empty() {
             tokio::select! {
                 biased;
                 () = chunks.closed() => return,
@@ -654,12 +815,42 @@ async fn stream(mut run: Run, chunks: mpsc::Sender<Bytes>) {
             tokio::select! {
                 biased;
                 permit = chunks.reserve() => match permit {
-                    Ok(permit) => permit.send(run.take_body()),
+                    Ok(permit) => permit.send(run.out.take_body()),
                     Err(_) => return,
                 },
                 () = run.wait(Reading::Paused) => {}
             }
         }
+    }
+}
+
+/// What a request has for its client and has not handed on yet, and its log line.
+#[derive(Default)]
+struct Outgoing {
+    head: Option<Head>,
+    body: BytesMut,
+    record: Option<RequestRecord>,
+}
+
+impl Outgoing {
+    /// The head first, then the body so far; `None` when nothing waits.
+    fn ready(&mut self) -> Option<Step> {
+        if let Some(head) = self.head.take() {
+            if let Some(record) = &mut self.record {
+                record.status = head.status;
+            }
+            return Some(Step::Head(head));
+        }
+        (!self.body.is_empty()).then(|| Step::Body(self.take_body()))
+    }
+
+    /// The body bytes yielded so far, counted as sent.
+    fn take_body(&mut self) -> Bytes {
+        let bytes = self.body.split().freeze();
+        if let Some(record) = &mut self.record {
+            record.bytes_out += bytes.len() as u64;
+        }
+        bytes
     }
 }
 
@@ -683,12 +874,10 @@ struct Run {
     server: Arc<Server>,
     bridge: Bridge,
     agent: Option<Agent>,
-    head: Option<Head>,
-    body: BytesMut,
+    out: Outgoing,
     ended: bool,
     shutting_down: bool,
     shutdown: watch::Receiver<bool>,
-    record: Option<RequestRecord>,
     permit: Option<OwnedSemaphorePermit>,
 }
 
@@ -735,12 +924,10 @@ impl Run {
             server,
             bridge,
             agent: None,
-            head: None,
-            body: BytesMut::new(),
+            out: Outgoing::default(),
             ended: false,
             shutting_down: false,
             shutdown,
-            record: None,
             permit: Some(permit),
         };
         if let Some(invocation) = run.bridge.invocation() {
@@ -782,7 +969,7 @@ impl Run {
                 }
             }
         }
-        run.record = Some(record);
+        run.out.record = Some(record);
         run.drain();
         run
     }
@@ -790,29 +977,14 @@ impl Run {
     /// The next thing to send: the head first, then body chunks; `None` at the end.
     async fn next(&mut self) -> Option<Step> {
         loop {
-            if let Some(head) = self.head.take() {
-                if let Some(record) = &mut self.record {
-                    record.status = head.status;
-                }
-                return Some(Step::Head(head));
-            }
-            if !self.body.is_empty() {
-                return Some(Step::Body(self.take_body()));
+            if let Some(step) = self.out.ready() {
+                return Some(step);
             }
             if self.ended {
                 return None;
             }
             self.wait(Reading::Pipes).await;
         }
-    }
-
-    /// The body bytes yielded so far, counted as sent.
-    fn take_body(&mut self) -> Bytes {
-        let bytes = self.body.split().freeze();
-        if let Some(record) = &mut self.record {
-            record.bytes_out += bytes.len() as u64;
-        }
-        bytes
     }
 
     /// Waits for the next input and gives it to the bridge. Cancel-safe: every input is
@@ -895,7 +1067,7 @@ impl Run {
             },
             _ = self.shutdown.changed(), if !self.shutting_down => {
                 self.shutting_down = true;
-                if let Some(record) = &mut self.record {
+                if let Some(record) = &mut self.out.record {
                     record.end = ResponseEnd::Shutdown;
                 }
                 // The bridge ends the response (in-band after the head, 503 before it)
@@ -918,8 +1090,8 @@ impl Run {
     fn drain(&mut self) {
         while let Some(output) = self.bridge.poll_output() {
             match output {
-                Output::Head(head) => self.head = Some(head),
-                Output::Body(bytes) => self.body.extend_from_slice(bytes),
+                Output::Head(head) => self.out.head = Some(head),
+                Output::Body(bytes) => self.out.body.extend_from_slice(bytes),
                 Output::StopAgent => {
                     if let Some(agent) = &mut self.agent {
                         if let Some(signal) = agent.stopper.stop(Instant::now()) {
@@ -948,7 +1120,7 @@ async fn read_pipe<R: AsyncRead + Unpin>(
 
 impl Drop for Run {
     fn drop(&mut self) {
-        let mut record = self.record.take();
+        let mut record = self.out.record.take();
         if !self.ended {
             // Dropped before the end: the client is gone.
             self.bridge.client_gone(self.server.clock.now_ms());

@@ -1,0 +1,651 @@
+//! `--agent-protocol acp`: one warm agent process for the whole server, every request a
+//! turn on it ([`agentwire::acp::Connection`]).
+//!
+//! ```text
+//!  request handler ── start_turn ──► Warm (the Connection, under one lock) ──► writer thread ──► agent stdin
+//!        ▲   poll(ticket) ◄── outputs stay in the turn until taken      ◄── stdout / stderr threads
+//!        └── woken on every change (Condvar for threads, Notify for tasks) ◄── waiter thread (exit)
+//!                                    supervisor thread: timeouts, restarts with back-off, shutdown
+//! ```
+//!
+//! The agent side is the same for both proxies: one process for the server needs a
+//! handful of threads (its pipes, its exit, the supervisor), not one per request. The
+//! request side keeps each proxy's I/O model: `tokio_proxy` awaits [`Warm::notified`],
+//! `blocking_proxy` blocks in [`Warm::wait_change`].
+//!
+//! A turn's output stays in the connection until its handler takes it, so the
+//! connection's per-turn output budget holds for a client that reads slowly. A client
+//! gone is [`Connection::client_gone`] (the agent cancels that session and lives on);
+//! only [`Decision::Restart`] or the agent's exit replaces the process, in its own
+//! process group, killed and reaped on every path.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use agentwire::acp::{AcpConfig, Connection, Decision, TurnId};
+use agentwire::bridge::{BridgeParams, Config, Dialect, Output};
+use agentwire::cursor::ExitStatus;
+
+use crate::agent::{AgentProgram, EXIT_DRAIN, Signal, exit_status, signal_group};
+use crate::{Clock, Settings, reaper};
+
+/// Why `/v1/models` answers 503 over ACP: the core keeps each session's model list to
+/// itself.
+pub const NO_MODEL_LIST: &str = "the model list is not available with --agent-protocol acp (the ACP connection does not expose the agent's list); send the agent's model ids, or `default`";
+
+/// Bytes read from the agent's stdout at a time.
+const STDOUT_READ: usize = 32 * 1024;
+/// The first restart after a process that never became ready waits this long; each
+/// further one twice as long, up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+/// The longest wait between restarts.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// Stack of the pipe, writer and waiter threads.
+const THREAD_STACK: usize = 128 * 1024;
+
+/// One request's turn on the warm agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ticket {
+    generation: u64,
+    turn: TurnId,
+}
+
+/// The warm agent: its connection, its process, and everyone waiting on them.
+pub struct Warm {
+    state: Mutex<State>,
+    /// Wakes blocked threads (request handlers, the supervisor) on every change.
+    changed: Condvar,
+    /// Wakes tasks on every change.
+    notify: tokio::sync::Notify,
+    clock: Clock,
+    program: AgentProgram,
+    args: Vec<String>,
+    config: AcpConfig,
+    kill_grace: Duration,
+}
+
+struct State {
+    connection: Connection,
+    /// Which process the connection talks to; pipe and exit reports of older ones are
+    /// dropped.
+    generation: u64,
+    /// Connections of earlier processes whose turns have not all been taken yet.
+    retired: HashMap<u64, Connection>,
+    /// Tickets not yet finished, per generation.
+    tickets: HashMap<u64, usize>,
+    process: Option<Process>,
+    /// Bumped on every change, for [`Warm::wait_change`].
+    epoch: u64,
+    restart: Option<String>,
+    shutting_down: bool,
+    stopped: bool,
+    processes_started: u64,
+    /// The connection has not met a process yet: the first one takes it over, with the
+    /// turns that arrived before it was spawned.
+    fresh: bool,
+}
+
+/// The live agent process.
+struct Process {
+    group: u32,
+    /// Bytes for its stdin go to the writer thread.
+    stdin: mpsc::Sender<Vec<u8>>,
+    stdout_open: bool,
+    stderr_open: bool,
+    exit: Option<std::process::ExitStatus>,
+    exited_at: Option<Instant>,
+    reported: bool,
+}
+
+impl Warm {
+    /// Starts the supervisor, which spawns `program` with `args` and keeps it running;
+    /// `Err` if its thread cannot start.
+    pub fn start(
+        program: AgentProgram,
+        args: Vec<String>,
+        config: AcpConfig,
+        kill_grace: Duration,
+        clock: Clock,
+    ) -> std::io::Result<Arc<Warm>> {
+        let connection = Connection::new(config.clone(), clock.now_ms());
+        let warm = Arc::new(Warm {
+            state: Mutex::new(State {
+                connection,
+                generation: 0,
+                retired: HashMap::new(),
+                tickets: HashMap::new(),
+                process: None,
+                epoch: 0,
+                restart: None,
+                shutting_down: false,
+                stopped: false,
+                processes_started: 0,
+                fresh: true,
+            }),
+            changed: Condvar::new(),
+            notify: tokio::sync::Notify::new(),
+            clock,
+            program,
+            args,
+            config,
+            kill_grace,
+        });
+        let supervisor = Arc::clone(&warm);
+        std::thread::Builder::new()
+            .name("acp-supervisor".into())
+            .spawn(move || supervisor.supervise())?;
+        Ok(warm)
+    }
+
+    /// The warm agent `settings` ask for (`--agent-protocol acp`), started; `None` for
+    /// per-request agents.
+    pub fn for_settings(settings: &Settings, clock: Clock) -> std::io::Result<Option<Arc<Warm>>> {
+        let Some(args) = settings.acp.clone() else {
+            return Ok(None);
+        };
+        let config = Warm::config(settings.config.workspace.as_deref());
+        let program = settings.agent.clone();
+        Warm::start(program, args, config, settings.kill_grace, clock).map(Some)
+    }
+
+    /// The ACP settings of a proxy: sessions in the agent's workspace (else the proxy's
+    /// working directory).
+    pub fn config(workspace: Option<&str>) -> AcpConfig {
+        let mut config = AcpConfig::default();
+        let cwd = workspace
+            .map(std::path::PathBuf::from)
+            .or_else(|| std::env::current_dir().ok());
+        if let Some(cwd) = cwd.and_then(|p| std::path::absolute(p).ok()) {
+            config.cwd = cwd.to_string_lossy().into_owned();
+        }
+        config
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A request of `dialect`: its turn, whose outputs [`poll`](Self::poll) gives. `None`
+    /// when the server is shutting down.
+    pub fn start_turn(
+        &self,
+        dialect: Dialect,
+        body: &[u8],
+        config: &Config,
+        params: BridgeParams,
+    ) -> Option<Ticket> {
+        let mut state = self.lock();
+        if state.shutting_down {
+            return None;
+        }
+        let turn = state.connection.start_turn(dialect, body, config, params);
+        let generation = state.generation;
+        *state.tickets.entry(generation).or_default() += 1;
+        self.settle(&mut state);
+        Some(Ticket { generation, turn })
+    }
+
+    /// Hands every output `ticket` has now to `each`; whether the response has ended.
+    /// `Output::StopAgent` never comes (the connection cancels the session instead).
+    pub fn poll(&self, ticket: &Ticket, mut each: impl FnMut(Output<'_>)) -> bool {
+        let mut state = self.lock();
+        let state = &mut *state;
+        let connection = if ticket.generation == state.generation {
+            &mut state.connection
+        } else if let Some(connection) = state.retired.get_mut(&ticket.generation) {
+            connection
+        } else {
+            return true;
+        };
+        let mut ended = false;
+        while let Some(output) = connection.poll_output(ticket.turn) {
+            ended |= output == Output::End;
+            each(output);
+        }
+        if ended {
+            state.finish(ticket);
+        }
+        ended
+    }
+
+    /// The client of `ticket` hung up: its session is cancelled, the agent stays.
+    pub fn client_gone(&self, ticket: &Ticket) {
+        let mut state = self.lock();
+        let now = self.clock.now_ms();
+        if ticket.generation == state.generation {
+            state.connection.client_gone(ticket.turn, now);
+            while state.connection.poll_output(ticket.turn).is_some() {}
+        }
+        state.finish(ticket);
+        self.settle(&mut state);
+    }
+
+    /// Wakes everyone waiting, as a change would (a client watcher saw its client go).
+    pub fn wake(&self) {
+        let mut state = self.lock();
+        state.epoch += 1;
+        self.changed.notify_all();
+        self.notify.notify_waiters();
+    }
+
+    /// The current change count, for [`wait_change`](Self::wait_change).
+    pub fn epoch(&self) -> u64 {
+        self.lock().epoch
+    }
+
+    /// Blocks until something changed after `epoch` or `until` passed.
+    pub fn wait_change(&self, epoch: u64, until: Instant) {
+        let state = self.lock();
+        let timeout = until.saturating_duration_since(Instant::now());
+        let _ = self
+            .changed
+            .wait_timeout_while(state, timeout, |s| s.epoch == epoch)
+            .unwrap_or_else(|e| e.into_inner());
+    }
+
+    /// A future woken on the next change (enable it before polling, then await it).
+    pub fn notified(&self) -> tokio::sync::futures::Notified<'_> {
+        self.notify.notified()
+    }
+
+    /// Agent processes started so far.
+    pub fn processes_started(&self) -> u64 {
+        self.lock().processes_started
+    }
+
+    /// The server shuts down: every turn ends (503 before its head, in-band after), and
+    /// the supervisor stops the agent's group and reaps it.
+    pub fn shutdown(&self) {
+        let mut state = self.lock();
+        if state.shutting_down {
+            return;
+        }
+        state.shutting_down = true;
+        let now = self.clock.now_ms();
+        state.connection.shutdown(now);
+        for connection in state.retired.values_mut() {
+            connection.shutdown(now);
+        }
+        self.settle(&mut state);
+    }
+
+    /// Waits until the agent is stopped and reaped after [`shutdown`](Self::shutdown);
+    /// false if `limit` passed first.
+    pub fn wait_stopped(&self, limit: Duration) -> bool {
+        let state = self.lock();
+        let (state, _) = self
+            .changed
+            .wait_timeout_while(state, limit, |s| !s.stopped)
+            .unwrap_or_else(|e| e.into_inner());
+        state.stopped
+    }
+
+    /// After every input: the connection's bytes go to the agent, its decisions are
+    /// noted, and everyone waiting looks again.
+    fn settle(&self, state: &mut State) {
+        // Without a process the bytes wait in the connection: a fresh one's `initialize`
+        // and what turns started before the spawn need go out once it is running.
+        if let Some(process) = &state.process {
+            while let Some(bytes) = state.connection.poll_transmit() {
+                let _ = process.stdin.send(bytes.to_vec());
+            }
+        }
+        while let Some(decision) = state.connection.poll_decision() {
+            match decision {
+                Decision::Restart { reason } => state.restart = Some(reason),
+                _ => state.restart = Some("the connection asked for a restart".into()),
+            }
+        }
+        state.epoch += 1;
+        self.changed.notify_all();
+        self.notify.notify_waiters();
+    }
+
+    /// Keeps an agent process running until shutdown.
+    fn supervise(self: Arc<Self>) {
+        let mut failures: u32 = 0;
+        loop {
+            let served = self.run_process();
+            let mut state = self.lock();
+            if state.shutting_down {
+                state.stopped = true;
+                self.settle(&mut state);
+                return;
+            }
+            failures = if served {
+                0
+            } else {
+                failures.saturating_add(1)
+            };
+            if failures > 0 {
+                let backoff = FIRST_BACKOFF
+                    .saturating_mul(1 << (failures - 1).min(6))
+                    .min(MAX_BACKOFF);
+                tracing::warn!(
+                    ?backoff,
+                    "the ACP agent failed before serving; restarting after a pause"
+                );
+                let until = Instant::now() + backoff;
+                while !state.shutting_down && Instant::now() < until {
+                    let timeout = until.saturating_duration_since(Instant::now());
+                    state = self
+                        .changed
+                        .wait_timeout(state, timeout)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
+            }
+        }
+    }
+
+    /// Spawns one process and serves it until it exits or must be replaced; whether its
+    /// handshake succeeded.
+    fn run_process(self: &Arc<Self>) -> bool {
+        let mut state = self.lock();
+        if state.shutting_down {
+            return true;
+        }
+        let now = self.clock.now_ms();
+        if !std::mem::take(&mut state.fresh) {
+            let old = std::mem::replace(
+                &mut state.connection,
+                Connection::new(self.config.clone(), now),
+            );
+            let old_generation = state.generation;
+            if state.tickets.get(&old_generation).copied().unwrap_or(0) > 0 {
+                state.retired.insert(old_generation, old);
+            }
+            state.generation += 1;
+        }
+        state.restart = None;
+        let generation = state.generation;
+        // The waiter thread spawns the process and keeps its `Child`: a process is never
+        // started without the thread that reaps it.
+        let command = self.program.acp_command(&self.args);
+        let (spawned_tx, spawned) = mpsc::channel();
+        let warm = Arc::clone(self);
+        let waiter = thread("acp-waiter", move || {
+            warm.spawn_and_wait(generation, command, &spawned_tx);
+        });
+        let pipes = match waiter.and_then(|()| spawned.recv().map_err(std::io::Error::other)) {
+            Ok(Ok(pipes)) => pipes,
+            Ok(Err(e)) | Err(e) => {
+                let message = format!("could not start {}: {e}\n", self.program.path.display());
+                tracing::warn!("{}", message.trim_end());
+                let _ = state.connection.push_stderr(message.as_bytes(), now);
+                let _ = state.connection.agent_exited(ExitStatus::Code(127), now);
+                self.settle(&mut state);
+                return false;
+            }
+        };
+        let Pipes {
+            group,
+            stdin,
+            stdout,
+            stderr,
+        } = pipes;
+        state.processes_started += 1;
+        tracing::info!(pid = group, "ACP agent started");
+        let (stdin_tx, stdin_rx) = mpsc::channel();
+        state.process = Some(Process {
+            group,
+            stdin: stdin_tx,
+            stdout_open: true,
+            stderr_open: true,
+            exit: None,
+            exited_at: None,
+            reported: false,
+        });
+        let warm = Arc::clone(self);
+        let readers = thread("acp-stdin", move || write_stdin(stdin, &stdin_rx)).and_then(|()| {
+            thread("acp-stdout", move || {
+                warm.read_pipe(generation, stdout, true)
+            })
+        });
+        let warm = Arc::clone(self);
+        let readers = readers.and_then(|()| {
+            thread("acp-stderr", move || {
+                warm.read_pipe(generation, stderr, false)
+            })
+        });
+        if let Err(e) = readers {
+            // Its pipes cannot be served: it goes, and the waiter reports its exit.
+            tracing::warn!(%e, "cannot start a thread for the ACP agent's pipes");
+            signal_group(group, Signal::Kill);
+        }
+        // `initialize` is the new connection's first transmit.
+        self.settle(&mut state);
+        let mut served = false;
+        loop {
+            served |= state.connection.is_ready();
+            let now = self.clock.now_ms();
+            if state
+                .connection
+                .poll_timeout()
+                .is_some_and(|due| now >= due)
+            {
+                state.connection.handle_timeout(now);
+                self.settle(&mut state);
+                continue;
+            }
+            let process = state.process.as_mut().expect("running");
+            if let (Some(status), false) = (process.exit, process.reported) {
+                let drained = !process.stdout_open && !process.stderr_open;
+                let drain_over = process
+                    .exited_at
+                    .is_some_and(|at| at.elapsed() >= EXIT_DRAIN);
+                if drained || drain_over {
+                    process.reported = true;
+                    let status = exit_status(status);
+                    tracing::warn!(%status, "the ACP agent exited");
+                    let _ = state.connection.agent_exited(status, now);
+                    self.settle(&mut state);
+                    state.process = None;
+                    return served;
+                }
+            }
+            if state.shutting_down || state.restart.is_some() {
+                if let Some(reason) = &state.restart {
+                    tracing::warn!(%reason, "restarting the ACP agent");
+                }
+                drop(state);
+                self.stop_process(generation);
+                state = self.lock();
+                state.process = None;
+                return served;
+            }
+            let mut due = state
+                .connection
+                .poll_timeout()
+                .map(|ms| self.clock.instant(ms));
+            if let Some(at) = state.process.as_ref().and_then(|p| p.exited_at) {
+                due = Some(due.map_or(at + EXIT_DRAIN, |d| d.min(at + EXIT_DRAIN)));
+            }
+            let timeout = due.map_or(Duration::from_secs(3600), |at| {
+                at.saturating_duration_since(Instant::now())
+            });
+            state = self
+                .changed
+                .wait_timeout(state, timeout)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Stops the process group of `generation` (SIGTERM, the grace period, SIGKILL) and
+    /// waits until its leader is reaped.
+    fn stop_process(&self, generation: u64) {
+        let mut state = self.lock();
+        let Some(group) = state.process.as_ref().map(|p| p.group) else {
+            return;
+        };
+        signal_group(group, Signal::Term);
+        let mut killed = false;
+        let term_at = Instant::now();
+        loop {
+            if state.generation != generation {
+                return;
+            }
+            let Some(process) = state.process.as_ref() else {
+                return;
+            };
+            if process.exit.is_some() {
+                break;
+            }
+            let kill_at = term_at + self.kill_grace;
+            if !killed && Instant::now() >= kill_at {
+                signal_group(group, Signal::Kill);
+                killed = true;
+            }
+            let until = if killed {
+                Instant::now() + Duration::from_secs(1)
+            } else {
+                kill_at
+            };
+            state = self
+                .changed
+                .wait_timeout(state, until.saturating_duration_since(Instant::now()))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        let now = self.clock.now_ms();
+        if let Some(status) = state.process.as_mut().and_then(|p| {
+            (!p.reported).then(|| {
+                p.reported = true;
+                p.exit
+            })
+        }) {
+            let status = exit_status(status.unwrap_or_default());
+            let _ = state.connection.agent_exited(status, now);
+        }
+        self.settle(&mut state);
+    }
+
+    /// Feeds one of the agent's pipes to the connection until it closes.
+    fn read_pipe(&self, generation: u64, mut pipe: impl Read, stdout: bool) {
+        let mut buf = vec![0; STDOUT_READ];
+        loop {
+            let read = pipe.read(&mut buf);
+            let mut state = self.lock();
+            let current = state.generation == generation;
+            let now = self.clock.now_ms();
+            match read {
+                Ok(n) if n > 0 => {
+                    let reported = state.process.as_ref().is_none_or(|p| p.reported);
+                    if current && !reported {
+                        let _ = if stdout {
+                            state.connection.push_stdout(&buf[..n], now)
+                        } else {
+                            state.connection.push_stderr(&buf[..n], now)
+                        };
+                        self.settle(&mut state);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                _ => {
+                    if let Some(process) = state.process.as_mut().filter(|_| current) {
+                        if stdout {
+                            process.stdout_open = false;
+                        } else {
+                            process.stderr_open = false;
+                        }
+                        self.settle(&mut state);
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Spawns the process of `generation`, hands its pipes to `spawned`, then reaps its
+    /// leader and stops whatever it left in its group.
+    fn spawn_and_wait(
+        &self,
+        generation: u64,
+        mut command: Command,
+        spawned: &mpsc::Sender<std::io::Result<Pipes>>,
+    ) {
+        let child = reaper::spawn(|child: &Child| Some(child.id()), || command.spawn());
+        let mut child = match child {
+            Ok(child) => child,
+            Err(e) => {
+                let _ = spawned.send(Err(e));
+                return;
+            }
+        };
+        let group = child.id();
+        let pipes = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+            (Some(stdin), Some(stdout), Some(stderr)) => Ok(Pipes {
+                group,
+                stdin,
+                stdout,
+                stderr,
+            }),
+            _ => Err(std::io::Error::other("the agent's stdio was not piped")),
+        };
+        let failed = pipes.is_err();
+        if spawned.send(pipes).is_err() || failed {
+            signal_group(group, Signal::Kill);
+        }
+        let status = child.wait().unwrap_or_default();
+        reaper::release(group);
+        // Children still holding the pipes go with it.
+        signal_group(group, Signal::Kill);
+        let mut state = self.lock();
+        if state.generation == generation {
+            if let Some(process) = &mut state.process {
+                process.exit = Some(status);
+                process.exited_at = Some(Instant::now());
+            }
+        }
+        self.settle(&mut state);
+    }
+}
+
+/// A just-spawned agent's process group and pipes.
+struct Pipes {
+    group: u32,
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+    stderr: ChildStderr,
+}
+
+impl State {
+    /// `ticket` has taken its end or its client is gone.
+    fn finish(&mut self, ticket: &Ticket) {
+        let Some(count) = self.tickets.get_mut(&ticket.generation) else {
+            return;
+        };
+        *count -= 1;
+        if *count == 0 {
+            self.tickets.remove(&ticket.generation);
+            self.retired.remove(&ticket.generation);
+        }
+    }
+}
+
+/// Writes what the connection sends until the process is replaced (the channel closes)
+/// or its stdin fails.
+fn write_stdin(mut stdin: ChildStdin, bytes: &mpsc::Receiver<Vec<u8>>) {
+    while let Ok(bytes) = bytes.recv() {
+        if stdin
+            .write_all(&bytes)
+            .and_then(|()| stdin.flush())
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+fn thread(name: &str, f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .stack_size(THREAD_STACK)
+        .spawn(f)
+        .map(drop)
+}
