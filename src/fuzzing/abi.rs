@@ -1,0 +1,498 @@
+//! The [`abi`] body: random sequences of C ABI calls over a small table of handles, each
+//! call checked against the header's documented promises and against the Rust API it
+//! wraps, driven in lockstep.
+//!
+//! The caller modelled here keeps the header's memory-safety contract and nothing more: a
+//! handle is NULL or live (an empty slot is passed as NULL; a freed handle is never passed
+//! again), a data pointer points to as many bytes as its length says, or is NULL, or comes
+//! with a length over `PTRDIFF_MAX` (both documented errors), and an out-pointer is NULL or
+//! writable. Within that, anything goes: every function, in any order, on handles in any
+//! state (fresh, rejected, exited, ended, poisoned through the test hooks), with any
+//! numbers, enum values, strings (not UTF-8, with NUL bytes, cut short) and clock (forward,
+//! far forward, backward).
+//!
+//! What every call must do:
+//! - return one of the results its documentation lists (every function on a handle may
+//!   also return `AW_RESULT_NULL_PARAMETER` and `AW_RESULT_POISONED`), and exactly the one
+//!   the Rust API's answer implies: a NULL handle is `NULL_PARAMETER`, a poisoned one
+//!   `POISONED`, a NULL out-pointer or a bad argument one of the errors it documents, with
+//!   no effect; never `AW_RESULT_PANIC` but from a test hook;
+//! - write its out-parameters only when it returns `AW_RESULT_OK` (they are pre-filled
+//!   with a sentinel), and then with what the Rust API gives: the same outputs, events,
+//!   deadlines, counters, invocation and settings; members of an `aw_output` or `aw_event`
+//!   that its kind does not use are zero or empty, and no view has a NULL pointer;
+//! - hand out views that stay readable and unchanged for as long as their function
+//!   documents (until the next call, the next mutating call, or the handle's free): every
+//!   view is read whole when handed out and again before every later call until then, so
+//!   that AddressSanitizer sees any that dangle; strings are UTF-8, and NUL-terminated where
+//!   documented;
+//! - keep `aw_*_last_error` as documented: `""` until a call fails, then non-empty and
+//!   unchanged by successful calls; a poisoned handle's says so;
+//! - after the end: a bridge polls nothing and schedules nothing; a poisoned handle
+//!   answers `POISONED` to everything, its predicates their documented fallback, and can
+//!   still be freed; a poisoned config cannot create a bridge or decoder.
+
+mod bridge;
+mod config;
+mod decoder;
+mod views;
+
+use std::sync::Once;
+
+use arbitrary::{Arbitrary, Unstructured};
+
+use crate::ffi::result::{aw_result, aw_result_is_status, aw_result_name};
+use crate::ffi::version::aw_version;
+use crate::fuzzing::RequestBody;
+pub use bridge::BridgeOp;
+pub use config::{
+    ClearField, ConfigOp, EnumField, Field, FlagField, Number, NumberField, TextField,
+};
+pub use decoder::DecoderOp;
+use views::{Owner, Views};
+
+/// Slots per handle type: few, so that operations meet the same handles often.
+const SLOTS: usize = 3;
+
+/// Operations per run (the rest of a longer input is ignored).
+const MAX_OPS: usize = 256;
+
+/// The [`abi`] body's input: the handles a C caller starts with, and what it does, in
+/// order.
+#[derive(Debug, Clone, Arbitrary)]
+pub struct AbiInput {
+    /// Slot 0 of each type holds a handle from the start (slots 1 and 2 start empty), so
+    /// that short inputs reach deep states.
+    pub start: Start,
+    /// The calls (the first 256 are made).
+    pub ops: Vec<AbiOp>,
+}
+
+/// The handles in slot 0 at the start: a config with the defaults, and a bridge and a
+/// decoder created with it.
+#[derive(Debug, Clone, Arbitrary)]
+pub struct Start {
+    /// The bridge's request body.
+    pub body: RequestBody,
+    /// The bridge's built-in transcript.
+    pub bridge_transcript: u8,
+    /// The decoder's built-in transcript.
+    pub decoder_transcript: u8,
+}
+
+/// One thing a C caller does.
+#[derive(Debug, Clone, Arbitrary)]
+pub enum AbiOp {
+    /// A call on config slot `n % 3`.
+    Config(u8, ConfigOp),
+    /// A call on bridge slot `n % 3`.
+    Bridge(u8, BridgeOp),
+    /// A call on decoder slot `n % 3`.
+    Decoder(u8, DecoderOp),
+    /// The caller's clock moves.
+    Clock(Clock),
+    /// `aw_result_name` and `aw_result_is_status` of a number.
+    ResultName(ResultNumber),
+    /// `aw_version`.
+    Version,
+}
+
+/// How the caller's clock moves. Later calls pass the new time as `now_ms`.
+#[derive(Debug, Clone, Copy, Arbitrary)]
+pub enum Clock {
+    /// Milliseconds forward.
+    Forward(u16),
+    /// Far forward (up to 49 days).
+    Far(u32),
+    /// Anywhere, backward too: a clock that is not monotonic is misuse, but must not
+    /// crash or poison anything.
+    Jump(u64),
+}
+
+/// A number passed to `aw_result_name`.
+#[derive(Debug, Clone, Copy, Arbitrary)]
+pub enum ResultNumber {
+    /// Near the defined values: 6990 to 7245.
+    Near(u8),
+    /// Any number.
+    Any(u32),
+}
+
+/// Bytes for an agent's stdout.
+#[derive(Debug, Clone, Arbitrary)]
+pub enum Stdout {
+    /// The next bytes (1 to 4096) of the handle's built-in transcript.
+    Transcript(u16),
+    /// Real-shaped lines, generated (and maybe mutated) from these bytes as the
+    /// `decoder_mutated` body does.
+    Lines(Vec<u8>),
+    /// Any bytes.
+    Raw(Vec<u8>),
+}
+
+impl Stdout {
+    /// The bytes; a transcript is read from `offset`, which moves past them.
+    fn bytes(&self, transcript: &[u8], offset: &mut usize) -> Vec<u8> {
+        match self {
+            Stdout::Transcript(n) => {
+                let start = (*offset).min(transcript.len());
+                let end = (start + usize::from(*n % 4096) + 1).min(transcript.len());
+                *offset = end;
+                transcript[start..end].to_vec()
+            }
+            Stdout::Lines(seed) => {
+                super::script::Script::generate(&mut Unstructured::new(seed), usize::MAX).bytes
+            }
+            Stdout::Raw(bytes) => bytes.clone(),
+        }
+    }
+}
+
+/// Built-in transcript `n`, modulo their number.
+fn transcript(n: u8) -> &'static [u8] {
+    super::TRANSCRIPTS[usize::from(n) % super::TRANSCRIPTS.len()].as_bytes()
+}
+
+/// How a byte or string argument is passed: the ways the header allows, valid or not.
+#[derive(Debug, Clone, Copy, Arbitrary)]
+pub enum Pass {
+    /// Pointer and length of the whole value.
+    Whole,
+    /// Its first `n % (len + 1)` bytes (a string cut inside a character).
+    Prefix(u16),
+    /// A valid pointer and length 0.
+    Empty,
+    /// NULL with length 0: allowed, the empty value.
+    Null,
+    /// NULL with a length of `n + 1`: `AW_RESULT_NULL_PARAMETER`.
+    NullWithLength(u16),
+    /// The value's pointer and a length over `PTRDIFF_MAX`: `AW_RESULT_LENGTH_TOO_LARGE`.
+    TooLarge(u64),
+    /// NULL and a length over `PTRDIFF_MAX`: either error.
+    NullTooLarge(u64),
+}
+
+/// An argument as passed: pointer, length, and either the bytes the callee sees or the
+/// errors it may answer.
+struct Passed<'a> {
+    ptr: *const u8,
+    len: usize,
+    value: Result<&'a [u8], &'static [aw_result]>,
+}
+
+impl Pass {
+    fn apply(self, data: &[u8]) -> Passed<'_> {
+        // A length over PTRDIFF_MAX, from `n`: every one of them, up to usize::MAX.
+        let too_large = |n: u64| isize::MAX as usize + 1 + (n as usize & isize::MAX as usize);
+        let valid = |len: usize| Passed {
+            ptr: data.as_ptr(),
+            len,
+            value: Ok(&data[..len]),
+        };
+        match self {
+            Pass::Whole => valid(data.len()),
+            Pass::Prefix(n) => valid(usize::from(n) % (data.len() + 1)),
+            Pass::Empty => valid(0),
+            Pass::Null => Passed {
+                ptr: std::ptr::null(),
+                len: 0,
+                value: Ok(&[]),
+            },
+            Pass::NullWithLength(n) => Passed {
+                ptr: std::ptr::null(),
+                len: usize::from(n) + 1,
+                value: Err(&[aw_result::NullParameter]),
+            },
+            Pass::TooLarge(n) => Passed {
+                ptr: data.as_ptr(),
+                len: too_large(n),
+                value: Err(&[aw_result::LengthTooLarge]),
+            },
+            Pass::NullTooLarge(n) => Passed {
+                ptr: std::ptr::null(),
+                len: too_large(n),
+                value: Err(&[aw_result::LengthTooLarge, aw_result::NullParameter]),
+            },
+        }
+    }
+}
+
+/// What a handle's last error must be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum LastError {
+    /// No call failed yet: `""`.
+    Empty,
+    /// A call failed: a message, not yet read.
+    Failed,
+    /// The handle is poisoned: a message that says so.
+    Poisoned,
+    /// The message read, which stays until another call fails.
+    Is(String),
+}
+
+/// The bookkeeping every handle carries: poisoned or not, and its last error.
+#[derive(Debug)]
+struct Books {
+    poisoned: bool,
+    last_error: LastError,
+}
+
+impl Books {
+    fn new() -> Books {
+        Books {
+            poisoned: false,
+            last_error: LastError::Empty,
+        }
+    }
+
+    /// Notes a call's result: a failure sets the last error.
+    fn note(&mut self, result: aw_result) {
+        if result == aw_result::Panic {
+            self.poisoned = true;
+        }
+        if self.poisoned {
+            self.last_error = LastError::Poisoned;
+        } else if !aw_result_is_status(result as u32) {
+            self.last_error = LastError::Failed;
+        }
+    }
+
+    /// Checks the message `aw_*_last_error` returned.
+    fn check_last_error(&mut self, message: String, what: &str) {
+        match &self.last_error {
+            LastError::Empty => assert_eq!(message, "", "{what}: a message before any failure"),
+            LastError::Failed => assert!(!message.is_empty(), "{what}: empty after a failure"),
+            LastError::Poisoned => assert!(
+                message.contains("poisoned"),
+                "{what} of a poisoned handle: {message:?}"
+            ),
+            LastError::Is(before) => {
+                assert_eq!(&message, before, "{what}: changed without a failed call")
+            }
+        }
+        if !self.poisoned {
+            self.last_error = LastError::Is(message);
+        }
+    }
+}
+
+/// What a call on a handle must return, given the misuse it meets: `NULL_PARAMETER` for a
+/// NULL handle, `POISONED` for a poisoned one, else one of `errors` (NULL out-pointers,
+/// bad arguments) when any applies; `None` when the call must do its work.
+fn misuse(handle: Option<&Books>, errors: &[aw_result]) -> Option<Vec<aw_result>> {
+    match handle {
+        None => Some(vec![aw_result::NullParameter]),
+        Some(books) if books.poisoned => Some(vec![aw_result::Poisoned]),
+        Some(_) if !errors.is_empty() => Some(errors.to_vec()),
+        Some(_) => None,
+    }
+}
+
+/// Checks a call's result against its documented results (those of `documented`, and
+/// `NULL_PARAMETER` and `POISONED`, which every function on a handle may return) and
+/// against the results the model allows.
+fn check_result(what: &str, got: aw_result, documented: &[aw_result], allowed: &[aw_result]) {
+    assert_ne!(got, aw_result::Panic, "{what} panicked inside agentwire");
+    assert!(
+        documented.contains(&got) || got == aw_result::NullParameter || got == aw_result::Poisoned,
+        "{what} returned {got:?}, which it does not document ({documented:?})"
+    );
+    assert!(
+        allowed.contains(&got),
+        "{what} returned {got:?}; expected {allowed:?}"
+    );
+}
+
+/// The `NULL_PARAMETER` of a NULL out-pointer, if `null`.
+fn null_out(null: bool) -> &'static [aw_result] {
+    if null {
+        &[aw_result::NullParameter]
+    } else {
+        &[]
+    }
+}
+
+/// Every handle, the caller's clock and the live views.
+struct World {
+    now: u64,
+    configs: [Option<config::Slot>; SLOTS],
+    bridges: [Option<bridge::Slot>; SLOTS],
+    decoders: [Option<decoder::Slot>; SLOTS],
+    views: Views,
+}
+
+impl World {
+    fn new() -> World {
+        World {
+            now: 1_000,
+            configs: Default::default(),
+            bridges: Default::default(),
+            decoders: Default::default(),
+            views: Views::default(),
+        }
+    }
+
+    fn clock(&mut self, clock: Clock) {
+        self.now = match clock {
+            Clock::Forward(ms) => self.now.saturating_add(u64::from(ms)),
+            Clock::Far(ms) => self.now.saturating_add(u64::from(ms)),
+            Clock::Jump(to) => to,
+        };
+    }
+
+    /// The books of the handle `owner` names, if its slot holds one.
+    fn books_mut(&mut self, owner: Owner) -> Option<&mut Books> {
+        match owner {
+            Owner::Static => None,
+            Owner::Config(slot) => self.configs[slot].as_mut().map(|s| &mut s.books),
+            Owner::Bridge(slot) => self.bridges[slot].as_mut().map(|s| &mut s.books),
+            Owner::Decoder(slot) => self.decoders[slot].as_mut().map(|s| &mut s.books),
+        }
+    }
+
+    /// Checks what an `aw_*_test_panic` hook returned: `AW_RESULT_PANIC`, which poisons
+    /// the handle, or `POISONED` once it is; `NULL_PARAMETER` for NULL.
+    fn after_test_panic(&mut self, owner: Owner, result: aw_result) {
+        let want = match self.books_mut(owner) {
+            None => aw_result::NullParameter,
+            Some(books) if books.poisoned => aw_result::Poisoned,
+            Some(_) => aw_result::Panic,
+        };
+        assert_eq!(result, want, "aw_*_test_panic on {owner:?}");
+        if let Some(books) = self.books_mut(owner) {
+            books.note(result);
+        }
+    }
+
+    /// Frees every handle, as a caller does at the end, whatever state each is in.
+    fn free_all(&mut self) {
+        for slot in 0..SLOTS {
+            self.config(slot, &ConfigOp::Free);
+            self.bridge(slot, &BridgeOp::Free);
+            self.decoder(slot, &DecoderOp::Free);
+        }
+        self.views.reread();
+    }
+}
+
+/// The value names of `aw_result`, as the header defines them.
+const RESULT_NAMES: [(u32, &str); 15] = [
+    (7000, "AW_RESULT_OK"),
+    (7001, "AW_RESULT_DRAINED"),
+    (7002, "AW_RESULT_NOT_AVAILABLE"),
+    (7003, "AW_RESULT_REJECTED"),
+    (7100, "AW_RESULT_NULL_PARAMETER"),
+    (7101, "AW_RESULT_PANIC"),
+    (7102, "AW_RESULT_POISONED"),
+    (7103, "AW_RESULT_LENGTH_TOO_LARGE"),
+    (7104, "AW_RESULT_INDEX_OUT_OF_RANGE"),
+    (7105, "AW_RESULT_INVALID_ENUM"),
+    (7106, "AW_RESULT_AFTER_EXIT"),
+    (7107, "AW_RESULT_EXITED_TWICE"),
+    (7108, "AW_RESULT_AFTER_EOF"),
+    (7200, "AW_RESULT_INVALID_UTF8"),
+    (7201, "AW_RESULT_INTERIOR_NUL"),
+];
+
+/// `aw_result_name` names the header's values and only them; `aw_result_is_status` is
+/// the 7000–7099 range.
+fn result_name(number: ResultNumber) {
+    let value = match number {
+        ResultNumber::Near(n) => 6990 + u32::from(n),
+        ResultNumber::Any(n) => n,
+    };
+    let name = views::c_string(aw_result_name(value), "aw_result_name");
+    let want = RESULT_NAMES
+        .iter()
+        .find(|(v, _)| *v == value)
+        .map_or("AW_RESULT_UNKNOWN", |(_, name)| name);
+    assert_eq!(name, want, "aw_result_name({value})");
+    assert_eq!(
+        aw_result_is_status(value),
+        (7000..7100).contains(&value),
+        "aw_result_is_status({value})"
+    );
+}
+
+/// `aw_version` is the crate's version, `MAJOR.MINOR.PATCH`.
+fn version() {
+    let version = views::c_string(aw_version(), "aw_version");
+    assert_eq!(version, env!("CARGO_PKG_VERSION"));
+    let parts: Vec<&str> = version.split('.').collect();
+    assert!(
+        parts.len() == 3 && parts.iter().all(|p| p.parse::<u32>().is_ok()),
+        "aw_version {version:?}"
+    );
+}
+
+/// Keeps the panics of the `aw_*_test_panic` hooks quiet, and from reaching a panic hook
+/// that aborts (libFuzzer's does, so that a crash's stack is kept): they are the poisoning
+/// this body asks for, caught inside the boundary. Any other panic goes on to the hook in
+/// place before.
+fn quiet_test_hook_panics() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let hook_panic = info
+                .payload()
+                .downcast_ref::<&str>()
+                .is_some_and(|message| message.ends_with("_test_panic"));
+            if !hook_panic {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// The C ABI under an arbitrary sequence of calls: see the module documentation for
+/// every rule checked.
+pub fn abi(input: AbiInput) {
+    quiet_test_hook_panics();
+    let mut world = World::new();
+    let start = &input.start;
+    world.config(0, &ConfigOp::New { null_out: false });
+    let bridge = BridgeOp::New {
+        body: start.body.clone(),
+        pass: Pass::Whole,
+        config: Some(0),
+        transcript: start.bridge_transcript,
+        created_unix: 1_700_000_000,
+        id_seed: 1,
+        null_out: false,
+    };
+    world.bridge(0, &bridge);
+    let decoder = DecoderOp::New {
+        config: Some(0),
+        transcript: start.decoder_transcript,
+        null_out: false,
+    };
+    world.decoder(0, &decoder);
+    for op in input.ops.iter().take(MAX_OPS) {
+        match op {
+            AbiOp::Config(slot, op) => world.config(usize::from(*slot) % SLOTS, op),
+            AbiOp::Bridge(slot, op) => {
+                let slot = usize::from(*slot) % SLOTS;
+                world.bridge(slot, op);
+                world.observe_bridge(slot);
+            }
+            AbiOp::Decoder(slot, op) => {
+                let slot = usize::from(*slot) % SLOTS;
+                world.decoder(slot, op);
+                world.observe_decoder(slot);
+            }
+            AbiOp::Clock(clock) => world.clock(*clock),
+            AbiOp::ResultName(number) => result_name(*number),
+            AbiOp::Version => version(),
+        }
+    }
+    world.free_all();
+}
+
+/// Builds an [`AbiInput`] from bytes, as libFuzzer's `arbitrary` glue does, and runs
+/// [`abi`]; for tests and seed replays. Bytes that build no input are skipped.
+pub fn abi_bytes(data: &[u8]) {
+    if let Ok(input) = AbiInput::arbitrary_take_rest(Unstructured::new(data)) {
+        abi(input);
+    }
+}
