@@ -43,6 +43,12 @@ declare -A dict=(
     [decoder]=dict/cursor.dict
     [request]=dict/request.dict
 )
+# `abi` reads its input as a list of calls: whole lists from the start (no slow growth of
+# the length libFuzzer tries) reach states many calls deep; 4 KiB holds more calls than a
+# run makes.
+declare -A own_options=(
+    [abi]="-max_len=4096 -len_control=0"
+)
 
 ./seeds.sh
 mkdir -p logs target/campaign
@@ -74,6 +80,8 @@ for target in "${targets[@]}"; do
     if [ -n "${dict[$target]:-}" ]; then
         extra=(-dict="${dict[$target]}")
     fi
+    read -r -a own <<<"${own_options[$target]:-}"
+    extra+=("${own[@]}")
     mkdir -p "corpus/$target" "artifacts/$target"
     log=logs/campaign-$target.log
     echo "==> $target: $runs executions or $seconds s (sanitizer $sanitizer), log fuzz/$log"

@@ -9,7 +9,7 @@ cd "$(dirname "$0")"
 
 fixtures=../tests/fixtures
 shared=../../shared/fixtures
-targets=(framing decoder decoder_mutated request bridge)
+targets=(framing decoder decoder_mutated request bridge abi)
 for target in "${targets[@]}"; do
     mkdir -p "corpus/$target"
 done
@@ -84,4 +84,13 @@ PY
     done
 fi
 
-echo "seeds: $count transcripts, $lines per-line seeds, $requests request bodies"
+# The C ABI's calls: structured inputs no file in the checkout is shaped like, so a small
+# corpus kept in git (minimised with -merge=1 from the long runs) starts the target.
+abi=0
+for path in seeds/abi/*; do
+    [ -f "$path" ] || continue
+    cp "$path" corpus/abi/
+    abi=$((abi + 1))
+done
+
+echo "seeds: $count transcripts, $lines per-line seeds, $requests request bodies, $abi abi inputs"

@@ -458,8 +458,7 @@ fn random_abi_input(rng: &mut Rng) -> AbiInput {
         }
     };
     let start = Start {
-        body: random_request(rng),
-        bridge_transcript: rng.next() as u8,
+        bridge: (rng.below(4) != 0).then(|| (random_request(rng), rng.next() as u8)),
         decoder_transcript: rng.next() as u8,
     };
     let mut ops = Vec::new();

@@ -49,7 +49,7 @@ pub use config::{
     ClearField, ConfigOp, EnumField, Field, FlagField, Number, NumberField, TextField,
 };
 pub use decoder::DecoderOp;
-use views::{Owner, Views};
+use views::{Owner, ValidUntil, Views};
 
 /// Slots per handle type: few, so that operations meet the same handles often.
 const SLOTS: usize = 3;
@@ -61,21 +61,20 @@ const MAX_OPS: usize = 256;
 /// order.
 #[derive(Debug, Clone, Arbitrary)]
 pub struct AbiInput {
-    /// Slot 0 of each type holds a handle from the start (slots 1 and 2 start empty), so
-    /// that short inputs reach deep states.
+    /// Slot 0 of each type may hold a handle from the start (slots 1 and 2 start empty),
+    /// so that short inputs reach deep states.
     pub start: Start,
     /// The calls (the first 256 are made).
     pub ops: Vec<AbiOp>,
 }
 
-/// The handles in slot 0 at the start: a config with the defaults, and a bridge and a
-/// decoder created with it.
+/// The handles in slot 0 at the start: a config with the defaults, a decoder created
+/// with it, and maybe a bridge (creating one costs far more than any other call, so runs
+/// without bridges go faster).
 #[derive(Debug, Clone, Arbitrary)]
 pub struct Start {
-    /// The bridge's request body.
-    pub body: RequestBody,
-    /// The bridge's built-in transcript.
-    pub bridge_transcript: u8,
+    /// The bridge's request body and built-in transcript, or no bridge.
+    pub bridge: Option<(RequestBody, u8)>,
     /// The decoder's built-in transcript.
     pub decoder_transcript: u8,
 }
@@ -394,35 +393,54 @@ const RESULT_NAMES: [(u32, &str); 15] = [
     (7201, "AW_RESULT_INTERIOR_NUL"),
 ];
 
-/// `aw_result_name` names the header's values and only them; `aw_result_is_status` is
-/// the 7000–7099 range.
-fn result_name(number: ResultNumber) {
-    let value = match number {
-        ResultNumber::Near(n) => 6990 + u32::from(n),
-        ResultNumber::Any(n) => n,
-    };
-    let name = views::c_string(aw_result_name(value), "aw_result_name");
-    let want = RESULT_NAMES
-        .iter()
-        .find(|(v, _)| *v == value)
-        .map_or("AW_RESULT_UNKNOWN", |(_, name)| name);
-    assert_eq!(name, want, "aw_result_name({value})");
-    assert_eq!(
-        aw_result_is_status(value),
-        (7000..7100).contains(&value),
-        "aw_result_is_status({value})"
-    );
-}
+impl World {
+    /// `aw_result_name` names the header's values and only them, in static strings;
+    /// `aw_result_is_status` is the 7000–7099 range.
+    fn result_name(&mut self, number: ResultNumber) {
+        let value = match number {
+            ResultNumber::Near(n) => 6990 + u32::from(n),
+            ResultNumber::Any(n) => n,
+        };
+        self.views.reread();
+        let name = aw_result_name(value);
+        let want = RESULT_NAMES
+            .iter()
+            .find(|(v, _)| *v == value)
+            .map_or("AW_RESULT_UNKNOWN", |(_, name)| name);
+        self.keep_static(name, want, "aw_result_name");
+        assert_eq!(
+            aw_result_is_status(value),
+            (7000..7100).contains(&value),
+            "aw_result_is_status({value})"
+        );
+    }
 
-/// `aw_version` is the crate's version, `MAJOR.MINOR.PATCH`.
-fn version() {
-    let version = views::c_string(aw_version(), "aw_version");
-    assert_eq!(version, env!("CARGO_PKG_VERSION"));
-    let parts: Vec<&str> = version.split('.').collect();
-    assert!(
-        parts.len() == 3 && parts.iter().all(|p| p.parse::<u32>().is_ok()),
-        "aw_version {version:?}"
-    );
+    /// `aw_version` is the crate's version, `MAJOR.MINOR.PATCH`, in a static string.
+    fn version(&mut self) {
+        self.views.reread();
+        let version = env!("CARGO_PKG_VERSION");
+        let parts: Vec<&str> = version.split('.').collect();
+        assert!(
+            parts.len() == 3 && parts.iter().all(|p| p.parse::<u32>().is_ok()),
+            "aw_version {version:?}"
+        );
+        self.keep_static(aw_version(), version, "aw_version");
+    }
+
+    /// Checks a static C string is `want`, and keeps it to be read again until the end.
+    fn keep_static(&mut self, ptr: *const std::ffi::c_char, want: &str, what: &str) {
+        let got = views::c_string(ptr, what);
+        assert_eq!(got, want, "{what}");
+        let mut held = got.into_bytes();
+        held.push(0);
+        self.views.keep(
+            Owner::Static,
+            ValidUntil::Free,
+            ptr.cast(),
+            held,
+            what.into(),
+        );
+    }
 }
 
 /// Keeps the panics of the `aw_*_test_panic` hooks quiet, and from reaching a panic hook
@@ -452,16 +470,18 @@ pub fn abi(input: AbiInput) {
     let mut world = World::new();
     let start = &input.start;
     world.config(0, &ConfigOp::New { null_out: false });
-    let bridge = BridgeOp::New {
-        body: start.body.clone(),
-        pass: Pass::Whole,
-        config: Some(0),
-        transcript: start.bridge_transcript,
-        created_unix: 1_700_000_000,
-        id_seed: 1,
-        null_out: false,
-    };
-    world.bridge(0, &bridge);
+    if let Some((body, transcript)) = &start.bridge {
+        let bridge = BridgeOp::New {
+            body: body.clone(),
+            pass: Pass::Whole,
+            config: Some(0),
+            transcript: *transcript,
+            created_unix: 1_700_000_000,
+            id_seed: 1,
+            null_out: false,
+        };
+        world.bridge(0, &bridge);
+    }
     let decoder = DecoderOp::New {
         config: Some(0),
         transcript: start.decoder_transcript,
@@ -482,8 +502,8 @@ pub fn abi(input: AbiInput) {
                 world.observe_decoder(slot);
             }
             AbiOp::Clock(clock) => world.clock(*clock),
-            AbiOp::ResultName(number) => result_name(*number),
-            AbiOp::Version => version(),
+            AbiOp::ResultName(number) => world.result_name(*number),
+            AbiOp::Version => world.version(),
         }
     }
     world.free_all();

@@ -480,12 +480,13 @@ impl World {
                         aw_bridge_is_stream(ptr)
                     }
                 };
-                // The documented fallbacks: ended, and not a stream.
+                // Ended once `AW_OUTPUT_KIND_END` was handed out; the documented fallbacks
+                // for NULL and poisoned: ended, and not a stream.
                 let want = match &self.bridges[slot] {
                     Some(s) if !s.books.poisoned => {
                         if ended {
-                            assert!(!s.ended || s.shadow.is_ended(), "ended after End");
-                            s.shadow.is_ended()
+                            assert_eq!(s.shadow.is_ended(), s.ended, "the Rust bridge's is_ended");
+                            s.ended
                         } else {
                             s.shadow.is_stream()
                         }
@@ -788,6 +789,7 @@ impl World {
             );
         }
         if let Polled::Body(want) = want {
+            assert_eq!(s.heads, 1, "{what}: a body before the head");
             let got = bytes(output.body, &what);
             assert_eq!(&got, want, "{what}: body");
             self.views.keep(

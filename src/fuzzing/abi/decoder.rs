@@ -24,6 +24,10 @@ pub(super) struct Slot {
     transcript: &'static [u8],
     offset: usize,
     failed: bool,
+    /// `aw_decoder_push_eof` returned OK.
+    eof: bool,
+    /// `aw_decoder_poll_event` returned DRAINED since the end of stdout.
+    drained_after_eof: bool,
 }
 
 /// A call on a decoder.
@@ -168,6 +172,8 @@ impl World {
                         transcript: super::transcript(*transcript),
                         offset: 0,
                         failed: false,
+                        eof: false,
+                        drained_after_eof: false,
                     });
                 }
             }
@@ -208,6 +214,9 @@ impl World {
                 });
                 check_result("aw_decoder_push_eof", result, OK, &allowed);
                 self.note_decoder(slot, result);
+                if let (Some(s), aw_result::Ok) = (&mut self.decoders[slot], result) {
+                    s.eof = true;
+                }
             }
             DecoderOp::Poll { null_out } => {
                 self.decoder_poll(slot, *null_out);
@@ -307,9 +316,18 @@ impl World {
                 self.before_decoder_call(slot, false);
                 // SAFETY: `ptr` is NULL or live.
                 let got = unsafe { aw_decoder_is_finished(ptr) };
-                // The documented fallback: finished.
+                // Finished: the end of stdout was pushed and every event polled; the
+                // documented fallback for NULL and poisoned: finished.
                 let want = match &self.decoders[slot] {
-                    Some(s) if !s.books.poisoned => s.shadow.is_finished(),
+                    Some(s) if !s.books.poisoned => {
+                        let finished = s.shadow.is_finished();
+                        assert!(!finished || s.eof, "finished before the end of stdout");
+                        assert!(
+                            finished || !s.drained_after_eof,
+                            "drained after the end, not finished"
+                        );
+                        finished
+                    }
                     _ => true,
                 };
                 assert_eq!(got, want, "aw_decoder_is_finished");
@@ -378,6 +396,9 @@ impl World {
         let what = "aw_decoder_poll_event";
         check_result(what, result, POLL, &allowed);
         self.note_decoder(slot, result);
+        if let Some(s) = &mut self.decoders[slot] {
+            s.drained_after_eof = s.eof && result == aw_result::Drained;
+        }
         if let Some(event) = out.outcome(result, what) {
             let mut strings = Vec::new();
             let got = describe_c(&event, &mut strings);
