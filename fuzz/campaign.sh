@@ -10,11 +10,10 @@
 #   FUZZ_RUNS       executions per target (default 10000000)
 #   FUZZ_SECONDS    time limit per target (default 3600)
 #   FUZZ_NICE       niceness of the fuzzing process (default 19: it yields to anything)
-#   FUZZ_SANITIZER  as in run-smoke.sh (default: none, and address for `abi`, whose
-#                   unsafe calls are what the sanitizer is for)
+#   FUZZ_SANITIZER  as in run-smoke.sh (default: none, and address for `abi`)
 #
-# The binaries are copied out of cargo's target directory before they run, so that a
-# rebuild during a campaign (any `cargo fuzz` command in this crate) does not touch them.
+# Every binary is built first and copied out of cargo's target directory, so that a
+# target's run uses the code as it was at the start, whatever is rebuilt meanwhile.
 # A crash stops that target's run (libFuzzer writes the input to fuzz/artifacts/<target>/);
 # run the script again for that target after the fix: the corpus carries the work over.
 set -euo pipefail
@@ -29,64 +28,26 @@ else
     targets=(framing decoder decoder_mutated request bridge abi)
 fi
 
-toolchain=()
-if rustup toolchain list 2>/dev/null | grep '^nightly' >/dev/null; then
-    toolchain=(+nightly)
-else
-    export RUSTC_BOOTSTRAP=1
-fi
-
-# The same per-target options as run-smoke.sh.
-options=(-max_len=65536 -timeout=10 -rss_limit_mb=1024 -malloc_limit_mb=256 -print_final_stats=1)
-declare -A dict=(
-    [framing]=dict/cursor.dict
-    [decoder]=dict/cursor.dict
-    [request]=dict/request.dict
-)
-# `abi` reads its input as a list of calls: whole lists from the start (no slow growth of
-# the length libFuzzer tries) reach states many calls deep; 4 KiB holds more calls than a
-# run makes.
-declare -A own_options=(
-    [abi]="-max_len=4096 -len_control=0"
-)
+# shellcheck source=common.sh
+. ./common.sh
 
 ./seeds.sh
 mkdir -p logs target/campaign
 triple=$(rustc -vV | sed -n 's/^host: //p')
-
-sanitizer_of() {
-    if [ -n "${FUZZ_SANITIZER:-}" ]; then
-        echo "$FUZZ_SANITIZER"
-    elif [ "$1" = abi ]; then
-        echo address
-    else
-        echo none
-    fi
-}
-
-# Build everything first: a target's run then uses the code as it was at the start.
 for target in "${targets[@]}"; do
-    sanitizer=$(sanitizer_of "$target")
-    cargo "${toolchain[@]}" fuzz build --sanitizer "$sanitizer" "$target"
+    cargo "${toolchain[@]}" fuzz build --sanitizer "$(sanitizer_of "$target")" "$target"
     cp "target/$triple/release/$target" "target/campaign/$target"
 done
 
 summary=()
 failed=()
 for target in "${targets[@]}"; do
-    sanitizer=$(sanitizer_of "$target")
-    bin=target/campaign/$target
-    extra=()
-    if [ -n "${dict[$target]:-}" ]; then
-        extra=(-dict="${dict[$target]}")
-    fi
-    read -r -a own <<<"${own_options[$target]:-}"
-    extra+=("${own[@]}")
+    options_of "$target"
     mkdir -p "corpus/$target" "artifacts/$target"
     log=logs/campaign-$target.log
-    echo "==> $target: $runs executions or $seconds s (sanitizer $sanitizer), log fuzz/$log"
+    echo "==> $target: $runs executions or $seconds s (sanitizer $(sanitizer_of "$target")), log fuzz/$log"
     status=0
-    nice -n "$niceness" "$bin" "corpus/$target" "${options[@]}" "${extra[@]}" \
+    nice -n "$niceness" "target/campaign/$target" "corpus/$target" "${run_options[@]}" \
         -runs="$runs" -max_total_time="$seconds" -artifact_prefix="artifacts/$target/" \
         >"$log" 2>&1 || status=$?
     executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)

@@ -185,17 +185,7 @@ fn seeds_request() {
 /// A bridge run with many operations, mostly transcript bytes and time, which raw
 /// pseudo-random bytes rarely decode to.
 fn random_bridge_input(rng: &mut Rng) -> BridgeInput {
-    let request = match rng.below(10) {
-        0 => RequestBody::AgentStream,
-        1 => RequestBody::AgentStreamUsage,
-        2 => RequestBody::AgentPlain,
-        3 | 4 => RequestBody::ClientStream,
-        5 => RequestBody::ClientPlain,
-        6 => RequestBody::ToolsNone,
-        7 => RequestBody::ToolsNamed,
-        8 => RequestBody::Invalid,
-        _ => RequestBody::Raw(rng.some_bytes(64)),
-    };
+    let request = random_request(rng);
     let knobs = Knobs {
         strategy: rng.next() as u8,
         reasoning: rng.next() as u8,
@@ -297,23 +287,6 @@ fn random_number(rng: &mut Rng) -> Number {
     }
 }
 
-const NUMBER_FIELDS: [NumberField; 14] = [
-    NumberField::MaxDuration,
-    NumberField::HeadDeadline,
-    NumberField::KeepAlive,
-    NumberField::IdleTimeout,
-    NumberField::BatchWindow,
-    NumberField::StderrTail,
-    NumberField::MaxEnvelope,
-    NumberField::DecoderMaxLineLen,
-    NumberField::DecoderMaxNotes,
-    NumberField::RequestMaxBody,
-    NumberField::RequestMaxMessages,
-    NumberField::RequestMaxTools,
-    NumberField::LoopGuardMaxFailedRepeats,
-    NumberField::LoopGuardMaxRepeats,
-];
-
 fn random_config_op(rng: &mut Rng) -> ConfigOp {
     let text_field = [
         TextField::CursorBinary,
@@ -326,7 +299,7 @@ fn random_config_op(rng: &mut Rng) -> ConfigOp {
         FlagField::PartialOutput,
         FlagField::ActivityNotes,
     ][rng.below(3)];
-    let number_field = NUMBER_FIELDS[rng.below(NUMBER_FIELDS.len())];
+    let number_field = NumberField::ALL[rng.below(NumberField::ALL.len())];
     let rare = rng.below(8) == 0;
     match rng.below(12) {
         0 => ConfigOp::New { null_out: rare },

@@ -41,15 +41,18 @@ use std::sync::Once;
 
 use arbitrary::{Arbitrary, Unstructured};
 
+use crate::bridge::Config;
+use crate::ffi::config::aw_config;
 use crate::ffi::result::{aw_result, aw_result_is_status, aw_result_name};
 use crate::ffi::version::aw_version;
+use crate::ffi::views::aw_str;
 use crate::fuzzing::RequestBody;
 pub use bridge::BridgeOp;
 pub use config::{
     ClearField, ConfigOp, EnumField, Field, FlagField, Number, NumberField, TextField,
 };
 pub use decoder::DecoderOp;
-use views::{Owner, ValidUntil, Views};
+use views::{OutParam, Owner, ValidUntil, Views};
 
 /// Slots per handle type: few, so that operations meet the same handles often.
 const SLOTS: usize = 3;
@@ -275,6 +278,38 @@ impl Books {
     }
 }
 
+/// A slot of the handle table: a handle and its books.
+trait Slot {
+    /// The C handle type.
+    type Handle;
+    fn ptr(&self) -> *mut Self::Handle;
+    fn books(&self) -> &Books;
+}
+
+/// The handle in `slot`, or NULL when it is empty.
+fn handle<S: Slot>(slot: &Option<S>) -> *mut S::Handle {
+    slot.as_ref().map_or(std::ptr::null_mut(), Slot::ptr)
+}
+
+/// Results documented by several functions.
+const OK: &[aw_result] = &[aw_result::Ok];
+const POLL: &[aw_result] = &[aw_result::Ok, aw_result::Drained];
+const OPTIONAL: &[aw_result] = &[aw_result::Ok, aw_result::NotAvailable];
+
+/// The results a call on the handle in `slot` may return: those of its misuse (`errors`, a
+/// NULL or poisoned handle, see [`misuse`]), or else the one `work` makes of the Rust
+/// object the handle must behave as.
+fn allowed<S: Slot>(
+    slot: Option<&mut S>,
+    errors: &[aw_result],
+    work: impl FnOnce(&mut S) -> aw_result,
+) -> Vec<aw_result> {
+    match misuse(slot.as_deref().map(Slot::books), errors) {
+        Some(allowed) => allowed,
+        None => vec![work(slot.expect("a live handle"))],
+    }
+}
+
 /// What a call on a handle must return, given the misuse it meets: `NULL_PARAMETER` for a
 /// NULL handle, `POISONED` for a poisoned one, else one of `errors` (NULL out-pointers,
 /// bad arguments) when any applies; `None` when the call must do its work.
@@ -337,6 +372,96 @@ impl World {
             Clock::Far(ms) => self.now.saturating_add(u64::from(ms)),
             Clock::Jump(to) => to,
         };
+    }
+
+    /// A call on the handle `owner` names is about to happen: the views are read again,
+    /// and those the call ends forgotten (an empty slot's call is on NULL, which ends
+    /// nothing).
+    fn before_call(&mut self, owner: Owner, mutating: bool) {
+        if self.books_mut(owner).is_some() {
+            self.views.before_call(owner, mutating);
+        } else {
+            self.views.reread();
+        }
+    }
+
+    /// Notes a call's result on the books of the handle `owner` names.
+    fn note(&mut self, owner: Owner, result: aw_result) {
+        if let Some(books) = self.books_mut(owner) {
+            books.note(result);
+        }
+    }
+
+    /// Checks what `aw_*_last_error` returned for the handle `owner` names (`""` for
+    /// NULL), and keeps the string, valid until the next call on it.
+    fn check_last_error(&mut self, owner: Owner, message: *const std::ffi::c_char, what: &str) {
+        let text = views::c_string(message, what);
+        let Some(books) = self.books_mut(owner) else {
+            assert_eq!(text, "", "{what}(NULL)");
+            return;
+        };
+        books.check_last_error(text.clone(), what);
+        let mut held = text.into_bytes();
+        held.push(0);
+        self.views.keep(
+            owner,
+            ValidUntil::NextCall,
+            message.cast(),
+            held,
+            what.into(),
+        );
+    }
+
+    /// A getter of a string valid until the next mutating call on the handle `owner`
+    /// names: `call` makes the call with the out-pointer; the result is `OK` with `want`,
+    /// or `NOT_AVAILABLE` when `want` is `None`.
+    fn text_getter(
+        &mut self,
+        owner: Owner,
+        null: bool,
+        what: &str,
+        documented: &[aw_result],
+        want: Option<String>,
+        call: impl FnOnce(*mut aw_str) -> aw_result,
+    ) {
+        self.before_call(owner, false);
+        let mut out = OutParam::<aw_str>::new();
+        let result = call(out.ptr(null));
+        let books = self.books_mut(owner).map(|books| &*books);
+        let allowed = misuse(books, null_out(null)).unwrap_or_else(|| {
+            vec![if want.is_some() {
+                aw_result::Ok
+            } else {
+                aw_result::NotAvailable
+            }]
+        });
+        check_result(what, result, documented, &allowed);
+        self.note(owner, result);
+        if let Some(view) = out.outcome(result, what) {
+            let got = views::text(view, what);
+            assert_eq!(Some(&got), want.as_ref(), "{what}");
+            self.views.keep(
+                owner,
+                ValidUntil::MutatingCall,
+                view.data.cast(),
+                got.into_bytes(),
+                what.into(),
+            );
+        }
+    }
+
+    /// The config argument of `aw_bridge_new` and `aw_decoder_new`: the handle in config
+    /// slot `n % 3` (NULL when empty) or NULL, the settings the new handle must copy, and
+    /// whether the config is poisoned. Reading it is a call on it.
+    fn config_arg(&mut self, config: Option<u8>) -> (*mut aw_config, Config, bool) {
+        let Some(slot) = config.map(|c| usize::from(c) % SLOTS) else {
+            return (std::ptr::null_mut(), Config::default(), false);
+        };
+        self.before_call(Owner::Config(slot), false);
+        match &self.configs[slot] {
+            None => (std::ptr::null_mut(), Config::default(), false),
+            Some(c) => (c.ptr, c.shadow.clone(), c.books.poisoned),
+        }
     }
 
     /// The books of the handle `owner` names, if its slot holds one.

@@ -4,12 +4,13 @@
 use arbitrary::Arbitrary;
 
 use super::views::{
-    OutParam, Owner, ValidUntil, assert_empty_bytes, assert_empty_str, bytes, c_string, c_text,
-    text,
+    OutParam, Owner, ValidUntil, assert_empty_bytes, assert_empty_str, bytes, c_text,
 };
-use super::{Books, Pass, SLOTS, Stdout, World, check_result, misuse, null_out};
-use crate::bridge::{Bridge, BridgeError, BridgeParams, Config, Output};
-use crate::cursor::ExitStatus;
+use super::{
+    Books, OK, OPTIONAL, POLL, Pass, Stdout, World, allowed, check_result, handle, null_out,
+};
+use crate::bridge::{Bridge, BridgeError, BridgeParams, Output};
+use crate::cursor::{ExitStatus, Invocation};
 use crate::ffi::bridge::*;
 use crate::ffi::result::aw_result;
 use crate::ffi::test_hooks::aw_bridge_test_panic;
@@ -167,9 +168,6 @@ const PUSH: &[aw_result] = &[
     aw_result::LengthTooLarge,
 ];
 const EXITED: &[aw_result] = &[aw_result::Ok, aw_result::ExitedTwice];
-const OK: &[aw_result] = &[aw_result::Ok];
-const POLL: &[aw_result] = &[aw_result::Ok, aw_result::Drained];
-const SESSION: &[aw_result] = &[aw_result::Ok, aw_result::NotAvailable];
 
 fn bridge_error(error: BridgeError) -> aw_result {
     match error {
@@ -178,48 +176,21 @@ fn bridge_error(error: BridgeError) -> aw_result {
     }
 }
 
+impl super::Slot for Slot {
+    type Handle = aw_bridge;
+    fn ptr(&self) -> *mut aw_bridge {
+        self.ptr
+    }
+    fn books(&self) -> &Books {
+        &self.books
+    }
+}
+
 impl World {
-    fn bridge_ptr(&self, slot: usize) -> *mut aw_bridge {
-        self.bridges[slot]
-            .as_ref()
-            .map_or(std::ptr::null_mut(), |s| s.ptr)
-    }
-
-    /// A call on bridge `slot` is about to happen.
-    fn before_bridge_call(&mut self, slot: usize, mutating: bool) {
-        if self.bridges[slot].is_some() {
-            self.views.before_call(Owner::Bridge(slot), mutating);
-        } else {
-            self.views.reread();
-        }
-    }
-
-    /// The results a call on bridge `slot` may return: those of its misuse (`errors`, a
-    /// NULL or poisoned handle), or else what `work` makes of the Rust bridge.
-    fn bridge_allowed(
-        &mut self,
-        slot: usize,
-        errors: &[aw_result],
-        work: impl FnOnce(&mut Slot) -> aw_result,
-    ) -> Vec<aw_result> {
-        let s = self.bridges[slot].as_mut();
-        match misuse(s.as_deref().map(|s| &s.books), errors) {
-            Some(allowed) => allowed,
-            None => vec![work(s.expect("a live bridge"))],
-        }
-    }
-
-    /// Notes a call's result on bridge `slot`'s books.
-    fn note_bridge(&mut self, slot: usize, result: aw_result) {
-        if let Some(s) = &mut self.bridges[slot] {
-            s.books.note(result);
-        }
-    }
-
     /// One call on bridge `slot`.
     pub(super) fn bridge(&mut self, slot: usize, op: &BridgeOp) {
         let owner = Owner::Bridge(slot);
-        let ptr = self.bridge_ptr(slot);
+        let ptr = handle(&self.bridges[slot]);
         let now = self.now;
         match op {
             BridgeOp::New {
@@ -246,28 +217,15 @@ impl World {
                 self.bridges[slot] = None;
             }
             BridgeOp::Program { null_out: null } => {
-                self.before_bridge_call(slot, false);
-                let mut out = OutParam::<aw_str>::new();
-                // SAFETY: `ptr` is NULL or live; `out` is a local or NULL.
-                let result = unsafe { aw_bridge_invocation_program(ptr, out.ptr(*null)) };
-                let mut want = None;
-                let allowed =
-                    self.bridge_allowed(slot, null_out(*null), |s| match s.shadow.invocation() {
-                        None => aw_result::Rejected,
-                        Some(invocation) => {
-                            want = Some(invocation.program.clone());
-                            aw_result::Ok
-                        }
-                    });
                 let what = "aw_bridge_invocation_program";
-                check_result(what, result, INVOCATION, &allowed);
-                self.note_bridge(slot, result);
-                if let Some(view) = out.outcome(result, what) {
-                    self.keep_c_text(owner, view, want, what);
-                }
+                // SAFETY: `ptr` is NULL or live; `out` is a local or NULL.
+                let call = |out| unsafe { aw_bridge_invocation_program(ptr, out) };
+                self.invocation_str(slot, *null, what, INVOCATION, call, |i| {
+                    Some(i.program.clone())
+                });
             }
             BridgeOp::ArgCount { null_out: null } | BridgeOp::EnvCount { null_out: null } => {
-                self.before_bridge_call(slot, false);
+                self.before_call(owner, false);
                 let args = matches!(op, BridgeOp::ArgCount { .. });
                 let mut out = OutParam::<usize>::new();
                 // SAFETY: `ptr` is NULL or live; `out` is a local or NULL.
@@ -279,8 +237,8 @@ impl World {
                     }
                 };
                 let mut want = None;
-                let allowed =
-                    self.bridge_allowed(slot, null_out(*null), |s| match s.shadow.invocation() {
+                let allowed = allowed(self.bridges[slot].as_mut(), null_out(*null), |s| {
+                    match s.shadow.invocation() {
                         None => aw_result::Rejected,
                         Some(invocation) => {
                             want = Some(if args {
@@ -290,10 +248,11 @@ impl World {
                             });
                             aw_result::Ok
                         }
-                    });
+                    }
+                });
                 let what = "aw_bridge_invocation_<count>";
                 check_result(what, result, INVOCATION, &allowed);
-                self.note_bridge(slot, result);
+                self.note(Owner::Bridge(slot), result);
                 if let Some(count) = out.outcome(result, what) {
                     assert_eq!(Some(count), want, "{what}");
                 }
@@ -302,49 +261,35 @@ impl World {
                 index,
                 null_out: null,
             } => {
-                self.before_bridge_call(slot, false);
                 let index = match index {
                     Ok(n) => usize::from(*n % 32),
                     Err(n) => *n as usize,
                 };
-                let mut out = OutParam::<aw_str>::new();
-                // SAFETY: `ptr` is NULL or live; `out` is a local or NULL.
-                let result = unsafe { aw_bridge_invocation_arg(ptr, index, out.ptr(*null)) };
-                let mut want = None;
-                let allowed = self.bridge_allowed(slot, null_out(*null), |s| {
-                    match s.shadow.invocation().map(|i| i.args.get(index)) {
-                        None => aw_result::Rejected,
-                        Some(None) => aw_result::IndexOutOfRange,
-                        Some(Some(arg)) => {
-                            want = Some(arg.clone());
-                            aw_result::Ok
-                        }
-                    }
-                });
                 let what = "aw_bridge_invocation_arg";
-                check_result(what, result, INVOCATION_INDEXED, &allowed);
-                self.note_bridge(slot, result);
-                if let Some(view) = out.outcome(result, what) {
-                    self.keep_c_text(owner, view, want, what);
-                }
+                // SAFETY: `ptr` is NULL or live; `out` is a local or NULL.
+                let call = |out| unsafe { aw_bridge_invocation_arg(ptr, index, out) };
+                self.invocation_str(slot, *null, what, INVOCATION_INDEXED, call, |i| {
+                    i.args.get(index).cloned()
+                });
             }
             BridgeOp::Stdin { null_out: null } => {
-                self.before_bridge_call(slot, false);
+                self.before_call(owner, false);
                 let mut out = OutParam::<aw_bytes>::new();
                 // SAFETY: `ptr` is NULL or live; `out` is a local or NULL.
                 let result = unsafe { aw_bridge_invocation_stdin(ptr, out.ptr(*null)) };
                 let mut want = None;
-                let allowed =
-                    self.bridge_allowed(slot, null_out(*null), |s| match s.shadow.invocation() {
+                let allowed = allowed(self.bridges[slot].as_mut(), null_out(*null), |s| {
+                    match s.shadow.invocation() {
                         None => aw_result::Rejected,
                         Some(invocation) => {
                             want = Some(invocation.stdin.clone());
                             aw_result::Ok
                         }
-                    });
+                    }
+                });
                 let what = "aw_bridge_invocation_stdin";
                 check_result(what, result, INVOCATION, &allowed);
-                self.note_bridge(slot, result);
+                self.note(Owner::Bridge(slot), result);
                 if let Some(view) = out.outcome(result, what) {
                     let got = bytes(view, what);
                     assert_eq!(Some(&got), want.as_ref(), "{what}");
@@ -357,7 +302,7 @@ impl World {
                 null_name,
                 null_value,
             } => {
-                self.before_bridge_call(slot, false);
+                self.before_call(owner, false);
                 let index = match index {
                     Ok(n) => usize::from(*n % 8),
                     Err(n) => *n as usize,
@@ -374,19 +319,21 @@ impl World {
                     )
                 };
                 let mut want = None;
-                let allowed = self.bridge_allowed(slot, null_out(*null_name || *null_value), |s| {
-                    match s.shadow.invocation().map(|i| i.env.get(index)) {
+                let allowed = allowed(
+                    self.bridges[slot].as_mut(),
+                    null_out(*null_name || *null_value),
+                    |s| match s.shadow.invocation().map(|i| i.env.get(index)) {
                         None => aw_result::Rejected,
                         Some(None) => aw_result::IndexOutOfRange,
                         Some(Some(pair)) => {
                             want = Some(pair.clone());
                             aw_result::Ok
                         }
-                    }
-                });
+                    },
+                );
                 let what = "aw_bridge_invocation_env";
                 check_result(what, result, INVOCATION_INDEXED, &allowed);
-                self.note_bridge(slot, result);
+                self.note(Owner::Bridge(slot), result);
                 let name = name.outcome(result, what);
                 let value = value.outcome(result, what);
                 if let (Some(name), Some(value), Some((want_name, want_value))) =
@@ -415,7 +362,7 @@ impl World {
             }
             BridgeOp::Stderr(data, pass) => self.bridge_push(slot, data, *pass, false),
             BridgeOp::ExitCode(code) | BridgeOp::ExitSignal(code) => {
-                self.before_bridge_call(slot, true);
+                self.before_call(owner, true);
                 let status = if matches!(op, BridgeOp::ExitCode(_)) {
                     ExitStatus::Code(*code)
                 } else {
@@ -430,17 +377,17 @@ impl World {
                         }
                     }
                 };
-                let allowed = self.bridge_allowed(slot, &[], |s| {
+                let allowed = allowed(self.bridges[slot].as_mut(), &[], |s| {
                     s.shadow
                         .agent_exited(status, now)
                         .map_or_else(bridge_error, |()| aw_result::Ok)
                 });
                 check_result("aw_bridge_agent_exited_*", result, EXITED, &allowed);
-                self.note_bridge(slot, result);
+                self.note(Owner::Bridge(slot), result);
             }
             BridgeOp::HandleTimeout { due } => self.bridge_timeout(slot, *due),
             BridgeOp::ClientGone | BridgeOp::Shutdown => {
-                self.before_bridge_call(slot, true);
+                self.before_call(owner, true);
                 let gone = matches!(op, BridgeOp::ClientGone);
                 // SAFETY: `ptr` is NULL or live.
                 let result = unsafe {
@@ -450,7 +397,7 @@ impl World {
                         aw_bridge_shutdown(ptr, now)
                     }
                 };
-                let allowed = self.bridge_allowed(slot, &[], |s| {
+                let allowed = allowed(self.bridges[slot].as_mut(), &[], |s| {
                     if gone {
                         s.shadow.client_gone(now);
                     } else {
@@ -459,7 +406,7 @@ impl World {
                     aw_result::Ok
                 });
                 check_result("aw_bridge_client_gone/shutdown", result, OK, &allowed);
-                self.note_bridge(slot, result);
+                self.note(Owner::Bridge(slot), result);
             }
             BridgeOp::Poll { null_out } => {
                 self.bridge_poll(slot, *null_out);
@@ -470,7 +417,7 @@ impl World {
                 null_deadline,
             } => self.bridge_poll_timeout(slot, *null_has, *null_deadline),
             BridgeOp::IsEnded | BridgeOp::IsStream => {
-                self.before_bridge_call(slot, false);
+                self.before_call(owner, false);
                 let ended = matches!(op, BridgeOp::IsEnded);
                 // SAFETY: `ptr` is NULL or live.
                 let got = unsafe {
@@ -496,58 +443,21 @@ impl World {
                 assert_eq!(got, want, "aw_bridge_is_ended/is_stream ({op:?})");
             }
             BridgeOp::SessionId { null_out: null } => {
-                self.before_bridge_call(slot, false);
-                let mut out = OutParam::<aw_str>::new();
+                let want = self.bridges[slot]
+                    .as_ref()
+                    .and_then(|s| s.shadow.session_id().map(str::to_owned));
                 // SAFETY: `ptr` is NULL or live; `out` is a local or NULL.
-                let result = unsafe { aw_bridge_session_id(ptr, out.ptr(*null)) };
-                let mut want = None;
-                let allowed = self.bridge_allowed(slot, null_out(*null), |s| {
-                    want = s.shadow.session_id().map(str::to_owned);
-                    if want.is_some() {
-                        aw_result::Ok
-                    } else {
-                        aw_result::NotAvailable
-                    }
-                });
-                let what = "aw_bridge_session_id";
-                check_result(what, result, SESSION, &allowed);
-                self.note_bridge(slot, result);
-                if let Some(view) = out.outcome(result, what) {
-                    let got = text(view, what);
-                    assert_eq!(Some(&got), want.as_ref(), "{what}");
-                    self.views.keep(
-                        owner,
-                        ValidUntil::MutatingCall,
-                        view.data.cast(),
-                        got.into_bytes(),
-                        what.into(),
-                    );
-                }
+                let call = |out| unsafe { aw_bridge_session_id(ptr, out) };
+                self.text_getter(owner, *null, "aw_bridge_session_id", OPTIONAL, want, call);
             }
             BridgeOp::LastError => {
-                self.before_bridge_call(slot, false);
+                self.before_call(owner, false);
                 // SAFETY: `ptr` is NULL or live.
-                let message_ptr = unsafe { aw_bridge_last_error(ptr) };
-                let what = "aw_bridge_last_error";
-                let message = c_string(message_ptr, what);
-                match &mut self.bridges[slot] {
-                    None => assert_eq!(message, "", "{what}(NULL)"),
-                    Some(s) => {
-                        s.books.check_last_error(message.clone(), what);
-                        let mut held = message.into_bytes();
-                        held.push(0);
-                        self.views.keep(
-                            owner,
-                            ValidUntil::NextCall,
-                            message_ptr.cast(),
-                            held,
-                            what.into(),
-                        );
-                    }
-                }
+                let message = unsafe { aw_bridge_last_error(ptr) };
+                self.check_last_error(owner, message, "aw_bridge_last_error");
             }
             BridgeOp::Panic => {
-                self.before_bridge_call(slot, true);
+                self.before_call(owner, true);
                 // SAFETY: `ptr` is NULL or live.
                 let result = unsafe { aw_bridge_test_panic(ptr) };
                 self.after_test_panic(owner, result);
@@ -566,6 +476,38 @@ impl World {
             self.bridge(slot, &BridgeOp::IsEnded);
             self.bridge(slot, &BridgeOp::IsStream);
             self.bridge(slot, &BridgeOp::SessionId { null_out: false });
+        }
+    }
+
+    /// An invocation getter of one NUL-terminated string: `pick` gives the string of the
+    /// Rust bridge's invocation, or `None` for an index out of range.
+    fn invocation_str(
+        &mut self,
+        slot: usize,
+        null: bool,
+        what: &str,
+        documented: &[aw_result],
+        call: impl FnOnce(*mut aw_str) -> aw_result,
+        pick: impl FnOnce(&Invocation) -> Option<String>,
+    ) {
+        self.before_call(Owner::Bridge(slot), false);
+        let mut out = OutParam::<aw_str>::new();
+        let result = call(out.ptr(null));
+        let mut want = None;
+        let allowed = allowed(self.bridges[slot].as_mut(), null_out(null), |s| {
+            match s.shadow.invocation().map(pick) {
+                None => aw_result::Rejected,
+                Some(None) => aw_result::IndexOutOfRange,
+                Some(Some(text)) => {
+                    want = Some(text);
+                    aw_result::Ok
+                }
+            }
+        });
+        check_result(what, result, documented, &allowed);
+        self.note(Owner::Bridge(slot), result);
+        if let Some(view) = out.outcome(result, what) {
+            self.keep_c_text(Owner::Bridge(slot), view, want, what);
         }
     }
 
@@ -593,12 +535,7 @@ impl World {
         self.bridge(slot, &BridgeOp::Free);
         let body = body.bytes();
         let passed = pass.apply(&body);
-        let config = config.map(|c| usize::from(c) % SLOTS);
-        let config_ptr = config.map_or(std::ptr::null_mut(), |c| self.config_ptr(c));
-        if let Some(c) = config.filter(|_| !config_ptr.is_null()) {
-            self.views.before_call(Owner::Config(c), false);
-        }
-        let config = config.and_then(|c| self.configs[c].as_ref());
+        let (config_ptr, config, poisoned) = self.config_arg(config);
         let mut out = OutParam::<*mut aw_bridge>::new();
         // SAFETY: `passed` is a valid pointer and length, NULL, or a length over
         // PTRDIFF_MAX; `config_ptr` is NULL or live; `out` is a local or NULL.
@@ -615,13 +552,12 @@ impl World {
         };
         let mut errors = null_out(null).to_vec();
         errors.extend(passed.value.err().unwrap_or_default());
-        if config.is_some_and(|c| c.books.poisoned) {
+        if poisoned {
             errors.push(aw_result::Poisoned);
         }
         if !errors.is_empty() {
             return check_new(result, &errors, out);
         }
-        let config = config.map_or_else(Config::default, |c| c.shadow.clone());
         let shadow = Bridge::new(passed.value.unwrap_or_default(), &config, params);
         // The invocation's strings go to execvp and setenv: a NUL in one is refused.
         let nul = shadow.invocation().is_some_and(|i| {
@@ -653,8 +589,8 @@ impl World {
 
     /// `aw_bridge_push_stdout` (or `_stderr`) of `data`, passed as `pass`.
     fn bridge_push(&mut self, slot: usize, data: &[u8], pass: Pass, stdout: bool) {
-        self.before_bridge_call(slot, true);
-        let ptr = self.bridge_ptr(slot);
+        self.before_call(Owner::Bridge(slot), true);
+        let ptr = handle(&self.bridges[slot]);
         let now = self.now;
         let passed = pass.apply(data);
         // SAFETY: `ptr` is NULL or live; `passed` is a valid pointer and length, NULL, or a
@@ -667,7 +603,7 @@ impl World {
             }
         };
         let errors = passed.value.err().unwrap_or_default();
-        let allowed = self.bridge_allowed(slot, errors, |s| {
+        let allowed = allowed(self.bridges[slot].as_mut(), errors, |s| {
             let bytes = passed.value.expect("valid bytes");
             let pushed = if stdout {
                 s.shadow.push_stdout(bytes, now)
@@ -677,7 +613,7 @@ impl World {
             pushed.map_or_else(bridge_error, |()| aw_result::Ok)
         });
         check_result("aw_bridge_push_stdout/stderr", result, PUSH, &allowed);
-        self.note_bridge(slot, result);
+        self.note(Owner::Bridge(slot), result);
     }
 
     /// `aw_bridge_handle_timeout`, maybe at the deadline and followed by a drain.
@@ -692,16 +628,16 @@ impl World {
             }
         }
         let now = self.now;
-        self.before_bridge_call(slot, true);
-        let ptr = self.bridge_ptr(slot);
+        self.before_call(Owner::Bridge(slot), true);
+        let ptr = handle(&self.bridges[slot]);
         // SAFETY: `ptr` is NULL or live.
         let result = unsafe { aw_bridge_handle_timeout(ptr, now) };
-        let allowed = self.bridge_allowed(slot, &[], |s| {
+        let allowed = allowed(self.bridges[slot].as_mut(), &[], |s| {
             s.shadow.handle_timeout(now);
             aw_result::Ok
         });
         check_result("aw_bridge_handle_timeout", result, OK, &allowed);
-        self.note_bridge(slot, result);
+        self.note(Owner::Bridge(slot), result);
         if due {
             self.bridge_drain(slot);
             self.bridge_poll_timeout(slot, false, false);
@@ -718,13 +654,13 @@ impl World {
 
     /// `aw_bridge_poll_output` once; its result.
     fn bridge_poll(&mut self, slot: usize, null: bool) -> aw_result {
-        self.before_bridge_call(slot, true);
-        let ptr = self.bridge_ptr(slot);
+        self.before_call(Owner::Bridge(slot), true);
+        let ptr = handle(&self.bridges[slot]);
         let mut out = OutParam::<aw_output>::new();
         // SAFETY: `ptr` is NULL or live; `out` is a local or NULL.
         let result = unsafe { aw_bridge_poll_output(ptr, out.ptr(null)) };
         let mut want = None;
-        let allowed = self.bridge_allowed(slot, null_out(null), |s| {
+        let allowed = allowed(self.bridges[slot].as_mut(), null_out(null), |s| {
             want = s.shadow.poll_output().map(|output| match output {
                 Output::Head(head) => Polled::Head(head.status, head.content_type, head.retryable),
                 Output::Body(bytes) => Polled::Body(bytes.to_vec()),
@@ -742,7 +678,7 @@ impl World {
         });
         let what = "aw_bridge_poll_output";
         check_result(what, result, POLL, &allowed);
-        self.note_bridge(slot, result);
+        self.note(Owner::Bridge(slot), result);
         if let Some(output) = out.outcome(result, what) {
             let want = want.expect("an output");
             self.check_output(slot, &output, &want);
@@ -826,24 +762,28 @@ impl World {
 
     /// `aw_bridge_poll_timeout`: the Rust bridge's deadline; none after the end.
     fn bridge_poll_timeout(&mut self, slot: usize, null_has: bool, null_deadline: bool) {
-        self.before_bridge_call(slot, false);
-        let ptr = self.bridge_ptr(slot);
+        self.before_call(Owner::Bridge(slot), false);
+        let ptr = handle(&self.bridges[slot]);
         let mut has = OutParam::<bool>::new();
         let mut deadline = OutParam::<u64>::new();
         // SAFETY: `ptr` is NULL or live; the outs are locals or NULL.
         let result =
             unsafe { aw_bridge_poll_timeout(ptr, has.ptr(null_has), deadline.ptr(null_deadline)) };
         let mut want = None;
-        let allowed = self.bridge_allowed(slot, null_out(null_has || null_deadline), |s| {
-            want = s.shadow.poll_timeout();
-            if s.ended {
-                assert_eq!(want, None, "a deadline after End");
-            }
-            aw_result::Ok
-        });
+        let allowed = allowed(
+            self.bridges[slot].as_mut(),
+            null_out(null_has || null_deadline),
+            |s| {
+                want = s.shadow.poll_timeout();
+                if s.ended {
+                    assert_eq!(want, None, "a deadline after End");
+                }
+                aw_result::Ok
+            },
+        );
         let what = "aw_bridge_poll_timeout";
         check_result(what, result, OK, &allowed);
-        self.note_bridge(slot, result);
+        self.note(Owner::Bridge(slot), result);
         let has = has.outcome(result, what);
         let deadline = deadline.outcome(result, what);
         if let (Some(has), Some(deadline)) = (has, deadline) {

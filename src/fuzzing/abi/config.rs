@@ -3,13 +3,12 @@
 
 use arbitrary::Arbitrary;
 
-use super::views::{OutParam, Owner, ValidUntil, c_string, text};
-use super::{Books, Pass, World, check_result, misuse, null_out};
+use super::views::{OutParam, Owner};
+use super::{Books, OK, OPTIONAL, Pass, World, allowed, check_result, handle, null_out};
 use crate::bridge::Config;
 use crate::ffi::config::*;
 use crate::ffi::result::aw_result;
 use crate::ffi::test_hooks::aw_config_test_panic;
-use crate::ffi::views::aw_str;
 use crate::openai::ReasoningField;
 use crate::tools::ToolStrategy;
 
@@ -185,6 +184,24 @@ impl Number {
 }
 
 impl NumberField {
+    /// Every numeric setting.
+    pub const ALL: [NumberField; 14] = [
+        NumberField::MaxDuration,
+        NumberField::HeadDeadline,
+        NumberField::KeepAlive,
+        NumberField::IdleTimeout,
+        NumberField::BatchWindow,
+        NumberField::StderrTail,
+        NumberField::MaxEnvelope,
+        NumberField::DecoderMaxLineLen,
+        NumberField::DecoderMaxNotes,
+        NumberField::RequestMaxBody,
+        NumberField::RequestMaxMessages,
+        NumberField::RequestMaxTools,
+        NumberField::LoopGuardMaxFailedRepeats,
+        NumberField::LoopGuardMaxRepeats,
+    ];
+
     /// The value as the setter's type takes it, widened back.
     fn truncate(self, value: u64) -> u64 {
         match self {
@@ -343,22 +360,21 @@ impl NumberField {
     }
 }
 
-/// The documented results of the getters, and of those that may have nothing to give.
-const GETTER: &[aw_result] = &[aw_result::Ok];
-const OPTIONAL_GETTER: &[aw_result] = &[aw_result::Ok, aw_result::NotAvailable];
+impl super::Slot for Slot {
+    type Handle = aw_config;
+    fn ptr(&self) -> *mut aw_config {
+        self.ptr
+    }
+    fn books(&self) -> &Books {
+        &self.books
+    }
+}
 
 impl World {
-    /// The handle in config slot `slot`, or NULL.
-    pub(super) fn config_ptr(&self, slot: usize) -> *mut aw_config {
-        self.configs[slot]
-            .as_ref()
-            .map_or(std::ptr::null_mut(), |s| s.ptr)
-    }
-
     /// One call on config slot `slot`.
     pub(super) fn config(&mut self, slot: usize, op: &ConfigOp) {
         let owner = Owner::Config(slot);
-        let ptr = self.config_ptr(slot);
+        let ptr = handle(&self.configs[slot]);
         match op {
             ConfigOp::New { null_out } => {
                 self.config(slot, &ConfigOp::Free);
@@ -387,7 +403,7 @@ impl World {
                 self.configs[slot] = None;
             }
             ConfigOp::SetText { field, text, pass } => {
-                self.before_config_call(slot, true);
+                self.before_call(owner, true);
                 let passed = pass.apply(text);
                 let errors = match passed.value {
                     Err(errors) => errors,
@@ -434,7 +450,7 @@ impl World {
                 );
             }
             ConfigOp::Clear(field) => {
-                self.before_config_call(slot, true);
+                self.before_call(owner, true);
                 // SAFETY: `ptr` is NULL or live.
                 let result = unsafe {
                     match field {
@@ -460,7 +476,7 @@ impl World {
                 );
             }
             ConfigOp::SetEnum { field, value } => {
-                self.before_config_call(slot, true);
+                self.before_call(owner, true);
                 let raw = match value {
                     Ok(n) => u32::from(*n % 3),
                     Err(n) => *n,
@@ -506,7 +522,7 @@ impl World {
                 );
             }
             ConfigOp::SetNumber { field, value } => {
-                self.before_config_call(slot, true);
+                self.before_call(owner, true);
                 let value = field.truncate(value.get());
                 // SAFETY: `ptr` is NULL or live.
                 let result = unsafe { field.set(ptr, value) };
@@ -523,7 +539,7 @@ impl World {
                 );
             }
             ConfigOp::SetFlag { field, value } => {
-                self.before_config_call(slot, true);
+                self.before_call(owner, true);
                 // SAFETY: `ptr` is NULL or live.
                 let result = unsafe {
                     match field {
@@ -550,42 +566,17 @@ impl World {
             }
             ConfigOp::Get { field, null_out } => self.config_get(slot, *field, *null_out),
             ConfigOp::LastError => {
-                self.before_config_call(slot, false);
+                self.before_call(owner, false);
                 // SAFETY: `ptr` is NULL or live.
-                let message_ptr = unsafe { aw_config_last_error(ptr) };
-                let message = c_string(message_ptr, "aw_config_last_error");
-                match &mut self.configs[slot] {
-                    None => assert_eq!(message, "", "aw_config_last_error(NULL)"),
-                    Some(s) => {
-                        s.books
-                            .check_last_error(message.clone(), "aw_config_last_error");
-                        let mut held = message.into_bytes();
-                        held.push(0);
-                        self.views.keep(
-                            owner,
-                            ValidUntil::NextCall,
-                            message_ptr.cast(),
-                            held,
-                            "aw_config_last_error".into(),
-                        );
-                    }
-                }
+                let message = unsafe { aw_config_last_error(ptr) };
+                self.check_last_error(owner, message, "aw_config_last_error");
             }
             ConfigOp::Panic => {
-                self.before_config_call(slot, true);
+                self.before_call(owner, true);
                 // SAFETY: `ptr` is NULL or live.
                 let result = unsafe { aw_config_test_panic(ptr) };
                 self.after_test_panic(owner, result);
             }
-        }
-    }
-
-    /// A call on config `slot` is about to happen.
-    fn before_config_call(&mut self, slot: usize, mutating: bool) {
-        if self.configs[slot].is_some() {
-            self.views.before_call(Owner::Config(slot), mutating);
-        } else {
-            self.views.reread();
         }
     }
 
@@ -602,16 +593,11 @@ impl World {
         errors: &[aw_result],
         apply: impl FnOnce(&mut Config) -> aw_result,
     ) {
-        let Some(s) = &mut self.configs[slot] else {
-            check_result(what, result, documented, &[aw_result::NullParameter]);
-            return;
-        };
-        let allowed = match misuse(Some(&s.books), errors) {
-            Some(allowed) => allowed,
-            None => vec![apply(&mut s.shadow)],
-        };
+        let allowed = allowed(self.configs[slot].as_mut(), errors, |s| {
+            apply(&mut s.shadow)
+        });
         check_result(what, result, documented, &allowed);
-        s.books.note(result);
+        self.note(Owner::Config(slot), result);
         if result == aw_result::Ok {
             self.check_config(slot);
         }
@@ -620,7 +606,6 @@ impl World {
     /// Every getter of config `slot` gives what its Rust config holds.
     fn check_config(&mut self, slot: usize) {
         use FlagField::*;
-        use NumberField::*;
         for field in [
             TextField::CursorBinary,
             TextField::Workspace,
@@ -634,22 +619,7 @@ impl World {
         for field in [AllowForce, PartialOutput, ActivityNotes] {
             self.config_get(slot, Field::Flag(field), false);
         }
-        for field in [
-            MaxDuration,
-            HeadDeadline,
-            KeepAlive,
-            IdleTimeout,
-            BatchWindow,
-            StderrTail,
-            MaxEnvelope,
-            DecoderMaxLineLen,
-            DecoderMaxNotes,
-            RequestMaxBody,
-            RequestMaxMessages,
-            RequestMaxTools,
-            LoopGuardMaxFailedRepeats,
-            LoopGuardMaxRepeats,
-        ] {
+        for field in NumberField::ALL {
             self.config_get(slot, Field::Number(field), false);
         }
     }
@@ -657,47 +627,32 @@ impl World {
     /// A getter on config `slot`: its result, and the value it wrote, match the Rust
     /// config.
     fn config_get(&mut self, slot: usize, field: Field, null: bool) {
-        self.before_config_call(slot, false);
-        let ptr = self.config_ptr(slot);
+        self.before_call(Owner::Config(slot), false);
+        let ptr = handle(&self.configs[slot]);
         let what = format!("aw_config_get ({field:?})");
         // What the Rust config holds, as a number or a string; `None` when not set.
         let (result, got, want, documented): (aw_result, Option<String>, Option<String>, _) =
             match field {
                 Field::Text(field) => {
-                    let mut out = OutParam::<aw_str>::new();
-                    // SAFETY: `ptr` is NULL or live; `out` is a local.
-                    let result = unsafe {
-                        match field {
-                            TextField::CursorBinary => {
-                                aw_config_get_cursor_binary(ptr, out.ptr(null))
-                            }
-                            TextField::Workspace => aw_config_get_workspace(ptr, out.ptr(null)),
-                            TextField::CliConfigDir => {
-                                aw_config_get_cli_config_dir(ptr, out.ptr(null))
-                            }
-                        }
-                    };
-                    let got = out.outcome(result, &what).map(|view| {
-                        let value = text(view, &what);
-                        self.views.keep(
-                            Owner::Config(slot),
-                            ValidUntil::MutatingCall,
-                            view.data.cast(),
-                            value.clone().into_bytes(),
-                            what.clone(),
-                        );
-                        value
-                    });
                     let want = self.configs[slot].as_ref().and_then(|s| match field {
                         TextField::CursorBinary => Some(s.shadow.cursor_binary.clone()),
                         TextField::Workspace => s.shadow.workspace.clone(),
                         TextField::CliConfigDir => s.shadow.cli_config_dir.clone(),
                     });
                     let documented = match field {
-                        TextField::CursorBinary => GETTER,
-                        _ => OPTIONAL_GETTER,
+                        TextField::CursorBinary => OK,
+                        _ => OPTIONAL,
                     };
-                    (result, got, want, documented)
+                    // SAFETY: `ptr` is NULL or live; `out` is a local or NULL.
+                    let call = |out| unsafe {
+                        match field {
+                            TextField::CursorBinary => aw_config_get_cursor_binary(ptr, out),
+                            TextField::Workspace => aw_config_get_workspace(ptr, out),
+                            TextField::CliConfigDir => aw_config_get_cli_config_dir(ptr, out),
+                        }
+                    };
+                    let owner = Owner::Config(slot);
+                    return self.text_getter(owner, null, &what, documented, want, call);
                 }
                 Field::Enum(field) => {
                     let (result, got) = match field {
@@ -730,7 +685,7 @@ impl World {
                         result,
                         got.map(|n| n.to_string()),
                         want.map(|n: u32| n.to_string()),
-                        GETTER,
+                        OK,
                     )
                 }
                 Field::Flag(field) => {
@@ -757,7 +712,7 @@ impl World {
                         result,
                         got.map(|b| b.to_string()),
                         want.map(|b| b.to_string()),
-                        GETTER,
+                        OK,
                     )
                 }
                 Field::Number(field) => {
@@ -767,8 +722,8 @@ impl World {
                         .as_ref()
                         .and_then(|s| field.read(&s.shadow));
                     let documented = match field {
-                        NumberField::MaxDuration => OPTIONAL_GETTER,
-                        _ => GETTER,
+                        NumberField::MaxDuration => OPTIONAL,
+                        _ => OK,
                     };
                     (
                         result,
@@ -778,17 +733,15 @@ impl World {
                     )
                 }
             };
-        let Some(s) = &mut self.configs[slot] else {
-            check_result(&what, result, documented, &[aw_result::NullParameter]);
-            return;
-        };
-        let allowed = match misuse(Some(&s.books), null_out(null)) {
-            Some(allowed) => allowed,
-            None if want.is_some() => vec![aw_result::Ok],
-            None => vec![aw_result::NotAvailable],
-        };
+        let allowed = allowed(self.configs[slot].as_mut(), null_out(null), |_| {
+            if want.is_some() {
+                aw_result::Ok
+            } else {
+                aw_result::NotAvailable
+            }
+        });
         check_result(&what, result, documented, &allowed);
-        s.books.note(result);
+        self.note(Owner::Config(slot), result);
         if result == aw_result::Ok {
             assert_eq!(got, want, "{what}: not the value set");
         }

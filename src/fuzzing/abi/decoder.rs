@@ -3,10 +3,12 @@
 
 use arbitrary::Arbitrary;
 
-use super::views::{OutParam, Owner, ValidUntil, assert_empty_str, c_string, text};
-use super::{Books, Pass, SLOTS, Stdout, World, check_result, misuse, null_out};
-use crate::cursor::{Decoder, DecoderConfig, DecoderError};
-use crate::event::{ActivityPhase, Event, FailureKind, FinishReason, Progress, ToolOutcome, Usage};
+use super::views::{OutParam, Owner, ValidUntil, assert_empty_str, text};
+use super::{
+    Books, OK, OPTIONAL, POLL, Pass, Stdout, World, allowed, check_result, handle, null_out,
+};
+use crate::cursor::{Decoder, DecoderError};
+use crate::event::{ActivityPhase, Event, Progress};
 use crate::ffi::decoder::*;
 use crate::ffi::event::*;
 use crate::ffi::result::aw_result;
@@ -86,9 +88,6 @@ const PUSH: &[aw_result] = &[
     aw_result::NullParameter,
     aw_result::LengthTooLarge,
 ];
-const OK: &[aw_result] = &[aw_result::Ok];
-const POLL: &[aw_result] = &[aw_result::Ok, aw_result::Drained];
-const OPTIONAL: &[aw_result] = &[aw_result::Ok, aw_result::NotAvailable];
 
 fn decoder_error(error: DecoderError) -> aw_result {
     match error {
@@ -96,47 +95,21 @@ fn decoder_error(error: DecoderError) -> aw_result {
     }
 }
 
+impl super::Slot for Slot {
+    type Handle = aw_decoder;
+    fn ptr(&self) -> *mut aw_decoder {
+        self.ptr
+    }
+    fn books(&self) -> &Books {
+        &self.books
+    }
+}
+
 impl World {
-    fn decoder_ptr(&self, slot: usize) -> *mut aw_decoder {
-        self.decoders[slot]
-            .as_ref()
-            .map_or(std::ptr::null_mut(), |s| s.ptr)
-    }
-
-    /// A call on decoder `slot` is about to happen.
-    fn before_decoder_call(&mut self, slot: usize, mutating: bool) {
-        if self.decoders[slot].is_some() {
-            self.views.before_call(Owner::Decoder(slot), mutating);
-        } else {
-            self.views.reread();
-        }
-    }
-
-    /// The results a call on decoder `slot` may return: those of its misuse, or else what
-    /// `work` makes of the Rust decoder.
-    fn decoder_allowed(
-        &mut self,
-        slot: usize,
-        errors: &[aw_result],
-        work: impl FnOnce(&mut Slot) -> aw_result,
-    ) -> Vec<aw_result> {
-        let s = self.decoders[slot].as_mut();
-        match misuse(s.as_deref().map(|s| &s.books), errors) {
-            Some(allowed) => allowed,
-            None => vec![work(s.expect("a live decoder"))],
-        }
-    }
-
-    fn note_decoder(&mut self, slot: usize, result: aw_result) {
-        if let Some(s) = &mut self.decoders[slot] {
-            s.books.note(result);
-        }
-    }
-
     /// One call on decoder `slot`.
     pub(super) fn decoder(&mut self, slot: usize, op: &DecoderOp) {
         let owner = Owner::Decoder(slot);
-        let ptr = self.decoder_ptr(slot);
+        let ptr = handle(&self.decoders[slot]);
         match op {
             DecoderOp::New {
                 config,
@@ -144,30 +117,23 @@ impl World {
                 null_out: null,
             } => {
                 self.decoder(slot, &DecoderOp::Free);
-                let config = config.map(|c| usize::from(c) % SLOTS);
-                let config_ptr = config.map_or(std::ptr::null_mut(), |c| self.config_ptr(c));
-                if let Some(c) = config.filter(|_| !config_ptr.is_null()) {
-                    self.views.before_call(Owner::Config(c), false);
-                }
-                let config = config.and_then(|c| self.configs[c].as_ref());
+                let (config_ptr, config, poisoned) = self.config_arg(*config);
                 let mut out = OutParam::<*mut aw_decoder>::new();
                 // SAFETY: `config_ptr` is NULL or live; `out` is a local or NULL.
                 let result = unsafe { aw_decoder_new(config_ptr, out.ptr(*null)) };
                 let mut allowed = null_out(*null).to_vec();
-                if config.is_some_and(|c| c.books.poisoned) {
+                if poisoned {
                     allowed.push(aw_result::Poisoned);
                 }
                 if allowed.is_empty() {
                     allowed.push(aw_result::Ok);
                 }
                 check_result("aw_decoder_new", result, NEW, &allowed);
-                let decoder_config =
-                    config.map_or_else(DecoderConfig::default, |c| c.shadow.decoder.clone());
                 if let Some(ptr) = out.outcome(result, "aw_decoder_new") {
                     assert!(!ptr.is_null(), "aw_decoder_new gave NULL");
                     self.decoders[slot] = Some(Slot {
                         ptr,
-                        shadow: Decoder::new(decoder_config),
+                        shadow: Decoder::new(config.decoder),
                         books: Books::new(),
                         transcript: super::transcript(*transcript),
                         offset: 0,
@@ -188,32 +154,32 @@ impl World {
                     Some(s) => source.bytes(s.transcript, &mut s.offset),
                     None => source.bytes(&[], &mut 0),
                 };
-                self.before_decoder_call(slot, true);
+                self.before_call(owner, true);
                 let passed = pass.apply(&data);
                 // SAFETY: `ptr` is NULL or live; `passed` is a valid pointer and length,
                 // NULL, or a length over PTRDIFF_MAX (checked before any read).
                 let result = unsafe { aw_decoder_push_stdout(ptr, passed.ptr, passed.len) };
                 let errors = passed.value.err().unwrap_or_default();
-                let allowed = self.decoder_allowed(slot, errors, |s| {
+                let allowed = allowed(self.decoders[slot].as_mut(), errors, |s| {
                     let bytes = passed.value.expect("valid bytes");
                     s.shadow
                         .push_stdout(bytes)
                         .map_or_else(decoder_error, |()| aw_result::Ok)
                 });
                 check_result("aw_decoder_push_stdout", result, PUSH, &allowed);
-                self.note_decoder(slot, result);
+                self.note(Owner::Decoder(slot), result);
             }
             DecoderOp::Eof => {
-                self.before_decoder_call(slot, true);
+                self.before_call(owner, true);
                 // SAFETY: `ptr` is NULL or live.
                 let result = unsafe { aw_decoder_push_eof(ptr) };
-                let allowed = self.decoder_allowed(slot, &[], |s| {
+                let allowed = allowed(self.decoders[slot].as_mut(), &[], |s| {
                     s.shadow
                         .push_eof()
                         .map_or_else(decoder_error, |()| aw_result::Ok)
                 });
                 check_result("aw_decoder_push_eof", result, OK, &allowed);
-                self.note_decoder(slot, result);
+                self.note(Owner::Decoder(slot), result);
                 if let (Some(s), aw_result::Ok) = (&mut self.decoders[slot], result) {
                     s.eof = true;
                 }
@@ -230,18 +196,18 @@ impl World {
                 panic!("aw_decoder_poll_event does not run dry");
             }
             DecoderOp::Stats { null_out: null } => {
-                self.before_decoder_call(slot, false);
+                self.before_call(owner, false);
                 let mut out = OutParam::<aw_decoder_stats>::new();
                 // SAFETY: `ptr` is NULL or live; `out` is a local or NULL.
                 let result = unsafe { aw_decoder_get_stats(ptr, out.ptr(*null)) };
                 let mut want = None;
-                let allowed = self.decoder_allowed(slot, null_out(*null), |s| {
+                let allowed = allowed(self.decoders[slot].as_mut(), null_out(*null), |s| {
                     want = Some(*s.shadow.stats());
                     aw_result::Ok
                 });
                 let what = "aw_decoder_get_stats";
                 check_result(what, result, OK, &allowed);
-                self.note_decoder(slot, result);
+                self.note(Owner::Decoder(slot), result);
                 if let Some(got) = out.outcome(result, what) {
                     let want = want.expect("stats");
                     let got = [
@@ -267,53 +233,24 @@ impl World {
                     assert_eq!(got, want, "{what}");
                 }
             }
-            DecoderOp::SessionId { null_out: null } | DecoderOp::Model { null_out: null } => {
-                self.before_decoder_call(slot, false);
-                let session = matches!(op, DecoderOp::SessionId { .. });
-                let mut out = OutParam::<aw_str>::new();
+            DecoderOp::SessionId { null_out: null } => {
+                let want = self.decoders[slot]
+                    .as_ref()
+                    .and_then(|s| s.shadow.session_id().map(str::to_owned));
                 // SAFETY: `ptr` is NULL or live; `out` is a local or NULL.
-                let result = unsafe {
-                    if session {
-                        aw_decoder_session_id(ptr, out.ptr(*null))
-                    } else {
-                        aw_decoder_model(ptr, out.ptr(*null))
-                    }
-                };
-                let mut want = None;
-                let allowed = self.decoder_allowed(slot, null_out(*null), |s| {
-                    want = if session {
-                        s.shadow.session_id()
-                    } else {
-                        s.shadow.model()
-                    }
-                    .map(str::to_owned);
-                    if want.is_some() {
-                        aw_result::Ok
-                    } else {
-                        aw_result::NotAvailable
-                    }
-                });
-                let what = if session {
-                    "aw_decoder_session_id"
-                } else {
-                    "aw_decoder_model"
-                };
-                check_result(what, result, OPTIONAL, &allowed);
-                self.note_decoder(slot, result);
-                if let Some(view) = out.outcome(result, what) {
-                    let got = text(view, what);
-                    assert_eq!(Some(&got), want.as_ref(), "{what}");
-                    self.views.keep(
-                        owner,
-                        ValidUntil::MutatingCall,
-                        view.data.cast(),
-                        got.into_bytes(),
-                        what.into(),
-                    );
-                }
+                let call = |out| unsafe { aw_decoder_session_id(ptr, out) };
+                self.text_getter(owner, *null, "aw_decoder_session_id", OPTIONAL, want, call);
+            }
+            DecoderOp::Model { null_out: null } => {
+                let want = self.decoders[slot]
+                    .as_ref()
+                    .and_then(|s| s.shadow.model().map(str::to_owned));
+                // SAFETY: `ptr` is NULL or live; `out` is a local or NULL.
+                let call = |out| unsafe { aw_decoder_model(ptr, out) };
+                self.text_getter(owner, *null, "aw_decoder_model", OPTIONAL, want, call);
             }
             DecoderOp::IsFinished => {
-                self.before_decoder_call(slot, false);
+                self.before_call(owner, false);
                 // SAFETY: `ptr` is NULL or live.
                 let got = unsafe { aw_decoder_is_finished(ptr) };
                 // Finished: the end of stdout was pushed and every event polled; the
@@ -333,29 +270,13 @@ impl World {
                 assert_eq!(got, want, "aw_decoder_is_finished");
             }
             DecoderOp::LastError => {
-                self.before_decoder_call(slot, false);
+                self.before_call(owner, false);
                 // SAFETY: `ptr` is NULL or live.
-                let message_ptr = unsafe { aw_decoder_last_error(ptr) };
-                let what = "aw_decoder_last_error";
-                let message = c_string(message_ptr, what);
-                match &mut self.decoders[slot] {
-                    None => assert_eq!(message, "", "{what}(NULL)"),
-                    Some(s) => {
-                        s.books.check_last_error(message.clone(), what);
-                        let mut held = message.into_bytes();
-                        held.push(0);
-                        self.views.keep(
-                            owner,
-                            ValidUntil::NextCall,
-                            message_ptr.cast(),
-                            held,
-                            what.into(),
-                        );
-                    }
-                }
+                let message = unsafe { aw_decoder_last_error(ptr) };
+                self.check_last_error(owner, message, "aw_decoder_last_error");
             }
             DecoderOp::Panic => {
-                self.before_decoder_call(slot, true);
+                self.before_call(owner, true);
                 // SAFETY: `ptr` is NULL or live.
                 let result = unsafe { aw_decoder_test_panic(ptr) };
                 self.after_test_panic(owner, result);
@@ -379,13 +300,13 @@ impl World {
 
     /// `aw_decoder_poll_event` once; its result.
     fn decoder_poll(&mut self, slot: usize, null: bool) -> aw_result {
-        self.before_decoder_call(slot, true);
-        let ptr = self.decoder_ptr(slot);
+        self.before_call(Owner::Decoder(slot), true);
+        let ptr = handle(&self.decoders[slot]);
         let mut out = OutParam::<aw_event>::new();
         // SAFETY: `ptr` is NULL or live; `out` is a local or NULL.
         let result = unsafe { aw_decoder_poll_event(ptr, out.ptr(null)) };
         let mut want = None;
-        let allowed = self.decoder_allowed(slot, null_out(null), |s| {
+        let allowed = allowed(self.decoders[slot].as_mut(), null_out(null), |s| {
             want = s.shadow.poll_event().as_ref().map(describe);
             if want.is_some() {
                 aw_result::Ok
@@ -395,7 +316,7 @@ impl World {
         });
         let what = "aw_decoder_poll_event";
         check_result(what, result, POLL, &allowed);
-        self.note_decoder(slot, result);
+        self.note(Owner::Decoder(slot), result);
         if let Some(s) = &mut self.decoders[slot] {
             s.drained_after_eof = s.eof && result == aw_result::Drained;
         }
@@ -425,7 +346,8 @@ impl World {
     }
 }
 
-/// A Rust event as text, in the form [`describe_c`] gives a C event.
+/// A Rust event as text, in the form [`describe_c`] gives a C event. Enum values are
+/// written by name: the C enums' names are the Rust ones.
 fn describe(event: &Event<'_>) -> String {
     match event {
         Event::TextDelta(text) => format!("text {text:?}"),
@@ -440,16 +362,7 @@ fn describe(event: &Event<'_>) -> String {
                 ActivityPhase::Completed {
                     outcome,
                     started_seen,
-                } => {
-                    let outcome = match outcome {
-                        ToolOutcome::Success => aw_tool_outcome::Success,
-                        ToolOutcome::Rejected => aw_tool_outcome::Rejected,
-                        ToolOutcome::Error => aw_tool_outcome::Error,
-                        ToolOutcome::PermissionDenied => aw_tool_outcome::PermissionDenied,
-                        ToolOutcome::Unknown => aw_tool_outcome::Unknown,
-                    };
-                    format!("completed {outcome:?} started_seen={started_seen}")
-                }
+                } => format!("completed {outcome:?} started_seen={started_seen}"),
             };
             format!(
                 "activity {:?} {:?} {phase} {:?} {:?} {:?}",
@@ -460,55 +373,24 @@ fn describe(event: &Event<'_>) -> String {
                 activity.model_call_id
             )
         }
-        Event::Progress(progress) => {
-            let (kind, attempt) = match *progress {
-                Progress::Reconnecting { attempt } => (aw_progress_kind::Reconnecting, attempt),
-                Progress::Reconnected => (aw_progress_kind::Reconnected, 0),
-                Progress::Retrying { attempt } => (aw_progress_kind::Retrying, attempt),
-            };
-            format!("progress {kind:?} {attempt}")
-        }
-        Event::Usage(usage) => {
-            let Usage {
-                input_tokens,
-                output_tokens,
-                cache_read_tokens,
-                cache_write_tokens,
-                reasoning_tokens,
-                cost,
-            } = *usage;
-            format!(
-                "usage {input_tokens} {output_tokens} {cache_read_tokens} {cache_write_tokens} \
-                 {reasoning_tokens:?} {:?} {} {}",
-                cost.map(f64::to_bits),
-                usage.prompt_tokens(),
-                usage.total_tokens()
-            )
-        }
-        Event::Finish(reason) => {
-            let reason = match reason {
-                FinishReason::Stop => aw_finish_reason::Stop,
-                FinishReason::Length => aw_finish_reason::Length,
-                FinishReason::ToolCalls => aw_finish_reason::ToolCalls,
-                FinishReason::ContentFilter => aw_finish_reason::ContentFilter,
-            };
-            format!("finish {reason:?}")
-        }
-        Event::Failed(failure) => {
-            let kind = match failure.kind {
-                FailureKind::InvalidRequest => aw_failure_kind::InvalidRequest,
-                FailureKind::NotAuthenticated => aw_failure_kind::NotAuthenticated,
-                FailureKind::ModelUnavailable => aw_failure_kind::ModelUnavailable,
-                FailureKind::RateLimited => aw_failure_kind::RateLimited,
-                FailureKind::Misconfigured => aw_failure_kind::Misconfigured,
-                FailureKind::Unavailable => aw_failure_kind::Unavailable,
-                FailureKind::Timeout => aw_failure_kind::Timeout,
-                FailureKind::AgentError => aw_failure_kind::AgentError,
-                FailureKind::AgentCrashed => aw_failure_kind::AgentCrashed,
-                FailureKind::BadOutput => aw_failure_kind::BadOutput,
-            };
-            format!("failed {kind:?} {:?}", failure.message)
-        }
+        Event::Progress(progress) => match *progress {
+            Progress::Reconnecting { attempt } => format!("progress Reconnecting {attempt}"),
+            Progress::Reconnected => "progress Reconnected 0".to_owned(),
+            Progress::Retrying { attempt } => format!("progress Retrying {attempt}"),
+        },
+        Event::Usage(usage) => format!(
+            "usage {} {} {} {} {:?} {:?} {} {}",
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            usage.reasoning_tokens,
+            usage.cost.map(f64::to_bits),
+            usage.prompt_tokens(),
+            usage.total_tokens()
+        ),
+        Event::Finish(reason) => format!("finish {reason:?}"),
+        Event::Failed(failure) => format!("failed {:?} {:?}", failure.kind, failure.message),
     }
 }
 
