@@ -15,7 +15,7 @@
 //! | [`decoder_mutated`] | bytes | real-shaped lines, some mutated: the same invariants, and when no line is mutated, exactly the events the documented rules predict |
 //! | [`request`] | bytes | `ChatRequest::parse` and `Bridge::new` never panic; errors are OpenAI-shaped 4xx bodies that invite no retry |
 //! | [`bridge`] | [`BridgeInput`] | any interleaving of agent output, stderr, exit, time and hang-up: one head before any body, exactly one `End`, nothing after it, at most one `StopAgent`, well-formed bodies |
-//! | [`abi`] | [`AbiInput`] | any sequence of C ABI calls over a few handles, NULLs and bad arguments included: documented results only, the same answers as the Rust API, out-parameters written only on success, views valid for their documented life, poisoning as documented |
+//! | [`abi`](fn@abi) | [`AbiInput`] | any sequence of C ABI calls over a few handles, NULLs and bad arguments included: documented results only, the same answers as the Rust API, out-parameters written only on success, views valid for their documented life, poisoning as documented |
 
 // The C ABI's body is a C caller: every call it makes is `unsafe`, each with the pointer
 // rules it keeps stated (the ABI's own unsafe code stays in `ffi`).
