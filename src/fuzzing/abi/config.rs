@@ -583,7 +583,7 @@ impl World {
     /// Checks a call on config `slot` that returned `result`: the misuse `errors` (or a
     /// NULL or poisoned handle) allow one of theirs and leave the config as it was;
     /// otherwise `apply` changes the Rust config as the call must have and returns its
-    /// result.
+    /// result. Then every getter must give the Rust config's settings.
     fn after_config_call(
         &mut self,
         slot: usize,
@@ -598,7 +598,8 @@ impl World {
         });
         check_result(what, result, documented, &allowed);
         self.note(Owner::Config(slot), result);
-        if result == aw_result::Ok {
+        // Changed as the call must have, or unchanged after a failure.
+        if self.configs[slot].as_ref().is_some_and(|s| !s.books.poisoned) {
             self.check_config(slot);
         }
     }
