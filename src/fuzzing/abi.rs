@@ -37,7 +37,7 @@ mod config;
 mod decoder;
 mod views;
 
-use std::sync::Once;
+use std::sync::{Once, OnceLock};
 
 use arbitrary::{Arbitrary, Unstructured};
 
@@ -499,24 +499,30 @@ impl World {
     }
 }
 
-/// The value names of `aw_result`, as the header defines them.
-const RESULT_NAMES: [(u32, &str); 15] = [
-    (7000, "AW_RESULT_OK"),
-    (7001, "AW_RESULT_DRAINED"),
-    (7002, "AW_RESULT_NOT_AVAILABLE"),
-    (7003, "AW_RESULT_REJECTED"),
-    (7100, "AW_RESULT_NULL_PARAMETER"),
-    (7101, "AW_RESULT_PANIC"),
-    (7102, "AW_RESULT_POISONED"),
-    (7103, "AW_RESULT_LENGTH_TOO_LARGE"),
-    (7104, "AW_RESULT_INDEX_OUT_OF_RANGE"),
-    (7105, "AW_RESULT_INVALID_ENUM"),
-    (7106, "AW_RESULT_AFTER_EXIT"),
-    (7107, "AW_RESULT_EXITED_TWICE"),
-    (7108, "AW_RESULT_AFTER_EOF"),
-    (7200, "AW_RESULT_INVALID_UTF8"),
-    (7201, "AW_RESULT_INTERIOR_NUL"),
-];
+/// The values and names of `aw_result` as the header defines them (`AW_RESULT_OK = 7000,`
+/// lines): the contract C code is compiled against, read from the header itself so that a
+/// value added to the ABI is expected here as soon as the header has it.
+fn header_results() -> &'static [(u32, String)] {
+    static RESULTS: OnceLock<Vec<(u32, String)>> = OnceLock::new();
+    RESULTS.get_or_init(|| {
+        let results: Vec<(u32, String)> = include_str!("../../include/agentwire.h")
+            .lines()
+            .filter_map(|line| {
+                let (name, value) = line.trim().strip_suffix(',')?.split_once(" = ")?;
+                let value = value.parse().ok()?;
+                name.starts_with("AW_RESULT_")
+                    .then(|| (value, name.to_owned()))
+            })
+            .collect();
+        assert!(
+            results
+                .iter()
+                .any(|(v, n)| *v == 7000 && n == "AW_RESULT_OK"),
+            "the header's aw_result values were not found"
+        );
+        results
+    })
+}
 
 impl World {
     /// `aw_result_name` names the header's values and only them, in static strings;
@@ -528,10 +534,10 @@ impl World {
         };
         self.views.reread();
         let name = aw_result_name(value);
-        let want = RESULT_NAMES
+        let want = header_results()
             .iter()
             .find(|(v, _)| *v == value)
-            .map_or("AW_RESULT_UNKNOWN", |(_, name)| name);
+            .map_or("AW_RESULT_UNKNOWN", |(_, name)| name.as_str());
         self.keep_static(name, want, "aw_result_name");
         assert_eq!(
             aw_result_is_status(value),

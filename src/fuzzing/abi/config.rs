@@ -599,7 +599,10 @@ impl World {
         check_result(what, result, documented, &allowed);
         self.note(Owner::Config(slot), result);
         // Changed as the call must have, or unchanged after a failure.
-        if self.configs[slot].as_ref().is_some_and(|s| !s.books.poisoned) {
+        if self.configs[slot]
+            .as_ref()
+            .is_some_and(|s| !s.books.poisoned)
+        {
             self.check_config(slot);
         }
     }
