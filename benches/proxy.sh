@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Load figures for both example proxies (tokio_proxy, blocking_proxy), release builds on
-# loopback, with the replay agent standing in for cursor-agent and benches/proxy_load.rs as
-# the client. Prints, for each proxy:
+# loopback, with the replay agent standing in for cursor-agent and proxy/benches/proxy_load.rs
+# as the client. Prints, for each proxy:
 #   1. latency: 1,000 sequential streaming requests; the agent's first stdout byte -> the
 #      first content frame at the client, and request sent -> agent running (p50/p99), each
 #      next to its floor measured between the requests (proxy_load.rs says how);
@@ -20,18 +20,20 @@ streams=${STREAMS:-512}
 runs=${RUNS:-5}
 
 builds=()
-for kind in $proxies; do builds+=(--example "${kind}_proxy"); done
-cargo build --release --quiet "${builds[@]}" --example replay_agent --example translate
-cargo bench --no-run --quiet --bench proxy_load
-load=$(cargo bench --no-run --bench proxy_load --message-format=json 2>/dev/null |
+for kind in $proxies; do builds+=(--bin "${kind}_proxy"); done
+cargo build --release --quiet -p agentwire-proxy "${builds[@]}" --bin replay_agent
+cargo build --release --quiet -p agentwire --example translate
+cargo bench --no-run --quiet -p agentwire-proxy --bench proxy_load
+load=$(cargo bench --no-run -p agentwire-proxy --bench proxy_load --message-format=json 2>/dev/null |
     python3 -c 'import json, sys
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "proxy_load" and m.get("executable"):
         print(m["executable"])')
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+bins=$target/release
 examples=$target/release/examples
-replay=$examples/replay_agent
+replay=$bins/replay_agent
 
 dir=$(mktemp -d)
 pid=
@@ -56,7 +58,7 @@ start() {
     shift 3
     : >"$dir/proxy.log"
     AGENTWIRE_REPLAY_TRANSCRIPT=$transcript AGENTWIRE_REPLAY_TIMES=$dir/times.jsonl \
-        "$examples/${kind}_proxy" --listen 127.0.0.1:0 --agent-bin "$agent" --api-key "$key" "$@" \
+        "$bins/${kind}_proxy" --listen 127.0.0.1:0 --agent-bin "$agent" --api-key "$key" "$@" \
         >"$dir/proxy.log" 2>&1 &
     pid=$!
     local waited=0

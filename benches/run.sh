@@ -50,6 +50,11 @@ for bench, unit in [("text_delta_frames", "M frames/s"), ("text_delta_bytes", "M
     r = rate("sse", bench)
     if r is not None:
         print(f"{'sse/' + bench:44} {r:9.1f} {unit}")
+chat = rate("encoder", "chat_completions")
+for bench in ["chat_completions", "responses", "messages"]:
+    r = rate("encoder", bench)
+    if r is not None and chat:
+        print(f"{'encoder/' + bench:44} {r:9.1f}   ({chat / r:.2f}x the time of chat_completions)")
 value = rate("request", "serde_json_validate")
 for bench in ["serde_json_validate", "serde_json_value", "parse", "parse_and_render_prompt"]:
     r = rate("request", bench)

@@ -8,10 +8,12 @@
 //! Groups: `framing` (LineFramer), `stdout_to_sse` (the whole Bridge on the event mix of
 //! the real captures), `stdout_to_sse_huge_line` (4 MB tool results), `chunking` (the
 //! Bridge fed 1, 64 and 4096 bytes at a time: linear time means a constant factor),
-//! `sse` (ChunkEncoder frames/s and bytes/s), `request` (request parsing + prompt
-//! rendering on real OpenCode bodies) and `client_batch` (one batch of 40,000 and of
-//! 80,000 parallel tool starts in client mode: linear time means twice the time for twice
-//! the starts). `benches/run.sh` runs them and prints the ratios.
+//! `sse` (ChunkEncoder frames/s and bytes/s), `encoder` (each API dialect's stream encoder
+//! alone on the events of the event mix, decoded once: every dialect next to Chat
+//! Completions in the same run), `request` (request parsing + prompt rendering on real
+//! OpenCode bodies) and `client_batch` (one batch of 40,000 and of 80,000 parallel tool
+//! starts in client mode: linear time means twice the time for twice the starts).
+//! `benches/run.sh` runs them and prints the ratios.
 
 #[path = "../tests/support/mix.rs"]
 mod mix;
@@ -19,11 +21,12 @@ mod mix;
 use std::hint::black_box;
 use std::path::Path;
 
-use agentwire::bridge::{Bridge, BridgeParams, Config, Output};
+use agentwire::api::RequestLimits;
+use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect, Output, Prepared, ResponseWriter};
+use agentwire::cursor::prompt::render_prompt;
 use agentwire::event::Event;
 use agentwire::framing::{DEFAULT_MAX_LINE_LEN, LineFramer};
-use agentwire::openai::prompt::render_prompt;
-use agentwire::openai::{ChatRequest, ChunkEncoder, OutputOptions, RequestLimits, ResponseMeta};
+use agentwire::openai::chat::{ChunkEncoder, OutputOptions, ResponseMeta, parse_request};
 use agentwire::tools::{ToolPlan, ToolStrategy};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
@@ -98,7 +101,12 @@ fn run_bridge(request: &[u8], input: &[u8], chunk: usize) -> usize {
         created_unix: 1_700_000_000,
         id_seed: 1,
     };
-    let mut bridge = Bridge::new(request, &Config::default(), params);
+    let mut bridge = Bridge::new(
+        Dialect::ChatCompletions,
+        request,
+        &Config::default(),
+        params,
+    );
     let mut body = 0;
     let mut drain = |bridge: &mut Bridge| {
         while let Some(output) = bridge.poll_output() {
@@ -186,6 +194,77 @@ fn sse(c: &mut Criterion) {
     group.finish();
 }
 
+/// The dialects whose encoders `encoder` measures, each with the streaming request it
+/// answers (Messages asks for thinking, so that it writes the reasoning the others write).
+/// A dialect not implemented yet is reported as skipped.
+const DIALECTS: &[(&str, Dialect, &str)] = &[
+    (
+        "chat_completions",
+        Dialect::ChatCompletions,
+        r#"{"model":"auto","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}"#,
+    ),
+    (
+        "responses",
+        Dialect::Responses,
+        r#"{"model":"auto","stream":true,"input":"hi","reasoning":{"summary":"auto"}}"#,
+    ),
+    (
+        "messages",
+        Dialect::Messages,
+        r#"{"model":"auto","max_tokens":1024,"stream":true,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"hi"}]}"#,
+    ),
+];
+
+/// A dialect's stream encoder for `request`, or `None` when the dialect refuses it.
+fn stream_encoder(
+    dialect: Dialect,
+    request: &str,
+) -> Option<Box<dyn agentwire::api::StreamEncoder>> {
+    let params = BridgeParams {
+        now_ms: 0,
+        created_unix: 1_700_000_000,
+        id_seed: 1,
+    };
+    match dialect.prepare(request.as_bytes(), &Config::default(), &params) {
+        Ok(Prepared {
+            writer: ResponseWriter::Stream(encoder),
+            ..
+        }) => Some(encoder),
+        _ => None,
+    }
+}
+
+/// Every dialect's stream encoder alone on the events of the event mix (decoded once),
+/// the output buffer cleared after each event as the Bridge's is: throughput in bytes of
+/// the agent output those events came from.
+fn encoder(c: &mut Criterion) {
+    let (files, _) = mix::workload_transcripts();
+    let input = mix::event_mix(&files, 16 << 20);
+    let events = mix::decoded_events(&input);
+    let mut group = c.benchmark_group("encoder");
+    group.throughput(Throughput::Bytes(input.len() as u64));
+    for (name, dialect, request) in DIALECTS {
+        if stream_encoder(*dialect, request).is_none() {
+            println!("encoder/{name}: skipped, the dialect refuses its request");
+            continue;
+        }
+        group.bench_function(*name, |b| {
+            b.iter(|| {
+                let mut encoder = stream_encoder(*dialect, request).unwrap();
+                let mut out = Vec::with_capacity(64 * 1024);
+                let mut written = 0;
+                for event in &events {
+                    encoder.encode(&event.as_event(), &mut out);
+                    written += out.len();
+                    out.clear();
+                }
+                written
+            })
+        });
+    }
+    group.finish();
+}
+
 /// Request bodies: the real OpenCode ones when present, else the project's own.
 fn request_bodies() -> Vec<Vec<u8>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -236,7 +315,7 @@ fn request(c: &mut Criterion) {
         b.iter(|| {
             bodies
                 .iter()
-                .filter(|body| ChatRequest::parse(body, &limits).is_ok())
+                .filter(|body| parse_request(body, &limits).is_ok())
                 .count()
         })
     });
@@ -245,7 +324,7 @@ fn request(c: &mut Criterion) {
             bodies
                 .iter()
                 .map(|body| {
-                    let request = ChatRequest::parse(body, &limits).unwrap();
+                    let request = parse_request(body, &limits).unwrap();
                     let conversation = &request.conversation;
                     let plan = ToolPlan::new(&conversation.tools, ToolStrategy::default());
                     render_prompt(conversation, &plan).len()
@@ -298,6 +377,7 @@ criterion_group!(
     stdout_to_sse,
     chunking,
     sse,
+    encoder,
     request,
     client_batch
 );

@@ -2,25 +2,29 @@
 //! exactly the HTTP response body a client would receive.
 //!
 //! ```text
-//! translate [--chunk N] [--no-stream] [--include-usage] [--request REQUEST.json]
-//!           [--stderr FILE] [--exit CODE] [--created UNIX] TRANSCRIPT
+//! translate [--api chat-completions|responses|messages] [--chunk N] [--no-stream]
+//!           [--include-usage] [--request REQUEST.json] [--stderr FILE] [--exit CODE]
+//!           [--created UNIX] TRANSCRIPT
 //! ```
 //!
 //! The transcript is read and fed in N-byte chunks (default 4096), so memory stays bounded
 //! whatever its size. `--stderr` and `--exit` replay a failed run (the agent's stderr and
 //! exit code; default exit 0). The body goes to stdout; the first line of stderr is
-//! `status: NNN`. Without `--request` the request is
-//! `{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}`;
-//! `--no-stream` and `--include-usage` are applied to whichever request is used.
+//! `status: NNN`. `--api` names the dialect of the request (default `chat-completions`).
+//! Without `--request` the request is the dialect's smallest saying "hi" (for Chat
+//! Completions `{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}`);
+//! `--no-stream` sets `stream` to false in whichever request is used, and `--include-usage`
+//! sets Chat Completions' `stream_options.include_usage`.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::process::ExitCode;
 
-use agentwire::bridge::{Bridge, BridgeParams, Config, Output};
+use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect, Output};
 use agentwire::cursor::ExitStatus;
 
 struct Args {
+    dialect: Dialect,
     chunk: usize,
     no_stream: bool,
     include_usage: bool,
@@ -31,13 +35,33 @@ struct Args {
     transcript: String,
 }
 
-const USAGE: &str = "usage: translate [--chunk N] [--no-stream] [--include-usage] [--request REQUEST.json] [--stderr FILE] [--exit CODE] [--created UNIX] TRANSCRIPT";
+const USAGE: &str = "usage: translate [--api chat-completions|responses|messages] [--chunk N] [--no-stream] [--include-usage] [--request REQUEST.json] [--stderr FILE] [--exit CODE] [--created UNIX] TRANSCRIPT";
 
-const DEFAULT_REQUEST: &str =
-    r#"{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+/// The request used without `--request`: the dialect's smallest, as a stream.
+fn default_request(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Responses => r#"{"model":"auto","stream":true,"input":"hi"}"#,
+        Dialect::Messages => {
+            r#"{"model":"auto","max_tokens":1024,"stream":true,"messages":[{"role":"user","content":"hi"}]}"#
+        }
+        _ => r#"{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}"#,
+    }
+}
+
+fn parse_dialect(name: &str) -> Result<Dialect, String> {
+    match name {
+        "chat-completions" => Ok(Dialect::ChatCompletions),
+        "responses" => Ok(Dialect::Responses),
+        "messages" => Ok(Dialect::Messages),
+        other => Err(format!(
+            "--api: unknown dialect {other:?} (chat-completions, responses, messages)"
+        )),
+    }
+}
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
+        dialect: Dialect::ChatCompletions,
         chunk: 4096,
         no_stream: false,
         include_usage: false,
@@ -51,6 +75,7 @@ fn parse_args() -> Result<Args, String> {
     while let Some(arg) = it.next() {
         let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
         match arg.as_str() {
+            "--api" => args.dialect = parse_dialect(&value("--api")?)?,
             "--chunk" => {
                 args.chunk = value("--chunk")?
                     .parse()
@@ -94,7 +119,7 @@ fn parse_args() -> Result<Args, String> {
 fn request_body(args: &Args) -> Result<Vec<u8>, String> {
     let body = match &args.request {
         Some(path) => std::fs::read(path).map_err(|e| format!("{path}: {e}"))?,
-        None => DEFAULT_REQUEST.as_bytes().to_vec(),
+        None => default_request(args.dialect).as_bytes().to_vec(),
     };
     if !args.no_stream && !args.include_usage {
         return Ok(body);
@@ -105,7 +130,7 @@ fn request_body(args: &Args) -> Result<Vec<u8>, String> {
     if args.no_stream {
         request.insert("stream".into(), false.into());
         request.remove("stream_options");
-    } else if args.include_usage {
+    } else if args.include_usage && args.dialect == Dialect::ChatCompletions {
         request.insert(
             "stream_options".into(),
             serde_json::json!({"include_usage": true}),
@@ -135,7 +160,7 @@ fn run(args: &Args) -> Result<(), String> {
         created_unix: args.created,
         id_seed: 0,
     };
-    let mut bridge = Bridge::new(&body, &Config::default(), params);
+    let mut bridge = Bridge::new(args.dialect, &body, &Config::default(), params);
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
     let io_err = |e: io::Error| e.to_string();

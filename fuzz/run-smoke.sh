@@ -13,18 +13,18 @@
 #   FUZZ_TARGETS    space-separated subset of targets to run
 #   CARGO_TARGET_DIR is honoured.
 #
-# Needs cargo-fuzz (installed here with `cargo install cargo-fuzz --locked` when missing)
-# and a nightly toolchain; without one, stable is told to accept nightly flags with
-# RUSTC_BOOTSTRAP=1, as CI machines only have stable.
+# Needs cargo-fuzz (the pinned one in the project's .tools/bin, which `ci/setup.sh fuzz`
+# installs; installed here when missing) and a nightly toolchain; without one, stable is
+# told to accept nightly flags with RUSTC_BOOTSTRAP=1, as CI machines only have stable.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 seconds=${1:-30}
 read -r -a targets <<<"${FUZZ_TARGETS:-framing decoder decoder_mutated request bridge abi}"
 
+export PATH="$PWD/../.tools/bin:$PATH"
 if ! cargo fuzz --version >/dev/null 2>&1; then
-    echo "==> installing cargo-fuzz"
-    cargo install cargo-fuzz --locked
+    ../ci/setup.sh fuzz
 fi
 
 # shellcheck source=common.sh

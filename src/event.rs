@@ -1,8 +1,9 @@
 //! The neutral event model every input and output dialect meets at.
 //!
-//! Input dialects (the cursor-agent decoder) produce [`Event`]s; output dialects (the OpenAI
-//! chunk encoder and completion builder) consume them. Events borrow their text from the
-//! producer, so handing one over allocates nothing; copy what you keep.
+//! The cursor-agent decoder produces [`Event`]s; every API dialect's response writers (an
+//! [`api::StreamEncoder`](crate::api::StreamEncoder) or
+//! [`api::BodyBuilder`](crate::api::BodyBuilder)) consume them. Events borrow their text
+//! from the producer, so handing one over allocates nothing; copy what you keep.
 
 use std::fmt;
 
@@ -47,18 +48,20 @@ impl Event<'_> {
 pub struct ToolCall<'a> {
     /// Position in this turn's list of calls, from 0.
     pub index: u32,
-    /// OpenAI-safe call id (`call_…`).
+    /// The call id: `call_` and 24 hex digits, safe in every dialect
+    /// (`^[a-zA-Z0-9_-]+$`) and stable across a conversation's requests.
     pub id: &'a str,
     /// The client's tool name.
     pub name: &'a str,
-    /// Arguments as a JSON object text.
+    /// The input: arguments as JSON object text for a function tool; the raw text for a
+    /// freeform one (see the tool's [`ToolKind`](crate::conversation::ToolKind)).
     pub arguments: &'a str,
 }
 
 /// A tool call the agent handled itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentActivity<'a> {
-    /// The agent's own id for the call (may contain newlines; never an OpenAI id).
+    /// The agent's own id for the call (may contain newlines; never a client's call id).
     pub call_id: &'a str,
     /// The tool's kind as the agent names it (`shell`, `read`, `edit`, `webFetch`, …).
     pub tool: &'a str,

@@ -13,7 +13,7 @@
 //! | [`framing`] | bytes | any chunking frames the same lines and errors as whole input, which match a reference splitter; buffered bytes never exceed the limit |
 //! | [`decoder`] | bytes | events and SSE identical for whole and chunked stdout; SSE well-formed with exactly one terminal and one `[DONE]` |
 //! | [`decoder_mutated`] | bytes | real-shaped lines, some mutated: the same invariants, and when no line is mutated, exactly the events the documented rules predict |
-//! | [`request`] | bytes | `ChatRequest::parse` and `Bridge::new` never panic; errors are OpenAI-shaped 4xx bodies that invite no retry |
+//! | [`request`] | bytes | `openai::chat::parse_request` and `Bridge::new` never panic; errors are OpenAI-shaped 4xx bodies that invite no retry |
 //! | [`bridge`] | [`BridgeInput`] | any interleaving of agent output, stderr, exit, time and hang-up: one head before any body, exactly one `End`, nothing after it, at most one `StopAgent`, well-formed bodies |
 //! | [`abi`](fn@abi) | [`AbiInput`] | any sequence of C ABI calls over a few handles, NULLs and bad arguments included: documented results only, the same answers as the Rust API, out-parameters written only on success, views valid for their documented life, poisoning as documented |
 
@@ -27,13 +27,15 @@ mod script;
 use arbitrary::{Arbitrary, Unstructured};
 use serde_json::Value;
 
-use crate::bridge::{Bridge, BridgeError, BridgeParams, Config, Output};
+use crate::api::{ErrorReply, RequestError, RequestLimits};
+use crate::bridge::{Bridge, BridgeError, BridgeParams, Config, Dialect, Output};
 use crate::conversation::ToolChoice;
 use crate::cursor::{Decoder, DecoderConfig, DecoderError, DecoderStats, ExitStatus};
 use crate::event::{ActivityPhase, Event, FailureKind, FinishReason, Progress, Usage};
 use crate::framing::{LineError, LineFramer};
-use crate::openai::{
-    ApiError, ChatRequest, ChunkEncoder, OutputOptions, ReasoningField, RequestLimits, ResponseMeta,
+use crate::openai::ApiError;
+use crate::openai::chat::{
+    ChunkEncoder, OutputOptions, ReasoningField, ResponseMeta, parse_request,
 };
 use crate::tools::ToolStrategy;
 pub use abi::{
@@ -507,11 +509,18 @@ fn tight_limits() -> RequestLimits {
         max_body_bytes: 2048,
         max_messages: 3,
         max_tools: 2,
+        reject_attachments: false,
     }
 }
 
-/// Asserts an `ApiError` is a request error: 400 or 413, OpenAI-shaped, retry-safe.
-fn assert_request_error(error: &ApiError) {
+/// The OpenAI error body of a request error.
+fn api_error(error: &RequestError) -> ApiError {
+    ApiError::from(&ErrorReply::from(error))
+}
+
+/// Asserts a request error is a 400 or 413, OpenAI-shaped and retry-safe.
+fn assert_request_error(error: &RequestError) {
+    let error = &api_error(error);
     assert!(
         error.status == 400 || error.status == 413,
         "request error with status {}",
@@ -552,14 +561,14 @@ enum OwnedOutput {
     End,
 }
 
-/// `ChatRequest::parse` and `Bridge::new` over arbitrary bodies: never a panic; a valid
+/// `openai::chat::parse_request` and `Bridge::new` over arbitrary bodies: never a panic; a valid
 /// request has messages within the limits, a model that cannot be read as a flag and an
 /// echoed model of at most 256 printable bytes; an
 /// error is a retry-safe OpenAI error body with a 400 or 413 status, and the bridge of
 /// an invalid body outputs exactly that head, that body and `End`, and spawns nothing.
 pub fn request(data: &[u8]) {
     for limits in [RequestLimits::default(), tight_limits()] {
-        match ChatRequest::parse(data, &limits) {
+        match parse_request(data, &limits) {
             Ok(request) => {
                 assert!(
                     !request.conversation.messages.is_empty(),
@@ -596,10 +605,11 @@ pub fn request(data: &[u8]) {
         id_seed: 42,
     };
     let config = Config::default();
-    let mut bridge = Bridge::new(data, &config, params);
+    let mut bridge = Bridge::new(Dialect::ChatCompletions, data, &config, params);
     let outputs = drain_owned(&mut bridge);
-    match ChatRequest::parse(data, &config.request_limits) {
+    match parse_request(data, &config.request_limits) {
         Err(error) => {
+            let error = api_error(&error);
             assert!(bridge.invocation().is_none(), "an invalid request spawns");
             assert_eq!(
                 outputs,
@@ -961,7 +971,7 @@ pub fn bridge(input: BridgeInput) {
         created_unix: 1_700_000_000,
         id_seed: 7,
     };
-    let mut bridge = Bridge::new(&body, &config, params);
+    let mut bridge = Bridge::new(Dialect::ChatCompletions, &body, &config, params);
     let stream = bridge.is_stream();
     let transcript = TRANSCRIPTS[usize::from(input.transcript) % TRANSCRIPTS.len()].as_bytes();
     let mut contract = Contract::default();

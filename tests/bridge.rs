@@ -5,7 +5,7 @@ mod support;
 
 use std::path::Path;
 
-use agentwire::bridge::{Bridge, BridgeParams, Config, Output};
+use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect, Output};
 use agentwire::cursor::ExitStatus;
 use serde_json::Value;
 use support::check_stream;
@@ -32,7 +32,7 @@ impl Run {
             id_seed: 42,
         };
         let mut run = Run {
-            bridge: Bridge::new(body, config, params),
+            bridge: Bridge::new(Dialect::ChatCompletions, body, config, params),
             seen: Vec::new(),
         };
         run.drain();
@@ -422,6 +422,31 @@ fn invalid_request_is_rejected_without_spawning() {
         assert_eq!(run.ends(), 1);
         assert!(run.bridge.poll_timeout().is_none());
     }
+}
+
+#[test]
+fn attachments_reach_the_agent_as_placeholders_or_are_refused() {
+    let body = br#"{"model":"auto","stream":true,"messages":[{"role":"user","content":[
+        {"type":"text","text":"What is this?"},
+        {"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}]}"#;
+    let run = Run::new(body, &Config::default());
+    let prompt = String::from_utf8(run.bridge.invocation().unwrap().stdin.clone()).unwrap();
+    assert!(
+        prompt.contains(
+            "What is this?\n[image not shown (image/png, 8 bytes): only text reaches you]\n"
+        ),
+        "{prompt}"
+    );
+    let mut config = Config::default();
+    config.request_limits.reject_attachments = true;
+    let run = Run::new(body, &config);
+    assert!(run.bridge.invocation().is_none());
+    assert_eq!(run.heads(), [(400, "application/json")]);
+    let error = &run.json_body()["error"];
+    assert_eq!(
+        (error["code"].as_str(), error["param"].as_str()),
+        (Some("unsupported_content"), Some("messages[0].content[1]"))
+    );
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 mod support;
 
-use agentwire::bridge::{Bridge, BridgeParams, Config, Output};
+use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect, Output};
 use agentwire::cursor::ExitStatus;
 use proptest::prelude::*;
 
@@ -89,7 +89,7 @@ proptest! {
         let bytes = std::fs::read(&fixtures[transcript % fixtures.len()]).unwrap();
         let config = Config::default();
         let params = BridgeParams { now_ms: 1_000, created_unix: 1, id_seed: 7 };
-        let mut bridge = Bridge::new(&requests[request], &config, params);
+        let mut bridge = Bridge::new(Dialect::ChatCompletions, &requests[request], &config, params);
         let mut contract = Contract::default();
         contract.drain(&mut bridge);
         let mut now = 1_000u64;

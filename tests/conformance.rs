@@ -1,7 +1,8 @@
 //! Real-capture conformance: every cursor-agent transcript in `../shared/fixtures/cursor-agent`
 //! (present beside the repository in CI) replayed through the core, and the responses
 //! checked against the OpenAI chunk contract and against the capture's own `result`.
-//! The project's own transcripts in `tests/fixtures` go through the same checks.
+//! The project's own transcripts in `tests/fixtures` go through the same checks. That every
+//! chunking gives the same bytes is checked for every dialect in `tests/dialects.rs`.
 
 mod support;
 
@@ -9,24 +10,11 @@ use std::path::PathBuf;
 
 use support::{check_stream, expected_result, has_thinking, has_usage, respond};
 
-/// Chunk sizes every transcript is replayed with; `usize::MAX` is the whole file.
-const CHUNKINGS: [usize; 4] = [1, 7, 4096, usize::MAX];
-
 fn check_transcript(path: &PathBuf) -> &'static str {
     let bytes = std::fs::read(path).unwrap();
     let name = path.file_name().unwrap().to_string_lossy();
+    // The same bytes in every chunking: `tests/dialects.rs`.
     let reference = respond(&bytes, usize::MAX, true, true);
-    for chunk in CHUNKINGS {
-        let response = respond(&bytes, chunk, true, true);
-        assert_eq!(
-            response.status, reference.status,
-            "{name}: status with {chunk}-byte chunks"
-        );
-        assert_eq!(
-            response.body, reference.body,
-            "{name}: body with {chunk}-byte chunks"
-        );
-    }
     let Some(expected) = expected_result(&bytes) else {
         // No result: the run failed. Before any answer the failure has its true status and
         // an OpenAI error body; after it, an in-band error frame then [DONE].

@@ -5,7 +5,7 @@
 
 mod support;
 
-use agentwire::bridge::{Bridge, BridgeParams, Config, Output};
+use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect, Output};
 use serde_json::{Value, json};
 use support::check_stream;
 
@@ -80,7 +80,7 @@ fn answer(messages: &[Value], stdout: &[u8], config: &Config) -> Answer {
         created_unix: 1_700_000_000,
         id_seed: 7,
     };
-    let mut bridge = Bridge::new(&request(messages), config, params);
+    let mut bridge = Bridge::new(Dialect::ChatCompletions, &request(messages), config, params);
     assert!(bridge.invocation().is_some(), "a valid request");
     let mut body = Vec::new();
     for byte in stdout.chunks(64) {

@@ -13,7 +13,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agentwire::bridge::{Bridge, BridgeParams, Config, Output};
+use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect, Output};
 use agentwire::cursor::ExitStatus;
 
 /// Blocks at least this large count as "about the size of the line" (lines below are 4 MiB).
@@ -90,7 +90,7 @@ fn peak_large_blocks(transcript: &[u8], stream: bool) -> (usize, usize) {
         created_unix: 1_700_000_000,
         id_seed: 1,
     };
-    let mut bridge = Bridge::new(body, &Config::default(), params);
+    let mut bridge = Bridge::new(Dialect::ChatCompletions, body, &Config::default(), params);
     let mut written = 0usize;
     let mut drain = |bridge: &mut Bridge| {
         while let Some(output) = bridge.poll_output() {

@@ -2,7 +2,9 @@
 //! fields replaced by arbitrary JSON, give a request or an OpenAI-shaped 400/413, never a
 //! panic.
 
-use agentwire::openai::{ChatRequest, RequestLimits};
+use agentwire::api::{ErrorReply, RequestLimits, RequestProblem};
+use agentwire::openai::ApiError;
+use agentwire::openai::chat::parse_request;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -28,16 +30,17 @@ fn arbitrary_json() -> impl Strategy<Value = Value> {
 }
 
 fn check(body: &[u8]) {
-    match ChatRequest::parse(body, &RequestLimits::default()) {
+    match parse_request(body, &RequestLimits::default()) {
         Ok(request) => {
             assert!(!request.conversation.messages.is_empty() && !request.model.starts_with('-'))
         }
         Err(error) => {
             assert!(
-                error.status == 400 || error.status == 413,
+                error.status() == 400 || error.status() == 413,
                 "{}",
-                error.status
+                error.status()
             );
+            let error = ApiError::from(&ErrorReply::from(&error));
             let body: Value = serde_json::from_slice(&error.to_json()).unwrap();
             assert!(body["error"]["message"].is_string());
             assert_eq!(body["error"]["type"], "invalid_request_error");
@@ -149,11 +152,11 @@ proptest! {
     fn deep_nesting_is_a_clean_400(depth in 1usize..50_000, objects in any::<bool>(), field in 0..FIELDS.len()) {
         let (open, close) = if objects { ("{\"a\":", "}") } else { ("[", "]") };
         let body = format!(r#"{{"{}":{}1{}}}"#, FIELDS[field], open.repeat(depth), close.repeat(depth));
-        let error = ChatRequest::parse(body.as_bytes(), &RequestLimits::default()).unwrap_err();
-        prop_assert_eq!(error.status, 400);
+        let error = parse_request(body.as_bytes(), &RequestLimits::default()).unwrap_err();
+        prop_assert_eq!(error.status(), 400);
         // Past the parser's depth limit it is a syntax error, shallower a wrong type.
         if depth >= 128 {
-            prop_assert_eq!(error.code, Some("invalid_json"));
+            prop_assert_eq!(error.problem, RequestProblem::InvalidJson);
         }
     }
 

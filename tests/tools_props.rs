@@ -1,7 +1,7 @@
 //! Property tests: schema validation, argument mapping and the tool plan never panic on
 //! arbitrary JSON, and what they produce keeps its promises.
 
-use agentwire::conversation::ToolSpec;
+use agentwire::conversation::{ToolKind, ToolSpec};
 use agentwire::tools::envelope::EnvelopeError;
 use agentwire::tools::{ToolPlan, ToolStrategy, aliases, schema};
 use proptest::prelude::*;
@@ -120,14 +120,19 @@ const TOOL_NAMES: &[&str] = &[
     "x",
 ];
 
+/// Up to five tools with distinct names: every request parser refuses a repeated name, so a
+/// plan never sees one.
 fn tools() -> impl Strategy<Value = Vec<ToolSpec>> {
     prop::collection::vec((prop::sample::select(TOOL_NAMES), json()), 0..6).prop_map(|tools| {
+        let mut seen = std::collections::HashSet::new();
         tools
             .into_iter()
+            .filter(|(name, _)| seen.insert(*name))
             .map(|(name, parameters)| ToolSpec {
                 name: name.into(),
                 description: String::new(),
                 parameters,
+                kind: ToolKind::Function,
             })
             .collect()
     })
@@ -223,7 +228,7 @@ proptest! {
                 prop_assert!(schema::is_valid(&tool.parameters, &value));
             }
         }
-        match plan.check_envelope(envelope_name, &envelope_args) {
+        match plan.check_envelope(envelope_name, &envelope_args, None) {
             Ok(call) => {
                 let tool = tools.iter().find(|t| t.name == call.name).unwrap();
                 let value: Value = serde_json::from_str(&call.arguments).unwrap();
@@ -250,6 +255,7 @@ fn project_tools() -> Vec<ToolSpec> {
             name: tool["function"]["name"].as_str().unwrap().into(),
             description: String::new(),
             parameters: tool["function"]["parameters"].clone(),
+            kind: ToolKind::Function,
         })
         .collect()
 }

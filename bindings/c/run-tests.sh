@@ -3,12 +3,18 @@
 #   1. the header compiles strict as C99 and as C++17 (and the abi test runs as C++);
 #   2. the tests and the plugin build strict, linked static and shared (and through the
 #      installed pkg-config file);
-#   3. abi: every result code, NULLs, misuse, bad input, poisoned handles;
-#   4. drive: whole requests and decoder events over the project's transcripts (and the
-#      real captures in ../shared when present), byte-identical to the Rust examples
-#      `translate` and `events` on the same input;
-#   5. the plugin example against a stand-in agent that replays a transcript;
-#   6. the same under ASan+UBSan, and under valgrind, with zero errors and zero leaks.
+#   3. abi: every result code, NULLs, misuse, bad input, poisoned handles, overlapping
+#      calls; threads: four threads on one handle get AW_RESULT_BUSY, never a crash;
+#   4. drive: whole requests of every dialect (Chat Completions, Responses, Messages) and
+#      decoder events over the project's transcripts (and the real captures in ../shared
+#      when present), byte-identical to the Rust examples `translate --api DIALECT` and
+#      `events` on the same input; the replies that need no agent (count_tokens, every
+#      refusal in every dialect) byte-identical to the Rust example `reply`;
+#   5. the plugin example against a stand-in agent that replays a transcript (a request of
+#      each dialect), and the README's C blocks as written there;
+#   6. the same under ASan+UBSan, and under valgrind, with zero errors and zero leaks,
+#      against the debug library and against the release library (optimised code is where
+#      valgrind finds what debug builds hide).
 # Run from anywhere; prints "N passed, N failed" last.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -29,10 +35,19 @@ STRICT=(-std=c99 -Wall -Wextra -Werror -pedantic -g -Iinclude)
 LIBS=(-lpthread -ldl -lm)
 SAN=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
 # The test hooks (aw_*_test_panic) are in the library built with --all-features.
-cargo build --quiet --all-features --lib --example translate --example events
+cargo build --quiet --all-features --lib --example translate --example events --example reply
 lib=target/debug
 translate=$lib/examples/translate
 events=$lib/examples/events
+reply=$lib/examples/reply
+# Programs linked to the shared library load it by its SONAME (libagentwire.so.MAJOR, set
+# by build.rs), which cargo does not create: a link by that name, as install.sh makes one.
+soname_link() { # soname_link LIBDIR LINKDIR: LINKDIR/<SONAME> → LIBDIR/libagentwire.so
+    mkdir -p "$2"
+    ln -sfn "$root/$1/libagentwire.so" "$2/$(readelf -d "$1/libagentwire.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]$/\1/p')"
+}
+soname_dir=$out/soname
+soname_link "$lib" "$soname_dir"
 
 echo "==> header"
 printf '#include "agentwire.h"\nint main(void) { return aw_version() == 0; }\n' >"$out/header.c"
@@ -46,11 +61,14 @@ build() { # build NAME SOURCE FLAGS...
     shift 2
     gcc "${STRICT[@]}" "$source" "$@" -o "$out/$name"
 }
-for prog in abi drive; do
+# The README's C blocks, compiled as written (bindings/c/tests/readme.c includes them).
+awk '/^```c$/ { copy = 1; next } /^```$/ { copy = 0 } copy' README.md >"$out/readme_loop.inc"
+check "README has C blocks" test -s "$out/readme_loop.inc"
+for prog in abi drive threads readme; do
     src=bindings/c/tests/$prog.c
-    check "$prog static" build "$prog-static" "$src" -DAW_TEST_HOOKS "$lib/libagentwire.a" "${LIBS[@]}"
-    check "$prog shared" build "$prog-shared" "$src" -DAW_TEST_HOOKS -L"$lib" -lagentwire -Wl,-rpath,"$root/$lib"
-    check "$prog asan" build "$prog-asan" "$src" -DAW_TEST_HOOKS "${SAN[@]}" "$lib/libagentwire.a" "${LIBS[@]}"
+    check "$prog static" build "$prog-static" "$src" -DAW_TEST_HOOKS -I"$out" "$lib/libagentwire.a" "${LIBS[@]}"
+    check "$prog shared" build "$prog-shared" "$src" -DAW_TEST_HOOKS -I"$out" -L"$lib" -lagentwire -Wl,-rpath,"$root/$soname_dir"
+    check "$prog asan" build "$prog-asan" "$src" -DAW_TEST_HOOKS -I"$out" "${SAN[@]}" "$lib/libagentwire.a" "${LIBS[@]}"
 done
 # The same test compiled and linked as C++17: the header serves C++ callers too.
 check "abi as C++17" g++ -x c++ -std=c++17 -Wall -Wextra -Werror -pedantic -g -Iinclude -DAW_TEST_HOOKS \
@@ -58,12 +76,23 @@ check "abi as C++17" g++ -x c++ -std=c++17 -Wall -Wextra -Werror -pedantic -g -I
 check "plugin static" build plugin-static bindings/c/examples/plugin.c "$lib/libagentwire.a" "${LIBS[@]}"
 check "plugin asan" build plugin-asan bindings/c/examples/plugin.c "${SAN[@]}" "$lib/libagentwire.a" "${LIBS[@]}"
 
+echo "==> build against the release library"
+# What users link: optimised, without the test hooks.
+cargo build --quiet --release --lib -p agentwire
+release=target/release
+soname_link "$release" "$out/soname-release"
+for prog in abi drive threads readme; do
+    check "$prog release" build "$prog-release" bindings/c/tests/$prog.c -I"$out" "$release/libagentwire.a" "${LIBS[@]}"
+done
+check "readme release shared" build readme-release-shared bindings/c/tests/readme.c -I"$out" \
+    -L"$release" -lagentwire -Wl,-rpath,"$root/$out/soname-release"
+
 echo "==> install + pkg-config"
 prefix=$out/prefix
 rm -rf "$prefix"
 check "install.sh" bindings/c/install.sh "$prefix" "$lib"
 export PKG_CONFIG_PATH=$root/$prefix/lib/pkgconfig
-check "pkg-config version" test "$(pkg-config --modversion agentwire)" = "$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
+check "pkg-config version" test "$(pkg-config --modversion agentwire)" = "$(sed -n 's/^#define AW_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' include/agentwire.h | paste -sd.)"
 # shellcheck disable=SC2046
 check "abi via pkg-config" gcc "${STRICT[@]}" -DAW_TEST_HOOKS bindings/c/tests/abi.c \
     $(pkg-config --cflags --libs agentwire) -Wl,-rpath,"$root/$prefix/lib" -o "$out/abi-pkgconfig"
@@ -80,13 +109,47 @@ for variant in static shared asan pkgconfig cxx; do
 done
 check "abi static under valgrind" "${VALGRIND[@]}" "$out/abi-static"
 check "abi shared under valgrind" "${VALGRIND[@]}" "$out/abi-shared"
+check "abi release" "$out/abi-release"
+check "abi release under valgrind" "${VALGRIND[@]}" "$out/abi-release"
+
+echo "==> threads (one handle, four threads)"
+# Calls must overlap (--require-busy) where threads run at once; valgrind runs one thread
+# at a time, so there only the results and the memory are checked.
+check "threads static" "$out/threads-static" 2000 --require-busy
+check "threads asan" "$out/threads-asan" 1000 --require-busy
+check "threads release" "$out/threads-release" 2000 --require-busy
+check "threads under valgrind" "${VALGRIND[@]}" "$out/threads-shared" 200
+check "threads release under valgrind" "${VALGRIND[@]}" "$out/threads-release" 200
+
+echo "==> the README's C loop"
+for variant in static shared asan release release-shared; do
+    check "readme $variant" "$out/readme-$variant"
+done
+check "readme under valgrind" "${VALGRIND[@]}" "$out/readme-shared"
+check "readme release under valgrind" "${VALGRIND[@]}" "$out/readme-release-shared"
 
 echo "==> drive (bytes equal to the Rust examples)"
-printf '%s' '{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}' >"$out/default.json"
+apis=(chat-completions responses messages)
+# Per dialect: its smallest request (what translate sends without --request), the
+# project's example requests of that dialect, and bodies no dialect takes: cut short, not
+# UTF-8, a model name that would read as a flag.
+printf '%s' '{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}' >"$out/default-chat-completions.json"
+printf '%s' '{"model":"auto","stream":true,"input":"hi"}' >"$out/default-responses.json"
+printf '%s' '{"model":"auto","max_tokens":1024,"stream":true,"messages":[{"role":"user","content":"hi"}]}' >"$out/default-messages.json"
 printf '%s' '{"model":"auto","stream":true,"messages":[{"role":' >"$out/truncated.json"
 printf '\xff\xfe{"model":"auto"}' >"$out/not-utf8.json"
-printf '%s' '{"model":"--force","messages":[{"role":"user","content":"hi"}]}' >"$out/flag-model.json"
-requests=("$out/default.json" tests/fixtures/requests/*.json "$out/truncated.json" "$out/not-utf8.json" "$out/flag-model.json")
+printf '%s' '{"model":"--force","messages":[{"role":"user","content":"hi"}]}' >"$out/flag-model-chat-completions.json"
+printf '%s' '{"model":"--force","input":"hi"}' >"$out/flag-model-responses.json"
+printf '%s' '{"model":"--force","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}' >"$out/flag-model-messages.json"
+fixture_requests() { # fixture_requests API: the project's example requests of that dialect
+    case $1 in
+        chat-completions) ls tests/fixtures/requests/*.json ;;
+        *) ls "tests/fixtures/requests/$1"/*.json ;;
+    esac
+}
+# The example request with client tools, streaming and not, of each dialect.
+client_tools() { case $1 in chat-completions) echo tests/fixtures/requests/client_tools.json ;; *) echo "tests/fixtures/requests/$1/client_tools.json" ;; esac; }
+client_tools_nostream() { dirname "$(client_tools "$1")" | sed 's|$|/client_tools_nostream.json|'; }
 
 same() { # same NAME EXPECTED_CMD -- ACTUAL_CMD: both outputs (stdout + stderr) equal.
     local name=$1
@@ -109,17 +172,29 @@ same() { # same NAME EXPECTED_CMD -- ACTUAL_CMD: both outputs (stdout + stderr) 
 
 for transcript in tests/fixtures/*.jsonl; do
     t=$(basename "$transcript")
-    for request in "${requests[@]}"; do
-        r=$(basename "$request")
-        for chunk in 1 7 4096; do
-            same "bridge $t $r chunk $chunk" "$translate" --chunk "$chunk" --request "$request" "$transcript" \
-                -- "$out/drive-static" bridge "$request" "$chunk" "$transcript"
+    for api in "${apis[@]}"; do
+        mapfile -t requests < <(echo "$out/default-$api.json"; fixture_requests "$api"
+            echo "$out/truncated.json"; echo "$out/not-utf8.json"; echo "$out/flag-model-$api.json")
+        for request in "${requests[@]}"; do
+            r=$(basename "$request")
+            for chunk in 1 7 4096; do
+                same "bridge $api $t $r chunk $chunk" "$translate" --api "$api" --chunk "$chunk" --request "$request" "$transcript" \
+                    -- "$out/drive-static" bridge --api "$api" "$request" "$chunk" "$transcript"
+            done
+            same "bridge $api $t $r shared" "$translate" --api "$api" --request "$request" "$transcript" \
+                -- "$out/drive-shared" bridge --api "$api" "$request" 4096 "$transcript"
+            same "bridge $api $t $r asan" "$translate" --api "$api" --chunk 7 --request "$request" "$transcript" \
+                -- "$out/drive-asan" bridge --api "$api" "$request" 7 "$transcript"
         done
-        same "bridge $t $r shared" "$translate" --request "$request" "$transcript" \
-            -- "$out/drive-shared" bridge "$request" 4096 "$transcript"
-        same "bridge $t $r asan" "$translate" --chunk 7 --request "$request" "$transcript" \
-            -- "$out/drive-asan" bridge "$request" 7 "$transcript"
+        tools=$(client_tools "$api")
+        same "bridge $api $t valgrind" "$translate" --api "$api" --chunk 5 --request "$tools" "$transcript" \
+            -- "${VALGRIND[@]}" "$out/drive-static" bridge --api "$api" "$tools" 5 "$transcript"
+        same "bridge $api $t $(basename "$tools") release valgrind" "$translate" --api "$api" --chunk 5 --request "$tools" "$transcript" \
+            -- "${VALGRIND[@]}" "$out/drive-release" bridge --api "$api" "$tools" 5 "$transcript"
     done
+    # The default request's default dialect, as callers that never name one get it.
+    same "bridge $t default.json release valgrind" "$translate" --chunk 5 "$transcript" \
+        -- "${VALGRIND[@]}" "$out/drive-release" bridge "$out/default-chat-completions.json" 5 "$transcript"
     for chunk in 1 7 4096; do
         same "events $t chunk $chunk" "$events" --chunk "$chunk" "$transcript" \
             -- "$out/drive-static" events "$chunk" "$transcript"
@@ -127,39 +202,65 @@ for transcript in tests/fixtures/*.jsonl; do
     same "events $t asan" "$events" --chunk 3 "$transcript" -- "$out/drive-asan" events 3 "$transcript"
     same "events $t valgrind" "$events" --chunk 5 "$transcript" \
         -- "${VALGRIND[@]}" "$out/drive-shared" events 5 "$transcript"
-    same "bridge $t valgrind" "$translate" --chunk 5 --request tests/fixtures/requests/client_tools.json "$transcript" \
-        -- "${VALGRIND[@]}" "$out/drive-static" bridge tests/fixtures/requests/client_tools.json 5 "$transcript"
+    same "events $t release valgrind" "$events" --chunk 5 "$transcript" \
+        -- "${VALGRIND[@]}" "$out/drive-release" events 5 "$transcript"
 done
 # Failed runs: the agent's stderr and exit code decide the status and the error body.
 for stderr in tests/fixtures/stderr/*.txt; do
     s=$(basename "$stderr")
-    for request in "$out/default.json" tests/fixtures/requests/client_tools_nostream.json; do
-        same "failure $s $(basename "$request")" \
-            "$translate" --request "$request" --stderr "$stderr" --exit 1 tests/fixtures/failure_no_result.jsonl \
-            -- "$out/drive-asan" bridge "$request" 4096 tests/fixtures/failure_no_result.jsonl "$stderr" 1
+    for api in "${apis[@]}"; do
+        for request in "$out/default-$api.json" "$(client_tools_nostream "$api")"; do
+            same "failure $api $s $(basename "$request")" \
+                "$translate" --api "$api" --request "$request" --stderr "$stderr" --exit 1 tests/fixtures/failure_no_result.jsonl \
+                -- "$out/drive-asan" bridge --api "$api" "$request" 4096 tests/fixtures/failure_no_result.jsonl "$stderr" 1
+        done
     done
 done
 shared_fixtures=../shared/fixtures/cursor-agent
 if [ -d "$shared_fixtures" ]; then
     for transcript in "$shared_fixtures"/*.jsonl; do
         t=$(basename "$transcript")
-        same "real bridge $t" "$translate" --chunk 4096 --request "$out/default.json" "$transcript" \
-            -- "$out/drive-static" bridge "$out/default.json" 4096 "$transcript"
-        same "real bridge (client tools) $t" "$translate" --chunk 7 --request tests/fixtures/requests/client_tools.json "$transcript" \
-            -- "$out/drive-asan" bridge tests/fixtures/requests/client_tools.json 7 "$transcript"
+        for api in "${apis[@]}"; do
+            tools=$(client_tools "$api")
+            same "real bridge $api $t" "$translate" --api "$api" --chunk 4096 --request "$out/default-$api.json" "$transcript" \
+                -- "$out/drive-static" bridge --api "$api" "$out/default-$api.json" 4096 "$transcript"
+            same "real bridge $api (client tools) $t" "$translate" --api "$api" --chunk 7 --request "$tools" "$transcript" \
+                -- "$out/drive-asan" bridge --api "$api" "$tools" 7 "$transcript"
+        done
         same "real events $t" "$events" --chunk 4096 "$transcript" -- "$out/drive-static" events 4096 "$transcript"
     done
 else
     echo "    ($shared_fixtures absent: real captures skipped)"
 fi
 
+echo "==> replies without an agent (bytes equal to the Rust example reply)"
+for request in "$out/default-messages.json" "$(client_tools messages)" "$out/truncated.json" "$out/not-utf8.json" tests/fixtures/requests/client_tools.json; do
+    same "count_tokens $(basename "$request")" "$reply" count-tokens "$request" \
+        -- "$out/drive-asan" reply count-tokens "$request"
+    same "count_tokens $(basename "$request") valgrind" "$reply" count-tokens "$request" \
+        -- "${VALGRIND[@]}" "$out/drive-release" reply count-tokens "$request"
+done
+for api in "${apis[@]}"; do
+    for kind in invalid-request authentication permission-denied not-found method-not-allowed request-too-large \
+        unsupported-media-type rate-limited internal agent-failed unavailable timeout; do
+        message="$kind on a $api route: say \"what\" to do – ok"
+        same "refusal $api $kind" "$reply" error "$api" "$kind" "$message" \
+            -- "$out/drive-asan" reply error "$api" "$kind" "$message"
+    done
+    same "refusal $api valgrind" "$reply" error "$api" unavailable "shutting down" \
+        -- "${VALGRIND[@]}" "$out/drive-release" reply error "$api" unavailable "shutting down"
+done
+
 echo "==> plugin example (stand-in agent)"
 agent=bindings/c/tests/replay-agent.sh
-normalize() { sed -E 's/"id":"chatcmpl-[0-9a-f]+"/"id":"ID"/g; s/"created":[0-9]+/"created":0/g; s/"id":"call_[A-Za-z0-9_]+"/"id":"CALL"/g' "$1"; }
-plugin_case() { # plugin_case NAME PLUGIN REQUEST TRANSCRIPT EXIT
+# What depends on the time and the process: ids derive from the plugin's seed (its pid),
+# `created` from the clock.
+normalize() { sed -E 's/[0-9a-f]{24,}/ID/g; s/"created(_at)?":[0-9]+/"created":0/g' "$1"; }
+plugin_case() { # plugin_case NAME PLUGIN REQUEST TRANSCRIPT EXIT [--api DIALECT]
     local name=$1 plugin=$2 request=$3 transcript=$4 code=$5
-    "$translate" --request "$request" --exit "$code" "$transcript" >"$out/plugin-expected.out" 2>"$out/plugin-expected.err"
-    if AGENTWIRE_REPLAY=$transcript AGENTWIRE_REPLAY_EXIT=$code timeout 60 "$plugin" --agent "$agent" "$request" \
+    shift 5
+    "$translate" "$@" --request "$request" --exit "$code" "$transcript" >"$out/plugin-expected.out" 2>"$out/plugin-expected.err"
+    if AGENTWIRE_REPLAY=$transcript AGENTWIRE_REPLAY_EXIT=$code timeout 60 "$plugin" "$@" --agent "$agent" "$request" \
         >"$out/plugin.out" 2>"$out/plugin.err" \
         && [ "$(normalize "$out/plugin.out")" = "$(normalize "$out/plugin-expected.out")" ] \
         && [ "$(head -1 "$out/plugin.err")" = "$(head -1 "$out/plugin-expected.err")" ]; then
@@ -172,8 +273,12 @@ plugin_case() { # plugin_case NAME PLUGIN REQUEST TRANSCRIPT EXIT
 for plugin in plugin-static plugin-asan; do
     plugin_case "$plugin agent mode" "$out/$plugin" tests/fixtures/requests/agent_stream.json tests/fixtures/partial_recaps.jsonl 0
     plugin_case "$plugin no stream" "$out/$plugin" tests/fixtures/requests/client_tools_nostream.json tests/fixtures/multibyte.jsonl 0
-    plugin_case "$plugin crash" "$out/$plugin" "$out/default.json" tests/fixtures/failure_no_result.jsonl 3
+    plugin_case "$plugin crash" "$out/$plugin" "$out/default-chat-completions.json" tests/fixtures/failure_no_result.jsonl 3
     plugin_case "$plugin rejected" "$out/$plugin" "$out/truncated.json" tests/fixtures/partial_recaps.jsonl 0
+    for api in responses messages; do
+        plugin_case "$plugin $api tools" "$out/$plugin" "$(client_tools "$api")" tests/fixtures/parallel_tools.jsonl 0 --api "$api"
+        plugin_case "$plugin $api crash" "$out/$plugin" "$out/default-$api.json" tests/fixtures/failure_no_result.jsonl 3 --api "$api"
+    done
 done
 # Client tool calls end the turn: the plugin must kill the agent's whole process group,
 # including a child that would otherwise run for ten minutes.

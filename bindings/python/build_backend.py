@@ -19,8 +19,20 @@ from pathlib import Path
 import maturin
 
 HERE = Path(__file__).resolve().parent
-MANIFEST = HERE.parent.parent / "Cargo.toml"
-HEADER = HERE.parent.parent / "include" / "agentwire.h"
+
+
+def _manifest() -> Path:
+    """The crate's Cargo.toml: pyproject.toml's ``manifest-path``, which is ``../../Cargo.toml``
+    in the repository and ``Cargo.toml`` in the sdist (maturin rewrites it there)."""
+    text = (HERE / "pyproject.toml").read_text(encoding="utf-8")
+    match = re.search(r'^manifest-path\s*=\s*"([^"]+)"', text, re.M)
+    if match is None:
+        raise RuntimeError("pyproject.toml has no [tool.maturin] manifest-path")
+    return (HERE / match.group(1)).resolve()
+
+
+MANIFEST = _manifest()
+HEADER = MANIFEST.parent / "include" / "agentwire.h"
 
 # The macros the header is resolved with: C99, not C++. AW_TEST_HOOKS is kept defined so the
 # test-only functions are declared; they exist in the library only when it is built with the

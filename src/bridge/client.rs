@@ -18,10 +18,10 @@ use crate::tools::{Delivery, MappedCall, ToolPlan, ids};
 /// - Text passes through an [`EnvelopeScanner`] when some client tool is taught as a text
 ///   envelope; complete envelopes in a row form one batch.
 /// - A batch closes at the next event that is not part of it, at the end of the answer, or
-///   after [`Config::batch_window_ms`]. Closing writes the calls with indices `0..n`, then
-///   `finish_reason: "tool_calls"`: the turn is over and the agent is stopped.
+///   after [`Config::batch_window_ms`]. Closing emits the calls with indices `0..n`, then
+///   [`FinishReason::ToolCalls`]: the turn is over and the agent is stopped.
 /// - A call the [`LoopGuard`] refuses ends the turn with an answer saying which call was
-///   refused and why, and `finish_reason: "stop"`; when calls were batched before it, the
+///   refused and why, and [`FinishReason::Stop`]; when calls were batched before it, the
 ///   batch is handed over without it.
 /// - A malformed or schema-invalid envelope is not passed to the client: a short note in
 ///   the answer text reports it, so the model sees it on the next turn.
@@ -196,10 +196,11 @@ impl ClientTools {
                     }
                     emitter.emit(&Event::TextDelta(&text));
                 }
-                ScanItem::Envelope(Ok(envelope)) => match self
-                    .plan
-                    .check_envelope(&envelope.name, &envelope.arguments)
-                {
+                ScanItem::Envelope(Ok(envelope)) => match self.plan.check_envelope(
+                    &envelope.name,
+                    &envelope.arguments,
+                    envelope.input.as_deref(),
+                ) {
                     Ok(mapped) => {
                         let index = u32::try_from(self.batch.len()).unwrap_or(u32::MAX);
                         let id = ids::envelope_call_id(self.id_seed, index, &mapped.arguments);
@@ -294,7 +295,7 @@ impl ClientTools {
 mod tests {
     use std::cell::Cell;
 
-    use crate::bridge::{Bridge, BridgeParams, Config, Output};
+    use crate::bridge::{Bridge, BridgeParams, Config, Dialect, Output};
 
     thread_local! {
         /// `BatchId` comparisons made on this thread.
@@ -327,7 +328,12 @@ mod tests {
             created_unix: 0,
             id_seed: 1,
         };
-        let mut bridge = Bridge::new(&request, &Config::default(), params);
+        let mut bridge = Bridge::new(
+            Dialect::ChatCompletions,
+            &request,
+            &Config::default(),
+            params,
+        );
         ID_COMPARISONS.with(|count| count.set(0));
         bridge.push_stdout(&stdout, 1).unwrap();
         let mut body = Vec::new();

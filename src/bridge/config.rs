@@ -1,8 +1,8 @@
 //! Everything a [`Bridge`](super::Bridge) can be told, with documented defaults.
 
+use crate::api::RequestLimits;
 use crate::cursor::DecoderConfig;
-use crate::openai::ReasoningField;
-use crate::openai::request::RequestLimits;
+use crate::openai::chat::ReasoningField;
 use crate::tools::ToolStrategy;
 use crate::tools::loop_guard::LoopGuardConfig;
 
@@ -29,7 +29,8 @@ pub struct Config {
     pub tool_strategy: ToolStrategy,
     /// Pass `--stream-partial-output` for token-level text (default `true`).
     pub partial_output: bool,
-    /// Where reasoning goes in the response (default `reasoning_content`).
+    /// Chat Completions: where reasoning goes in the response (default
+    /// `reasoning_content`).
     pub reasoning: ReasoningField,
     /// Show the agent's own tool use and reconnects as notes in the reasoning channel
     /// (default `true`).
@@ -57,7 +58,7 @@ pub struct Config {
     pub max_envelope_bytes: usize,
     /// Stdout line limit and notes kept by the decoder.
     pub decoder: DecoderConfig,
-    /// Request body limits.
+    /// Request body limits, and whether attachments are refused.
     pub request_limits: RequestLimits,
     /// Repeated-call limits.
     pub loop_guard: LoopGuardConfig,

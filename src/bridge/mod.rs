@@ -1,4 +1,7 @@
-//! One request's state machine: the object adapters drive.
+//! One request's state machine: the object adapters drive. It holds every decision that is
+//! not about a dialect's bytes, the same for every [`Dialect`]; the dialect the caller
+//! chose (from the route) parses the body and writes the responses (`dialect.rs` is the
+//! one place that knows the dialect modules).
 //!
 //! ```text
 //!  request body ──► Bridge::new ──► invocation() ──► adapter spawns cursor-agent, writes stdin
@@ -12,20 +15,22 @@
 
 mod client;
 mod config;
+mod dialect;
 
 use std::fmt;
 
 use thiserror::Error;
 
 pub use config::Config;
+pub use dialect::{Dialect, Prepared, ResponseWriter};
 
+use crate::api::ErrorReply;
 use crate::conversation::ToolChoice;
 use crate::cursor::diagnose::{self, Evidence, ExitStatus};
+use crate::cursor::prompt::render_prompt;
 use crate::cursor::{AgentMode, Decoder, Invocation, InvocationSpec};
 use crate::event::{Event, Failure, FailureKind};
-use crate::framing::{self, SseWriter};
-use crate::openai::request::ChatRequest;
-use crate::openai::{ApiError, ChunkEncoder, CompletionBuilder, OutputOptions, ResponseMeta};
+use crate::framing;
 use crate::tools::loop_guard::LoopGuard;
 use crate::tools::{ToolPlan, ToolStrategy};
 use client::ClientTools;
@@ -37,7 +42,7 @@ pub struct BridgeParams {
     /// Now, on the caller's monotonic millisecond clock. Every later `now_ms` is on the
     /// same clock.
     pub now_ms: u64,
-    /// Now in Unix seconds, for the response's `created`.
+    /// Now in Unix seconds, for the response's creation time (`created`).
     pub created_unix: u64,
     /// A number unique to this request (a counter, mixed with the start time, is fine);
     /// the response id and generated tool-call ids derive from it.
@@ -52,7 +57,7 @@ pub struct Head {
     /// `text/event-stream` for a stream, `application/json` otherwise.
     pub content_type: &'static str,
     /// For errors: whether retrying may help. Send it as `x-should-retry: true|false`
-    /// (openai-python honours it over the status).
+    /// (the OpenAI and Anthropic SDKs honour it over the status).
     pub retryable: Option<bool>,
 }
 
@@ -82,8 +87,8 @@ pub enum BridgeError {
     ExitedTwice,
 }
 
-/// One request's protocol state machine: everything between an OpenAI request body and
-/// the HTTP response, with no I/O of its own.
+/// One request's protocol state machine: everything between a request body, in the
+/// [`Dialect`] the caller names, and the HTTP response, with no I/O of its own.
 ///
 /// A `Bridge` has four kinds of methods:
 /// - **getters** (`&self`): [`invocation`](Self::invocation), [`is_stream`](Self::is_stream),
@@ -100,29 +105,32 @@ pub enum BridgeError {
 /// Rules it keeps:
 /// - **The head waits for evidence.** A stream's head (200) is sent at the first answer
 ///   event (text, reasoning, a tool call, agent activity, the finish), or at
-///   [`Config::head_deadline_ms`], after which keep-alive comments start. A failure
-///   before the head gets its true status and an OpenAI error body (401 not logged in,
-///   404 model unavailable, 429 limits, 500 misconfiguration, 502 crash, 503 unreachable,
-///   504 timeout); after it, an in-band error frame then `[DONE]`.
+///   [`Config::head_deadline_ms`], after which the dialect's keep-alive frames start. A
+///   failure before the head gets its true status and the dialect's error body (401 not
+///   logged in, 404 model unavailable, 429 limits, 500 misconfiguration, 502 crash, 503
+///   unreachable, 504 timeout) with [`Head::retryable`]; after it, the dialect's in-band
+///   error frame(s) then its terminator (Chat Completions: `[DONE]`).
 /// - **Nothing is held back without a reason**: only a possible recap, an open batch of
 ///   client tool calls, and a possible text envelope.
-/// - **Client-owned tools end the turn**: the tool calls, `finish_reason: "tool_calls"`,
-///   `[DONE]`, then [`Output::StopAgent`], then [`Output::End`].
+/// - **Client-owned tools end the turn**: the tool calls, the finish (Chat Completions:
+///   `finish_reason: "tool_calls"`, `[DONE]`), then [`Output::StopAgent`], then
+///   [`Output::End`].
 /// - **Exactly one [`Output::End`]**, whatever happens. After it every `poll_*` returns
 ///   `None` and inputs are ignored.
 /// - An invalid request never spawns anything: [`invocation`](Self::invocation) is `None`
-///   and the outputs are the 400 head, the error body and `End`.
+///   and the outputs are the error head (400; 413 for an over-limit body; 501 for a
+///   dialect not implemented yet), the dialect's error body and `End`.
 ///
 /// Non-streaming requests run through the same machine; the body is assembled as events
 /// arrive and sent, with its status, at the end.
 ///
 /// ```
-/// use agentwire::bridge::{Bridge, BridgeParams, Config, Output};
+/// use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect, Output};
 /// use agentwire::cursor::ExitStatus;
 ///
 /// let body = br#"{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
 /// let params = BridgeParams { now_ms: 0, created_unix: 1_700_000_000, id_seed: 1 };
-/// let mut bridge = Bridge::new(body, &Config::default(), params);
+/// let mut bridge = Bridge::new(Dialect::ChatCompletions, body, &Config::default(), params);
 /// let invocation = bridge.invocation().expect("a valid request");
 /// assert_eq!(invocation.program, "cursor-agent");
 /// // ...spawn it, write invocation.stdin, then feed its output:
@@ -175,40 +183,20 @@ enum Once {
 }
 
 impl Bridge {
-    /// Validates `body` and prepares the run. An invalid body yields a bridge whose only
-    /// outputs are the 400 head, the OpenAI error body and `End`, and whose
+    /// Validates `body` as a request of `dialect` and prepares the run. An invalid body
+    /// yields a bridge whose only outputs are the error head (400, or 413 for an
+    /// over-limit body), the dialect's error body and `End`, and whose
     /// [`invocation`](Self::invocation) is `None`.
-    pub fn new(body: &[u8], config: &Config, params: BridgeParams) -> Bridge {
+    pub fn new(dialect: Dialect, body: &[u8], config: &Config, params: BridgeParams) -> Bridge {
         let decoder = Decoder::new(config.decoder.clone());
-        let options = OutputOptions {
-            reasoning: config.reasoning,
-            activity_notes: config.activity_notes,
-            include_usage: false,
-        };
-        let request = match ChatRequest::parse(body, &config.request_limits) {
-            Ok(request) => request,
+        let Prepared { request, writer } = match dialect.prepare(body, config, &params) {
+            Ok(prepared) => prepared,
             Err(error) => {
-                let meta = ResponseMeta::new(params.id_seed, params.created_unix, "auto");
-                let mut core = Core::new(
-                    None,
-                    false,
-                    Emitter::new(false, &meta, &options),
-                    config,
-                    params,
-                );
-                core.emitter.reject(&error);
+                let mut core = Core::new(None, false, Emitter::new(dialect, None), config, params);
+                core.emitter.reject(&ErrorReply::from(&error));
                 core.end = Once::Due;
                 return Bridge { decoder, core };
             }
-        };
-        let meta = ResponseMeta::new(
-            params.id_seed,
-            params.created_unix,
-            request.response_model.clone(),
-        );
-        let options = OutputOptions {
-            include_usage: request.include_usage,
-            ..options
         };
         let conversation = &request.conversation;
         let client_mode =
@@ -227,7 +215,7 @@ impl Bridge {
             (true, ToolStrategy::Native) => AgentMode::Native { force: false },
             (true, _) => AgentMode::ReadOnly,
         };
-        let prompt = crate::openai::prompt::render_prompt(conversation, &plan);
+        let prompt = render_prompt(conversation, &plan);
         let invocation = Invocation::new(
             &InvocationSpec {
                 program: &config.cursor_binary,
@@ -249,7 +237,7 @@ impl Bridge {
                 params.id_seed,
             )
         });
-        let emitter = Emitter::new(request.stream, &meta, &options);
+        let emitter = Emitter::new(dialect, Some(writer));
         let core = Core::new(Some(invocation), request.stream, emitter, config, params);
         Bridge {
             decoder,
@@ -396,7 +384,7 @@ impl Bridge {
     }
 
     /// The adapter is shutting down: the response ends now as a failure the client may
-    /// retry (503 before the head; an in-band error frame and `[DONE]` after it), and the
+    /// retry (503 before the head; the dialect's in-band error and terminator after it), and the
     /// agent is stopped. Nothing happens if the response is already ending.
     pub fn shutdown(&mut self, now_ms: u64) {
         if self.core.ending() {
@@ -570,9 +558,7 @@ impl Core {
             }
         }
         if self.emitter.keep_alive_due(now_ms, self.keep_alive_ms) {
-            self.emitter.recycle();
-            SseWriter::comment(&mut self.emitter.out, "keep-alive");
-            self.emitter.produced += 1;
+            self.emitter.keep_alive();
         }
         self.after_input(now_ms);
     }
@@ -601,10 +587,12 @@ impl Core {
     }
 }
 
-/// Where events become response bytes: the chunk encoder (stream) or the completion
-/// builder (body), the head decision, and the body buffer handed out by `poll_output`.
+/// Where events become response bytes: the dialect's stream encoder or body builder, the
+/// head decision, and the body buffer handed out by `poll_output`.
 struct Emitter {
-    response: Response,
+    dialect: Dialect,
+    /// `None` when the request was rejected.
+    writer: Option<ResponseWriter>,
     out: Vec<u8>,
     /// `out` was lent by the last `poll_output`; clear it first.
     lent: bool,
@@ -623,20 +611,11 @@ struct Emitter {
     stamped: u64,
 }
 
-enum Response {
-    Stream(ChunkEncoder),
-    Body(CompletionBuilder),
-}
-
 impl Emitter {
-    fn new(stream: bool, meta: &ResponseMeta, options: &OutputOptions) -> Emitter {
-        let response = if stream {
-            Response::Stream(ChunkEncoder::new(meta, options))
-        } else {
-            Response::Body(CompletionBuilder::new(meta, options))
-        };
+    fn new(dialect: Dialect, writer: Option<ResponseWriter>) -> Emitter {
         Emitter {
-            response,
+            dialect,
+            writer,
             out: Vec::new(),
             lent: false,
             head: None,
@@ -679,16 +658,17 @@ impl Emitter {
         }
     }
 
-    /// A rejected request: the error's head and body, and nothing else.
-    fn reject(&mut self, error: &ApiError) {
+    /// An error before anything was sent: its head and the dialect's error body, and
+    /// nothing else.
+    fn reject(&mut self, reply: &ErrorReply) {
         self.head = Some(Head {
-            status: error.status,
+            status: reply.status(),
             content_type: "application/json",
-            retryable: Some(error.retryable()),
+            retryable: Some(reply.retryable()),
         });
         self.recycle();
         self.out.clear();
-        error.write_json(&mut self.out);
+        self.dialect.write_error(reply, &mut self.out);
         self.finished = true;
     }
 
@@ -715,40 +695,48 @@ impl Emitter {
         if matches!(event, Event::Finish(_)) {
             self.agent_done = true;
         }
-        match &mut self.response {
-            Response::Body(builder) => {
+        if matches!(self.writer, Some(ResponseWriter::Stream(_))) && !self.head_decided() {
+            if let Event::Failed(failure) = event {
+                // Nothing sent yet: the failure gets its true status.
+                self.reject(&ErrorReply::from_failure(failure));
+                return;
+            }
+            if event.is_answer() {
+                self.commit_stream_head();
+            }
+        }
+        match &mut self.writer {
+            None => {}
+            Some(ResponseWriter::Body(builder)) => {
                 builder.push(event);
                 if builder.is_finished() {
-                    let status = builder.status();
-                    let retryable = builder
-                        .failure()
-                        .map(|f| ApiError::from_failure(f).retryable());
-                    self.head = Some(Head {
-                        status,
-                        content_type: "application/json",
-                        retryable,
-                    });
-                    builder.write_body(&mut self.out);
-                    self.finished = true;
-                }
-            }
-            Response::Stream(_) => {
-                if !self.head_decided() {
-                    if let Event::Failed(failure) = event {
-                        // Nothing sent yet: the failure gets its true status.
-                        let error = ApiError::from_failure(failure);
-                        self.reject(&error);
-                        return;
-                    }
-                    if event.is_answer() {
-                        self.commit_stream_head();
+                    match builder.failure().map(ErrorReply::from_failure) {
+                        Some(reply) => self.reject(&reply),
+                        None => {
+                            self.head = Some(Head {
+                                status: 200,
+                                content_type: "application/json",
+                                retryable: None,
+                            });
+                            builder.write_body(&mut self.out);
+                            self.finished = true;
+                        }
                     }
                 }
-                if let Response::Stream(encoder) = &mut self.response {
-                    encoder.encode(event, &mut self.out);
-                    self.finished = encoder.is_finished();
-                }
             }
+            Some(ResponseWriter::Stream(encoder)) => {
+                encoder.encode(event, &mut self.out);
+                self.finished = encoder.is_finished();
+            }
+        }
+    }
+
+    /// The dialect's keep-alive frame.
+    fn keep_alive(&mut self) {
+        self.recycle();
+        if let Some(ResponseWriter::Stream(encoder)) = &mut self.writer {
+            encoder.keep_alive(&mut self.out);
+            self.produced += 1;
         }
     }
 
@@ -764,7 +752,7 @@ impl Emitter {
     }
 
     fn keep_alive_due(&mut self, now_ms: u64, interval: u64) -> bool {
-        matches!(self.response, Response::Stream(_))
+        matches!(self.writer, Some(ResponseWriter::Stream(_)))
             && self.head_decided()
             && !self.finished
             && self

@@ -1,7 +1,12 @@
-//! The cursor-agent dialect: its `--output-format stream-json` stdout decoded into
-//! [`Event`](crate::event::Event)s ([`Decoder`]), and what a failed run left behind
-//! classified into a [`Failure`](crate::event::Failure) ([`diagnose`]), and the model
-//! catalogue it lists ([`parse_models`]).
+//! The cursor-agent side: what the agent is given and what it says.
+//!
+//! - Its input: the command line ([`Invocation`]) and the prompt written to its stdin
+//!   ([`prompt`]), rendered from the neutral conversation and the tool plan, whatever API
+//!   dialect the request came in.
+//! - Its output: `--output-format stream-json` stdout decoded into
+//!   [`Event`](crate::event::Event)s ([`Decoder`]), what a failed run left behind
+//!   classified into a [`Failure`](crate::event::Failure) ([`diagnose`]), and the model
+//!   catalogue it lists ([`parse_models`]).
 //!
 //! Protocol facts this follows are in the project's research notes on the CLI (event
 //! catalogue, recaps, tool-call quirks, usage, failures).
@@ -12,6 +17,7 @@ mod invocation;
 mod json;
 mod line;
 mod models;
+pub mod prompt;
 mod tool_call;
 
 pub use decoder::{Decoder, DecoderConfig, DecoderError, DecoderStats};

@@ -1,11 +1,14 @@
-//! The panic boundary, handle poisoning, the last error, and the checks every export makes
-//! on what C hands it. All raw-pointer reads of the C ABI go through this file.
+//! The panic boundary, the in-use check, handle poisoning, the last error, and the checks
+//! every export makes on what C hands it. All raw-pointer reads of the C ABI go through
+//! this file.
 
-use std::cell::{Cell, RefCell};
-use std::ffi::{CString, c_char};
+use std::cell::UnsafeCell;
+use std::ffi::{CStr, CString, c_char};
 use std::marker::PhantomData;
+use std::ops::{Deref, DerefMut};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::result::{Error, aw_result};
 
@@ -13,7 +16,7 @@ use super::result::{Error, aw_result};
 /// process). For exports without a handle to poison.
 pub(crate) fn boundary_or<T>(fallback: T, f: impl FnOnce() -> T) -> T {
     // AssertUnwindSafe: nothing observes state `f` left half-done; exports that mutate a
-    // handle go through `Guarded::call_mut`, which poisons it.
+    // handle go through `Guarded`, which poisons it.
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback)
 }
 
@@ -25,71 +28,122 @@ pub(crate) fn boundary(f: impl FnOnce() -> aw_result) -> aw_result {
 /// What a call on a handle returns: a status (`Ok`, `Drained`, …) or a failure.
 pub(crate) type Outcome = Result<aw_result, Error>;
 
-/// A handle's state with the bookkeeping every handle carries: whether a panic poisoned
-/// it, and the message of its last failed call.
+/// What `aw_*_last_error` gives while another call is inside the handle: that call owns
+/// the handle's own message.
+const BUSY_MESSAGE: &CStr = c"the handle is in use by another call (from another thread)";
+
+/// A handle's state with the bookkeeping every handle carries: whether a call is inside
+/// it, whether a panic poisoned it, and the message of its last failed call.
 ///
-/// Handles are `Send` but not `Sync`: the C contract lets a handle move between threads
-/// but never be used from two at once, so interior mutability needs no locks.
+/// The C contract lets a handle move between threads but never be used from two at once.
+/// The contract is checked, not trusted: every call on a handle first takes its in-use
+/// flag (one compare-exchange) and gives it back when it returns, unwinding included. A
+/// call that finds the flag taken touches nothing and returns `AW_RESULT_BUSY`, so a
+/// caller that breaks the rule gets an error instead of two threads mutating one state.
 pub(crate) struct Guarded<S> {
+    in_use: AtomicBool,
+    inside: UnsafeCell<Inside<S>>,
+}
+
+// SAFETY: `inside` is only reached through `enter`, which hands it to one caller at a time
+// (the compare-exchange on `in_use` acquires what the previous holder released), so the
+// state moves between threads but is never shared: `S: Send` is what that needs.
+unsafe impl<S: Send> Sync for Guarded<S> {}
+
+/// What the in-use flag guards.
+struct Inside<S> {
     state: S,
-    poisoned: Cell<bool>,
-    last_error: RefCell<CString>,
+    poisoned: bool,
+    last_error: CString,
+}
+
+/// One call's exclusive hold on a handle: derefs to its inside, and gives the in-use flag
+/// back when dropped.
+struct Entered<'a, S> {
+    guarded: &'a Guarded<S>,
+}
+
+impl<S> Deref for Entered<'_, S> {
+    type Target = Inside<S>;
+    fn deref(&self) -> &Inside<S> {
+        // SAFETY: this value exists only while its call holds the in-use flag, so no other
+        // reference to the inside exists.
+        unsafe { &*self.guarded.inside.get() }
+    }
+}
+
+impl<S> DerefMut for Entered<'_, S> {
+    fn deref_mut(&mut self) -> &mut Inside<S> {
+        // SAFETY: as `deref`; `&mut self` makes this the only reference this call holds.
+        unsafe { &mut *self.guarded.inside.get() }
+    }
+}
+
+impl<S> Drop for Entered<'_, S> {
+    fn drop(&mut self) {
+        self.guarded.in_use.store(false, Ordering::Release);
+    }
 }
 
 impl<S> Guarded<S> {
     pub(crate) fn new(state: S) -> Guarded<S> {
         Guarded {
-            state,
-            poisoned: Cell::new(false),
-            last_error: RefCell::new(CString::default()),
+            in_use: AtomicBool::new(false),
+            inside: UnsafeCell::new(Inside {
+                state,
+                poisoned: false,
+                last_error: CString::default(),
+            }),
         }
     }
 
-    /// Runs `f` on the state, unless the handle is poisoned. A panic in `f` poisons it.
-    pub(crate) fn call_mut(&mut self, f: impl FnOnce(&mut S) -> Outcome) -> aw_result {
-        if self.poisoned.get() {
-            return aw_result::Poisoned;
-        }
-        let state = &mut self.state;
-        let outcome = catch_unwind(AssertUnwindSafe(|| f(state)));
-        self.settle(outcome)
+    /// Takes the in-use flag for one call: `AW_RESULT_BUSY` when another call holds it.
+    fn enter(&self) -> Result<Entered<'_, S>, aw_result> {
+        self.in_use
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .map(|_| Entered { guarded: self })
+            .map_err(|_| aw_result::Busy)
     }
 
-    /// Runs `f` on the state (shared), unless the handle is poisoned. A panic in `f`
+    /// Runs `f` on the state, unless the handle is poisoned or in use. A panic in `f`
     /// poisons it.
-    pub(crate) fn call(&self, f: impl FnOnce(&S) -> Outcome) -> aw_result {
-        if self.poisoned.get() {
+    pub(crate) fn call(&self, f: impl FnOnce(&mut S) -> Outcome) -> aw_result {
+        let mut inside = match self.enter() {
+            Ok(inside) => inside,
+            Err(code) => return code,
+        };
+        if inside.poisoned {
             return aw_result::Poisoned;
         }
-        let outcome = catch_unwind(AssertUnwindSafe(|| f(&self.state)));
-        self.settle(outcome)
+        let outcome = catch_unwind(AssertUnwindSafe(|| f(&mut inside.state)));
+        inside.settle(outcome)
     }
 
-    /// Reads a plain value from the state; `fallback` when poisoned or on a panic.
-    pub(crate) fn get<T>(&self, fallback: T, f: impl FnOnce(&S) -> T) -> T {
-        if self.poisoned.get() {
-            return fallback;
+    /// Reads a value from the state: `Err(AW_RESULT_BUSY)`, `Err(AW_RESULT_POISONED)`,
+    /// or `Err(AW_RESULT_PANIC)` when a panic in `f` poisoned the handle.
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&S) -> T) -> Result<T, aw_result> {
+        let mut inside = self.enter()?;
+        if inside.poisoned {
+            return Err(aw_result::Poisoned);
         }
-        match catch_unwind(AssertUnwindSafe(|| f(&self.state))) {
-            Ok(value) => value,
-            Err(payload) => {
-                self.poison(payload.as_ref());
-                fallback
-            }
-        }
-    }
-
-    pub(crate) fn is_poisoned(&self) -> bool {
-        self.poisoned.get()
+        catch_unwind(AssertUnwindSafe(|| f(&inside.state))).map_err(|payload| {
+            inside.poison(payload.as_ref());
+            aw_result::Panic
+        })
     }
 
     /// The last failed call's message, NUL-terminated; empty when none failed.
     pub(crate) fn last_error(&self) -> *const c_char {
-        // The CString's heap buffer stays put until the next failed call replaces it.
-        self.last_error.borrow().as_ptr()
+        match self.enter() {
+            // The CString's heap buffer stays put until a later failed call replaces it.
+            Ok(inside) => inside.last_error.as_ptr(),
+            Err(_) => BUSY_MESSAGE.as_ptr(),
+        }
     }
+}
 
-    fn settle(&self, outcome: std::thread::Result<Outcome>) -> aw_result {
+impl<S> Inside<S> {
+    fn settle(&mut self, outcome: std::thread::Result<Outcome>) -> aw_result {
         match outcome {
             Ok(Ok(status)) => status,
             Ok(Err(error)) => {
@@ -103,8 +157,8 @@ impl<S> Guarded<S> {
         }
     }
 
-    fn poison(&self, payload: &(dyn std::any::Any + Send)) {
-        self.poisoned.set(true);
+    fn poison(&mut self, payload: &(dyn std::any::Any + Send)) {
+        self.poisoned = true;
         let what = payload
             .downcast_ref::<&str>()
             .copied()
@@ -115,9 +169,8 @@ impl<S> Guarded<S> {
         ));
     }
 
-    fn set_error(&self, message: &str) {
-        let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
-        *self.last_error.borrow_mut() = message;
+    fn set_error(&mut self, message: &str) {
+        self.last_error = CString::new(message.replace('\0', " ")).unwrap_or_default();
     }
 }
 
@@ -125,7 +178,6 @@ impl<S> Guarded<S> {
 pub(crate) trait Handle: Sized + 'static {
     type State: 'static;
     fn guarded(&self) -> &Guarded<Self::State>;
-    fn guarded_mut(&mut self) -> &mut Guarded<Self::State>;
     fn wrap(guarded: Guarded<Self::State>) -> Self;
 
     /// Moves `state` to the heap as a new handle for C.
@@ -133,37 +185,37 @@ pub(crate) trait Handle: Sized + 'static {
         Box::into_raw(Box::new(Self::wrap(Guarded::new(state))))
     }
 
-    /// Frees a handle from [`into_raw`](Self::into_raw); NULL does nothing.
+    /// Frees a handle from [`into_raw`](Self::into_raw); NULL does nothing, and neither
+    /// does a handle another call is inside (freeing it would pull its state from under
+    /// that call): it stays valid, and a later free frees it.
     ///
     /// # Safety
     /// `ptr` is NULL or came from `into_raw` and was not freed since.
     unsafe fn free(ptr: *mut Self) {
-        if !ptr.is_null() {
-            // SAFETY: per this function's contract `ptr` came from `Box::into_raw` and is
-            // freed exactly once.
-            drop(unsafe { Box::from_raw(ptr) });
-        }
+        // SAFETY: per this function's contract a non-NULL `ptr` is a live handle.
+        let Some(handle) = (unsafe { ptr.as_ref() }) else {
+            return;
+        };
+        let Ok(entered) = handle.guarded().enter() else {
+            return;
+        };
+        // The flag stays taken until the memory it lives in is gone.
+        std::mem::forget(entered);
+        // SAFETY: `ptr` came from `Box::into_raw` and was not freed (the contract), and
+        // this call holds the in-use flag, so no other call is inside it.
+        drop(unsafe { Box::from_raw(ptr) });
     }
 
-    /// The handle behind a C pointer, for a non-mutating call.
+    /// The handle behind a C pointer.
     ///
     /// # Safety
-    /// `ptr` is NULL or a live handle of this type that no other thread is using.
+    /// `ptr` is NULL or a live handle of this type.
     unsafe fn from_ptr<'a>(ptr: *const Self) -> Result<&'a Guarded<Self::State>, aw_result> {
-        // SAFETY: per this function's contract a non-NULL `ptr` is a live handle.
+        // SAFETY: per this function's contract a non-NULL `ptr` is a live handle. Shared
+        // references may exist on several threads at once: everything they reach is
+        // behind the in-use flag.
         let handle = unsafe { ptr.as_ref() }.ok_or(aw_result::NullParameter)?;
         Ok(handle.guarded())
-    }
-
-    /// The handle behind a C pointer, for a mutating call.
-    ///
-    /// # Safety
-    /// `ptr` is NULL or a live handle of this type that no other thread is using.
-    unsafe fn from_mut_ptr<'a>(ptr: *mut Self) -> Result<&'a mut Guarded<Self::State>, aw_result> {
-        // SAFETY: per this function's contract a non-NULL `ptr` is a live handle, and the
-        // caller holds it exclusively for the duration of the call.
-        let handle = unsafe { ptr.as_mut() }.ok_or(aw_result::NullParameter)?;
-        Ok(handle.guarded_mut())
     }
 }
 
@@ -174,9 +226,6 @@ macro_rules! impl_handle {
             type State = $state;
             fn guarded(&self) -> &$crate::ffi::boundary::Guarded<$state> {
                 &self.0
-            }
-            fn guarded_mut(&mut self) -> &mut $crate::ffi::boundary::Guarded<$state> {
-                &mut self.0
             }
             fn wrap(guarded: $crate::ffi::boundary::Guarded<$state>) -> Self {
                 $handle(guarded)
@@ -307,13 +356,27 @@ pub(crate) unsafe fn last_error<H: Handle>(ptr: *const H) -> *const c_char {
     })
 }
 
-/// The body of a non-mutating export: the panic boundary, the handle check, then `f`.
+/// The body of an export that reads a handle: the panic boundary, the handle check, then
+/// `f`.
 ///
 /// # Safety
-/// `ptr` is NULL or a live handle of this type used by no other thread.
+/// `ptr` is NULL or a live handle of this type.
 pub(crate) unsafe fn call<H: Handle>(
     ptr: *const H,
     f: impl FnOnce(&H::State) -> Outcome,
+) -> aw_result {
+    // SAFETY: forwarded contract.
+    unsafe { call_mut(ptr.cast_mut(), |state| f(state)) }
+}
+
+/// The body of an export that changes a handle: the panic boundary, the handle check,
+/// then `f`.
+///
+/// # Safety
+/// `ptr` is NULL or a live handle of this type.
+pub(crate) unsafe fn call_mut<H: Handle>(
+    ptr: *mut H,
+    f: impl FnOnce(&mut H::State) -> Outcome,
 ) -> aw_result {
     boundary(|| {
         // SAFETY: forwarded contract.
@@ -324,28 +387,11 @@ pub(crate) unsafe fn call<H: Handle>(
     })
 }
 
-/// The body of a mutating export: the panic boundary, the handle check, then `f`.
+/// The body of a predicate export (`aw_*_is_*`): `fallback` for NULL, a poisoned handle,
+/// a handle in use by another call, or a panic.
 ///
 /// # Safety
-/// `ptr` is NULL or a live handle of this type used by no other thread.
-pub(crate) unsafe fn call_mut<H: Handle>(
-    ptr: *mut H,
-    f: impl FnOnce(&mut H::State) -> Outcome,
-) -> aw_result {
-    boundary(|| {
-        // SAFETY: forwarded contract.
-        match unsafe { H::from_mut_ptr(ptr) } {
-            Ok(handle) => handle.call_mut(f),
-            Err(code) => code,
-        }
-    })
-}
-
-/// The body of a predicate export (`aw_*_is_*`): `fallback` for NULL, a poisoned handle
-/// or a panic.
-///
-/// # Safety
-/// `ptr` is NULL or a live handle of this type used by no other thread.
+/// `ptr` is NULL or a live handle of this type.
 pub(crate) unsafe fn predicate<H: Handle>(
     ptr: *const H,
     fallback: bool,
@@ -354,7 +400,7 @@ pub(crate) unsafe fn predicate<H: Handle>(
     boundary_or(fallback, || {
         // SAFETY: forwarded contract.
         match unsafe { H::from_ptr(ptr) } {
-            Ok(handle) => handle.get(fallback, f),
+            Ok(handle) => handle.read(f).unwrap_or(fallback),
             Err(_) => fallback,
         }
     })
@@ -364,26 +410,126 @@ pub(crate) unsafe fn predicate<H: Handle>(
 mod tests {
     use super::*;
 
+    fn message(guarded: &Guarded<u32>) -> String {
+        // SAFETY: the pointer is the guard's own NUL-terminated buffer (or a static one),
+        // read at once.
+        let message = unsafe { CStr::from_ptr(guarded.last_error()) };
+        message.to_str().unwrap().to_owned()
+    }
+
     #[test]
     fn a_panic_poisons_and_failures_keep_their_message() {
-        let mut guarded = Guarded::new(0u32);
-        let failed = guarded.call_mut(|_| Err(Error::new(aw_result::AfterEof, "late")));
+        let guarded = Guarded::new(0u32);
+        let failed = guarded.call(|_| Err(Error::new(aw_result::AfterEof, "late")));
         assert_eq!(failed, aw_result::AfterEof);
-        // SAFETY: the pointer is the guard's own NUL-terminated buffer, read at once.
-        let message = unsafe { std::ffi::CStr::from_ptr(guarded.last_error()) };
-        assert_eq!(message.to_str().unwrap(), "late");
+        assert_eq!(message(&guarded), "late");
         assert_eq!(
-            guarded.call_mut(|n| Ok(aw_result::Ok).inspect(|_| *n += 1)),
+            guarded.call(|n| Ok(aw_result::Ok).inspect(|_| *n += 1)),
             aw_result::Ok
         );
-        let panicked = guarded.call_mut(|_| panic!("boom"));
+        assert_eq!(guarded.read(|n| *n), Ok(1));
+        let panicked = guarded.call(|_| panic!("boom"));
         assert_eq!(panicked, aw_result::Panic);
-        assert!(guarded.is_poisoned());
         assert_eq!(guarded.call(|_| Ok(aw_result::Ok)), aw_result::Poisoned);
-        assert!(guarded.get(true, |_| false));
-        // SAFETY: as above.
-        let message = unsafe { std::ffi::CStr::from_ptr(guarded.last_error()) };
-        assert!(message.to_str().unwrap().contains("boom"));
+        assert_eq!(guarded.read(|_| false), Err(aw_result::Poisoned));
+        assert!(message(&guarded).contains("boom"));
+        let read_panics = Guarded::new(0u32);
+        assert_eq!(
+            read_panics.read(|_| panic!("in a read")),
+            Err::<(), _>(aw_result::Panic)
+        );
+        assert_eq!(read_panics.read(|n| *n), Err(aw_result::Poisoned));
+    }
+
+    #[test]
+    fn a_call_inside_another_is_refused_and_changes_nothing() {
+        let guarded = Guarded::new(0u32);
+        assert_eq!(
+            guarded.call(|_| Err(Error::new(aw_result::AfterEof, "first"))),
+            aw_result::AfterEof
+        );
+        let outer = guarded.call(|n| {
+            *n += 1;
+            assert_eq!(
+                guarded.call(|n| Ok(aw_result::Ok).inspect(|_| *n += 10)),
+                aw_result::Busy
+            );
+            assert_eq!(guarded.read(|n| *n), Err(aw_result::Busy));
+            assert!(message(&guarded).contains("in use by another call"));
+            Ok(aw_result::Ok)
+        });
+        assert_eq!(outer, aw_result::Ok);
+        // The refused calls neither ran nor replaced the last error.
+        assert_eq!(guarded.read(|n| *n), Ok(1));
+        assert_eq!(message(&guarded), "first");
+    }
+
+    #[test]
+    fn the_flag_is_given_back_when_a_call_panics() {
+        let guarded = Guarded::new(0u32);
+        assert_eq!(guarded.call(|_| panic!("boom")), aw_result::Panic);
+        // Poisoned, not busy: the panic released the flag.
+        assert_eq!(guarded.call(|_| Ok(aw_result::Ok)), aw_result::Poisoned);
+    }
+
+    #[test]
+    fn threads_racing_on_one_handle_are_serialised_or_refused() {
+        // Each successful call adds one in two non-atomic steps with a yield between
+        // them: overlapping calls inside the state would lose updates.
+        const CALLS: u32 = 20_000;
+        let guarded = Guarded::new(0u32);
+        let counts = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..4)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let (mut ok, mut busy) = (0u32, 0u32);
+                        for i in 0..CALLS {
+                            let result = guarded.call(|n| {
+                                let seen = *n;
+                                if i % 64 == 0 {
+                                    std::thread::yield_now();
+                                }
+                                *n = seen + 1;
+                                Ok(aw_result::Ok)
+                            });
+                            match result {
+                                aw_result::Ok => ok += 1,
+                                aw_result::Busy => busy += 1,
+                                other => panic!("unexpected {other:?}"),
+                            }
+                        }
+                        (ok, busy)
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().unwrap())
+                .collect::<Vec<_>>()
+        });
+        let ok: u32 = counts.iter().map(|c| c.0).sum();
+        let busy: u32 = counts.iter().map(|c| c.1).sum();
+        assert_eq!(ok + busy, 4 * CALLS);
+        assert_eq!(guarded.read(|n| *n), Ok(ok), "{busy} refused");
+    }
+
+    #[test]
+    fn a_handle_in_a_call_is_not_freed() {
+        struct Probe(Guarded<u32>);
+        impl_handle!(Probe, u32);
+        let ptr = Probe::into_raw(7);
+        // SAFETY: `ptr` is live until the last free, which succeeds.
+        unsafe {
+            let handle = Probe::from_ptr(ptr).unwrap();
+            let result = handle.call(|n| {
+                free_handle(ptr);
+                *n += 1;
+                Ok(aw_result::Ok)
+            });
+            assert_eq!(result, aw_result::Ok);
+            assert_eq!(Probe::from_ptr(ptr).unwrap().read(|n| *n), Ok(8));
+            free_handle(ptr);
+        }
     }
 
     #[test]

@@ -4,16 +4,16 @@ use std::ffi::{CString, c_char};
 
 use super::boundary::{
     Guarded, Handle, Out, Outcome, boundary, call, call_mut, free_handle, impl_handle, input_bytes,
-    last_error, predicate,
+    input_enum, last_error, predicate,
 };
 use super::config::{aw_config, config_or_default};
 use super::result::{Error, aw_result};
 use super::views::{aw_bytes, aw_str};
-use crate::bridge::{Bridge, BridgeParams, Output};
+use crate::bridge::{Bridge, BridgeParams, Dialect, Output};
 use crate::cursor::{ExitStatus, Invocation};
 
-/// One request, from its OpenAI body to the end of its HTTP response: an opaque handle
-/// created by `aw_bridge_new` and freed by `aw_bridge_free`.
+/// One request, from its body to the end of its HTTP response: an opaque handle created
+/// by `aw_bridge_new` and freed by `aw_bridge_free`.
 ///
 /// The loop: spawn the invocation (`aw_bridge_invocation_*`) in its own process group,
 /// write its stdin, then for every input (`aw_bridge_push_stdout`, `aw_bridge_push_stderr`,
@@ -117,6 +117,33 @@ fn index_error(what: &str, index: usize, count: usize) -> Error {
     )
 }
 
+/// The API a request speaks, chosen by the caller from the route the request came in on;
+/// never guessed from the body.
+#[allow(non_camel_case_types)]
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum aw_dialect {
+    /// OpenAI Chat Completions: `POST /v1/chat/completions`.
+    ChatCompletions = 0,
+    /// OpenAI Responses: `POST /v1/responses` (what Codex speaks).
+    Responses = 1,
+    /// Anthropic Messages: `POST /v1/messages`, any query string (what Claude Code speaks).
+    /// `POST /v1/messages/count_tokens` is answered by `aw_reply_new_count_tokens`.
+    Messages = 2,
+}
+
+impl aw_dialect {
+    /// The dialect of a C enum value, if it is one.
+    pub(crate) fn from_u32(value: u32) -> Option<Dialect> {
+        Some(match value {
+            0 => Dialect::ChatCompletions,
+            1 => Dialect::Responses,
+            2 => Dialect::Messages,
+            _ => return None,
+        })
+    }
+}
+
 /// What `aw_bridge_poll_output` hands out.
 #[allow(non_camel_case_types)]
 #[repr(u32)]
@@ -199,29 +226,33 @@ fn static_content_type(content_type: &'static str) -> aw_str {
     }
 }
 
-/// Validates an OpenAI Chat Completions request body and prepares its run, writing the new
-/// bridge to `*out_bridge`.
+/// Validates a request body of `dialect` and prepares its run, writing the new bridge to
+/// `*out_bridge`.
 ///
 /// Parameters:
+/// - `dialect`: an `aw_dialect`, the API of the route the request came in on.
 /// - `body`, `body_len`: the request body (NULL allowed when `body_len` is 0). An invalid
 ///   body is not a failure of this call: the bridge is created, has no invocation
-///   (`AW_RESULT_REJECTED`), and its outputs are the 400 head, the OpenAI error body and
-///   the end.
+///   (`AW_RESULT_REJECTED`), and its outputs are the 400 (or 413) head, the dialect's
+///   error body and the end.
 /// - `config`: the settings, copied; NULL for the defaults.
 /// - `now_ms`: now on the caller's monotonic millisecond clock; every later `now_ms` of
 ///   this bridge is on the same clock.
-/// - `created_unix`: now in Unix seconds, for the response's `created`.
+/// - `created_unix`: now in Unix seconds, for the response's `created` (`created_at`).
 /// - `id_seed`: a number unique to this request (a counter mixed with the start time is
 ///   fine); the response id and generated tool-call ids derive from it.
 ///
-/// Returns `AW_RESULT_OK`; `AW_RESULT_NULL_PARAMETER` (`out_bridge` NULL, or `body` NULL
-/// with a length), `AW_RESULT_LENGTH_TOO_LARGE`, `AW_RESULT_POISONED` (a poisoned
-/// `config`), `AW_RESULT_INTERIOR_NUL`.
+/// Returns `AW_RESULT_OK`; `AW_RESULT_INVALID_ENUM` (`dialect` is not an `aw_dialect`),
+/// `AW_RESULT_NULL_PARAMETER` (`out_bridge` NULL, or `body` NULL with a length),
+/// `AW_RESULT_LENGTH_TOO_LARGE`, `AW_RESULT_POISONED` (a poisoned `config`),
+/// `AW_RESULT_BUSY` (`config` is in a call on another thread), `AW_RESULT_INTERIOR_NUL`.
+/// No bridge exists to hold a message: the result says what was wrong.
 ///
 /// Memory and lifetimes: `body` is read during the call only. The caller owns the new
 /// bridge and frees it with `aw_bridge_free`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn aw_bridge_new(
+    dialect: u32,
     body: *const u8,
     body_len: usize,
     config: *const aw_config,
@@ -248,12 +279,16 @@ pub unsafe extern "C" fn aw_bridge_new(
             };
             (out, body, config)
         };
+        let dialect = match input_enum(dialect, "dialect", aw_dialect::from_u32) {
+            Ok(dialect) => dialect,
+            Err(error) => return error.code,
+        };
         let params = BridgeParams {
             now_ms,
             created_unix,
             id_seed,
         };
-        let bridge = Bridge::new(body, &config, params);
+        let bridge = Bridge::new(dialect, body, &config, params);
         let invocation = match bridge.invocation().map(CInvocation::of).transpose() {
             Ok(invocation) => invocation,
             Err(error) => return error.code,
@@ -265,6 +300,11 @@ pub unsafe extern "C" fn aw_bridge_new(
 
 /// Frees a bridge. NULL does nothing. Free it whatever state it is in (poisoned too);
 /// views it handed out become invalid.
+///
+/// Freeing a bridge while another thread is inside a call on it is a caller bug. It is
+/// detected and the free is refused: the bridge stays valid (free it once that call has
+/// returned) rather than being freed under the call. A call that starts after the free is
+/// a use after free, which nothing can detect.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn aw_bridge_free(bridge: *mut aw_bridge) {
     // SAFETY: the pointer rules: `bridge` is NULL or a live bridge, freed once.
@@ -272,9 +312,11 @@ pub unsafe extern "C" fn aw_bridge_free(bridge: *mut aw_bridge) {
 }
 
 /// The message of the last call on `bridge` that failed, NUL-terminated; `""` when none
-/// failed or `bridge` is NULL.
+/// failed or `bridge` is NULL; a message saying the bridge is in use while another thread is
+/// inside a call on it.
 ///
-/// Memory and lifetimes: valid until the next call on `bridge` or its free.
+/// Memory and lifetimes: valid until the next call on `bridge` (from any thread) or its
+/// free.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn aw_bridge_last_error(bridge: *const aw_bridge) -> *const c_char {
     // SAFETY: the pointer rules: `bridge` is NULL or a live bridge.
@@ -585,7 +627,8 @@ pub unsafe extern "C" fn aw_bridge_poll_timeout(
 }
 
 /// Whether `AW_OUTPUT_KIND_END` has been handed out. Also true for a NULL or poisoned
-/// bridge: nothing more will come from it.
+/// bridge (nothing more will come from it) and while another thread is inside a call on
+/// it (a caller bug).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn aw_bridge_is_ended(bridge: *const aw_bridge) -> bool {
     // SAFETY: the pointer rules.
@@ -593,7 +636,7 @@ pub unsafe extern "C" fn aw_bridge_is_ended(bridge: *const aw_bridge) -> bool {
 }
 
 /// Whether the response is a stream (`text/event-stream`) rather than one JSON body.
-/// False for a NULL or poisoned bridge.
+/// False for a NULL or poisoned bridge, and while another thread is inside a call on it.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn aw_bridge_is_stream(bridge: *const aw_bridge) -> bool {
     // SAFETY: the pointer rules.

@@ -10,7 +10,7 @@ use super::boundary::{
 use super::result::{Error, aw_result};
 use super::views::aw_str;
 use crate::bridge::Config;
-use crate::openai::ReasoningField;
+use crate::openai::chat::ReasoningField;
 use crate::tools::ToolStrategy;
 
 /// Settings for `aw_bridge_new` and `aw_decoder_new`: an opaque handle, created with the
@@ -88,8 +88,9 @@ impl aw_reasoning_field {
     }
 }
 
-/// The config behind `config`, for a bridge or decoder being created: the defaults when
-/// NULL.
+/// A copy of the config behind `config`, for a bridge or decoder being created: the
+/// defaults when NULL; `AW_RESULT_POISONED` or `AW_RESULT_BUSY` (the config is in a call
+/// on another thread).
 ///
 /// # Safety
 /// `config` is NULL or a live `aw_config`.
@@ -99,16 +100,13 @@ pub(crate) unsafe fn config_or_default(config: *const aw_config) -> Result<Confi
     }
     // SAFETY: forwarded contract; not NULL.
     let guarded = unsafe { aw_config::from_ptr(config) }?;
-    if guarded.is_poisoned() {
-        return Err(aw_result::Poisoned);
-    }
-    Ok(guarded.get(Config::default(), Config::clone))
+    guarded.read(Config::clone)
 }
 
 /// Applies `f` to the config behind `config`.
 ///
 /// # Safety
-/// `config` is NULL or a live `aw_config` used by no other thread.
+/// `config` is NULL or a live `aw_config`.
 unsafe fn set(
     config: *mut aw_config,
     f: impl FnOnce(&mut Config) -> Result<(), Error>,
@@ -177,6 +175,11 @@ pub unsafe extern "C" fn aw_config_new(out_config: *mut *mut aw_config) -> aw_re
 
 /// Frees a config. NULL does nothing. Bridges and decoders created from it are not
 /// affected.
+///
+/// Freeing a config while another thread is inside a call on it is a caller bug. It is
+/// detected and the free is refused: the config stays valid (free it once that call has
+/// returned) rather than being freed under the call. A call that starts after the free is
+/// a use after free, which nothing can detect.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn aw_config_free(config: *mut aw_config) {
     // SAFETY: the pointer rules: `config` is NULL or a live config, freed once.
@@ -184,9 +187,11 @@ pub unsafe extern "C" fn aw_config_free(config: *mut aw_config) {
 }
 
 /// The message of the last call on `config` that failed, NUL-terminated; `""` when none
-/// failed or `config` is NULL.
+/// failed or `config` is NULL; a message saying the config is in use while another thread is
+/// inside a call on it.
 ///
-/// Memory and lifetimes: valid until the next call on `config` or its free.
+/// Memory and lifetimes: valid until the next call on `config` (from any thread) or its
+/// free.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn aw_config_last_error(config: *const aw_config) -> *const c_char {
     // SAFETY: the pointer rules: `config` is NULL or a live config.
@@ -765,6 +770,35 @@ pub unsafe extern "C" fn aw_config_get_request_max_tools(
     unsafe { get(config, out_value, |c| Some(c.request_limits.max_tools)) }
 }
 
+/// Sets `request_reject_attachments`: whether a request holding an image, audio clip or file is answered with 400 instead of passing each on to the agent as a text placeholder naming its kind, media type and size (default false).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_config_set_request_reject_attachments(
+    config: *mut aw_config,
+    value: bool,
+) -> aw_result {
+    // SAFETY: forwarded contract (the module's pointer rules).
+    unsafe {
+        set(config, |c| {
+            c.request_limits.reject_attachments = value;
+            Ok(())
+        })
+    }
+}
+
+/// Reads `request_reject_attachments` (see `aw_config_set_request_reject_attachments`) into `*out_value`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_config_get_request_reject_attachments(
+    config: *const aw_config,
+    out_value: *mut bool,
+) -> aw_result {
+    // SAFETY: forwarded contract (the module's pointer rules).
+    unsafe {
+        get(config, out_value, |c| {
+            Some(c.request_limits.reject_attachments)
+        })
+    }
+}
+
 /// Sets `loop_guard_max_failed_repeats`: after this many identical calls in a row in the
 /// current turn that all failed, the next identical one is refused (default 2; 0 turns
 /// the limit off; see the Rust `LoopGuardConfig`).
@@ -822,8 +856,8 @@ pub unsafe extern "C" fn aw_config_get_loop_guard_max_repeats(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::RequestLimits;
     use crate::cursor::DecoderConfig;
-    use crate::openai::request::RequestLimits;
     use crate::tools::loop_guard::LoopGuardConfig;
 
     /// Every `Config` field has a setter: the expected value below is a struct literal
@@ -854,6 +888,7 @@ mod tests {
                 max_body_bytes: 10,
                 max_messages: 11,
                 max_tools: 12,
+                reject_attachments: true,
             },
             loop_guard: LoopGuardConfig {
                 max_failed_repeats: 13,
@@ -885,6 +920,7 @@ mod tests {
                 aw_config_set_request_max_body_bytes(config, 10),
                 aw_config_set_request_max_messages(config, 11),
                 aw_config_set_request_max_tools(config, 12),
+                aw_config_set_request_reject_attachments(config, true),
                 aw_config_set_loop_guard_max_failed_repeats(config, 13),
                 aw_config_set_loop_guard_max_repeats(config, 14),
             ];

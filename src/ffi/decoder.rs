@@ -84,7 +84,8 @@ impl aw_decoder_stats {
 /// `decoder_max_notes`; NULL for the defaults) and writes it to `*out_decoder`.
 ///
 /// Returns `AW_RESULT_OK`, `AW_RESULT_NULL_PARAMETER` (`out_decoder` NULL), or
-/// `AW_RESULT_POISONED` (a poisoned `config`).
+/// `AW_RESULT_POISONED` (a poisoned `config`), or `AW_RESULT_BUSY` (`config` is in a call
+/// on another thread).
 ///
 /// Memory and lifetimes: `config` is read during the call only. The caller owns the new
 /// decoder and frees it with `aw_decoder_free`.
@@ -115,6 +116,11 @@ pub unsafe extern "C" fn aw_decoder_new(
 }
 
 /// Frees a decoder. NULL does nothing. Views it handed out become invalid.
+///
+/// Freeing a decoder while another thread is inside a call on it is a caller bug. It is
+/// detected and the free is refused: the decoder stays valid (free it once that call has
+/// returned) rather than being freed under the call. A call that starts after the free is
+/// a use after free, which nothing can detect.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn aw_decoder_free(decoder: *mut aw_decoder) {
     // SAFETY: the pointer rules: `decoder` is NULL or a live decoder, freed once.
@@ -122,9 +128,11 @@ pub unsafe extern "C" fn aw_decoder_free(decoder: *mut aw_decoder) {
 }
 
 /// The message of the last call on `decoder` that failed, NUL-terminated; `""` when none
-/// failed or `decoder` is NULL.
+/// failed or `decoder` is NULL; a message saying the decoder is in use while another thread is
+/// inside a call on it.
 ///
-/// Memory and lifetimes: valid until the next call on `decoder` or its free.
+/// Memory and lifetimes: valid until the next call on `decoder` (from any thread) or its
+/// free.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn aw_decoder_last_error(decoder: *const aw_decoder) -> *const c_char {
     // SAFETY: the pointer rules: `decoder` is NULL or a live decoder.
@@ -258,7 +266,8 @@ pub unsafe extern "C" fn aw_decoder_model(
 }
 
 /// Whether `aw_decoder_push_eof` was called and every event was polled. Also true for a
-/// NULL or poisoned decoder: nothing more will come from it.
+/// NULL or poisoned decoder (nothing more will come from it) and while another thread is
+/// inside a call on it (a caller bug).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn aw_decoder_is_finished(decoder: *const aw_decoder) -> bool {
     // SAFETY: the pointer rules.

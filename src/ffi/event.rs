@@ -38,7 +38,7 @@ pub enum aw_event_kind {
 pub struct aw_tool_call {
     /// Position in this turn's list of calls, from 0.
     pub index: u32,
-    /// OpenAI-safe call id (`call_…`).
+    /// The call id (`call_…`), safe in every dialect.
     pub id: aw_str,
     /// The client's tool name.
     pub name: aw_str,

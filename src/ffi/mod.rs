@@ -7,22 +7,28 @@
 //! - checks what C hands it: a NULL pointer, a length over `PTRDIFF_MAX`, a string that is
 //!   not UTF-8, an enum value out of range each get an [`aw_result`](result::aw_result),
 //!   never a crash;
-//! - writes its out-parameters only when it returns `AW_RESULT_OK`.
+//! - writes its out-parameters only when it returns `AW_RESULT_OK`;
+//! - takes the handle's in-use flag for the length of the call: a call that overlaps
+//!   another on the same handle (from another thread) does nothing and returns
+//!   `AW_RESULT_BUSY`, and a free that overlaps a call is refused.
 //!
-//! Handles (`aw_config`, `aw_bridge`, `aw_decoder`) are opaque, created by `_new` and
+//! Handles (`aw_config`, `aw_bridge`, `aw_reply`, `aw_decoder`) are opaque, created by `_new` and
 //! freed by `_free` (NULL-safe). Outputs are borrowed views (`aw_bytes`, `aw_str`) whose
 //! lifetime each function states, usually "until the next mutating call on the same
 //! handle". Polling only, no callbacks. A handle may move between threads but must not be
-//! used from two threads at once.
+//! used from two threads at once; doing so is detected (`AW_RESULT_BUSY`), never a data
+//! race.
 //!
 //! Pointer rules, the safety contract of every function here: a handle argument is NULL or
 //! a live handle of its type; a data pointer is NULL (only with a zero length) or points to
 //! that many readable bytes, unchanged during the call; an out-pointer is NULL or writable
 //! as its type.
 //!
-//! The layout follows the Rust API: [`config`] (`Config`), [`bridge`] (`Bridge`),
-//! [`decoder`] and [`event`] (`cursor::Decoder`, `event::Event`), [`result`], [`views`],
-//! [`version`]; [`boundary`] holds the casts and checks.
+//! The layout follows the Rust API: [`config`] (`Config`), [`bridge`] (`Bridge` and its
+//! `Dialect`), [`reply`] (the replies an adapter sends without an agent:
+//! `anthropic::count_tokens`, `Dialect::write_error`), [`decoder`] and [`event`]
+//! (`cursor::Decoder`, `event::Event`), [`result`], [`views`], [`version`]; [`boundary`]
+//! holds the casts and checks.
 
 // The exports' safety contract is the module's pointer rules above, stated once (and in
 // the header's preamble) rather than on each of them.
@@ -39,6 +45,8 @@ pub mod views;
 pub mod config;
 
 pub mod bridge;
+
+pub mod reply;
 
 pub mod event;
 

@@ -46,18 +46,23 @@ pub enum aw_result {
     ExitedTwice = 7107,
     /// Stdout was pushed to a decoder after its end (`aw_decoder_push_eof`).
     AfterEof = 7108,
+    /// The handle is in use by another call (from another thread): calls on one handle
+    /// must not overlap, and this one did nothing. Nothing was written and the handle's
+    /// last error is left to the call in progress. The program has a race to fix:
+    /// serialise the handle's calls. Last added.
+    Busy = 7109,
 
     // Bad input.
     /// A string argument is not valid UTF-8.
     InvalidUtf8 = 7200,
     /// A string argument that becomes part of a command line or environment contains a NUL
-    /// byte. Last added.
+    /// byte.
     InteriorNul = 7201,
 }
 
 impl aw_result {
     /// Every value, in order.
-    pub const ALL: [aw_result; 15] = [
+    pub const ALL: [aw_result; 16] = [
         aw_result::Ok,
         aw_result::Drained,
         aw_result::NotAvailable,
@@ -71,6 +76,7 @@ impl aw_result {
         aw_result::AfterExit,
         aw_result::ExitedTwice,
         aw_result::AfterEof,
+        aw_result::Busy,
         aw_result::InvalidUtf8,
         aw_result::InteriorNul,
     ];
@@ -91,6 +97,7 @@ impl aw_result {
             aw_result::AfterExit => c"AW_RESULT_AFTER_EXIT",
             aw_result::ExitedTwice => c"AW_RESULT_EXITED_TWICE",
             aw_result::AfterEof => c"AW_RESULT_AFTER_EOF",
+            aw_result::Busy => c"AW_RESULT_BUSY",
             aw_result::InvalidUtf8 => c"AW_RESULT_INVALID_UTF8",
             aw_result::InteriorNul => c"AW_RESULT_INTERIOR_NUL",
         }

@@ -1,8 +1,10 @@
-//! OpenAI error bodies and the HTTP status of each failure class.
+//! The OpenAI error body, which Chat Completions and Responses share, and the `type` each
+//! [`ErrorKind`] is sent as.
 
 use serde::Serialize;
 
-use crate::event::{Failure, FailureKind};
+use crate::api::{ErrorKind, ErrorReply};
+use crate::event::Failure;
 
 /// An OpenAI error: `{"error":{"message","type","param","code"}}`, the shape every client
 /// parses (openai-python maps the status to its exception class and reads `code`/`param`;
@@ -28,43 +30,40 @@ struct Envelope<'a> {
     error: &'a ApiError,
 }
 
-impl ApiError {
-    /// A 400 `invalid_request_error` about `param`.
-    pub fn invalid_request(
-        message: impl Into<String>,
-        param: Option<String>,
-        code: &'static str,
-    ) -> Self {
+/// The OpenAI `type` of an error class.
+fn error_type(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::InvalidRequest
+        | ErrorKind::PermissionDenied
+        | ErrorKind::NotFound
+        | ErrorKind::MethodNotAllowed
+        | ErrorKind::RequestTooLarge
+        | ErrorKind::UnsupportedMediaType => "invalid_request_error",
+        ErrorKind::Authentication => "authentication_error",
+        ErrorKind::RateLimited => "rate_limit_error",
+        ErrorKind::Internal
+        | ErrorKind::AgentFailed
+        | ErrorKind::Unavailable
+        | ErrorKind::Timeout => "server_error",
+    }
+}
+
+impl From<&ErrorReply> for ApiError {
+    fn from(reply: &ErrorReply) -> Self {
         ApiError {
-            message: message.into(),
-            kind: "invalid_request_error",
-            param,
-            code: Some(code),
-            status: 400,
+            message: reply.message.clone(),
+            kind: error_type(reply.kind),
+            param: reply.param.clone(),
+            code: Some(reply.code),
+            status: reply.status(),
         }
     }
+}
 
+impl ApiError {
     /// The error for a failed answer, with the status of its class.
     pub fn from_failure(failure: &Failure) -> Self {
-        let (status, kind, code) = match failure.kind {
-            FailureKind::InvalidRequest => (400, "invalid_request_error", "invalid_request"),
-            FailureKind::NotAuthenticated => (401, "authentication_error", "not_authenticated"),
-            FailureKind::ModelUnavailable => (404, "invalid_request_error", "model_not_found"),
-            FailureKind::RateLimited => (429, "rate_limit_error", "rate_limit_exceeded"),
-            FailureKind::Misconfigured => (500, "server_error", "agent_misconfigured"),
-            FailureKind::Unavailable => (503, "server_error", "agent_unavailable"),
-            FailureKind::Timeout => (504, "server_error", "agent_timeout"),
-            FailureKind::AgentError => (502, "server_error", "agent_error"),
-            FailureKind::AgentCrashed => (502, "server_error", "agent_crashed"),
-            FailureKind::BadOutput => (502, "server_error", "agent_bad_output"),
-        };
-        ApiError {
-            message: failure.message.clone(),
-            kind,
-            param: None,
-            code: Some(code),
-            status,
-        }
+        ApiError::from(&ErrorReply::from_failure(failure))
     }
 
     /// Whether a client may usefully retry: the failure is transient, not something only a
@@ -101,6 +100,7 @@ impl ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::FailureKind;
 
     #[test]
     fn statuses_and_shape() {
@@ -121,12 +121,91 @@ mod tests {
             assert!(body["error"]["type"].is_string() && body["error"]["code"].is_string());
             assert!(body["error"]["param"].is_null());
         }
-        let bad = ApiError::invalid_request("no", Some("messages".into()), "invalid_value");
+        let bad = ApiError::from(&ErrorReply::from(&crate::api::RequestError::invalid_value(
+            "no", "messages",
+        )));
         let body: serde_json::Value = serde_json::from_slice(&bad.to_json()).unwrap();
         assert_eq!(
             body,
             serde_json::json!({"error":{"message":"no","type":"invalid_request_error","param":"messages","code":"invalid_value"}})
         );
         assert!(!bad.retryable());
+    }
+
+    #[test]
+    fn every_class_has_its_openai_type() {
+        let cases = [
+            (
+                FailureKind::InvalidRequest,
+                400,
+                "invalid_request_error",
+                "invalid_request",
+            ),
+            (
+                FailureKind::NotAuthenticated,
+                401,
+                "authentication_error",
+                "not_authenticated",
+            ),
+            (
+                FailureKind::ModelUnavailable,
+                404,
+                "invalid_request_error",
+                "model_not_found",
+            ),
+            (
+                FailureKind::RateLimited,
+                429,
+                "rate_limit_error",
+                "rate_limit_exceeded",
+            ),
+            (
+                FailureKind::Misconfigured,
+                500,
+                "server_error",
+                "agent_misconfigured",
+            ),
+            (FailureKind::AgentError, 502, "server_error", "agent_error"),
+            (
+                FailureKind::AgentCrashed,
+                502,
+                "server_error",
+                "agent_crashed",
+            ),
+            (
+                FailureKind::BadOutput,
+                502,
+                "server_error",
+                "agent_bad_output",
+            ),
+            (
+                FailureKind::Unavailable,
+                503,
+                "server_error",
+                "agent_unavailable",
+            ),
+            (FailureKind::Timeout, 504, "server_error", "agent_timeout"),
+        ];
+        for (kind, status, kind_name, code) in cases {
+            let error = ApiError::from_failure(&Failure::new(kind, "m"));
+            assert_eq!(
+                (error.status, error.kind, error.code),
+                (status, kind_name, Some(code))
+            );
+            assert_eq!(
+                error.retryable(),
+                ErrorReply::from_failure(&Failure::new(kind, "m")).retryable(),
+                "{kind:?}: the code-based and class-based advice agree"
+            );
+        }
+        let too_large = ApiError::from(&ErrorReply::from(&crate::api::RequestError::new(
+            crate::api::RequestProblem::BodyTooLarge,
+            "big",
+            None,
+        )));
+        assert_eq!(
+            (too_large.status, too_large.kind, too_large.code),
+            (413, "invalid_request_error", Some("body_too_large"))
+        );
     }
 }

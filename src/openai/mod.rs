@@ -1,24 +1,16 @@
-//! The OpenAI Chat Completions dialect: request bodies → a [`ChatRequest`] carrying a
-//! [`Conversation`](crate::conversation::Conversation) ([`request`]), the prompt the agent
-//! is given ([`prompt`]), events → `chat.completion.chunk` frames ([`ChunkEncoder`]) or
-//! one `chat.completion` body ([`CompletionBuilder`]), and OpenAI error bodies
-//! ([`ApiError`]).
+//! The OpenAI dialects: Chat Completions ([`chat`]) and Responses ([`responses`]), and
+//! the error body both send ([`ApiError`]).
+//!
+//! The two APIs share one module because they share what a client of either relies on
+//! beyond its frames: the `{"error":{…}}` body with its `type`, `param` and `code`, the
+//! usage convention (input tokens counted with the cached ones, which are reported apart),
+//! and the clients themselves (openai-python, the AI SDK's OpenAI providers).
 //!
 //! The wire rules followed here, and which real client breaks on each violation, are in
 //! the project's research notes on the OpenAI wire contract.
 
-mod chunk;
-mod completion;
+pub mod chat;
 mod error;
-mod notes;
-mod options;
-pub mod prompt;
-pub mod request;
-mod surrogates;
-mod wire;
+pub mod responses;
 
-pub use chunk::ChunkEncoder;
-pub use completion::CompletionBuilder;
 pub use error::ApiError;
-pub use options::{OutputOptions, ReasoningField, ResponseMeta};
-pub use request::{ChatRequest, RequestLimits};

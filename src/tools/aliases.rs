@@ -20,7 +20,7 @@
 //!
 //! | cursor kind | client names tried, in order | mutating |
 //! |---|---|---|
-//! | `shell` | bash, shell, terminal, run_command, execute_command, run_terminal_command, run_shell_command | no¹ |
+//! | `shell` | bash, shell, terminal, run_command, execute_command, run_terminal_command, run_shell_command, exec_command | no¹ |
 //! | `read` | read, read_file, view, view_file, cat | no |
 //! | `grep` | grep, rg, ripgrep, grep_search, search_files | no |
 //! | `glob` | glob, find_files, file_search | no |
@@ -250,6 +250,7 @@ pub const KINDS: &[KindSpec] = &[
             "execute_command",
             "run_terminal_command",
             "run_shell_command",
+            "exec_command",
         ],
         mutating: false,
         arguments: SHELL_ARGS,

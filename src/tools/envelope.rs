@@ -16,9 +16,11 @@
 //!   themselves (a file that documents this syntax).
 //! - The body is one JSON object, white space around it ignored: `name` (a non-empty
 //!   string) and `arguments` (an object; also accepted: a string holding a JSON object,
-//!   `parameters` instead of `arguments`, absent or `null` meaning `{}`, and the OpenAI
-//!   shape `{"function": {"name", "arguments"}}`). A Markdown code fence around the JSON is
-//!   removed, and raw line breaks and tabs inside strings are escaped before giving up.
+//!   `parameters` or an `input` object instead of `arguments`, absent or `null` meaning
+//!   `{}`, and the OpenAI shape `{"function": {"name", "arguments"}}`). A tool whose input
+//!   is free text (a patch) takes it as `"input": "…"`, one JSON string, instead. A
+//!   Markdown code fence around the JSON is removed, and raw line breaks and tabs inside
+//!   strings are escaped before giving up.
 //! - One envelope per call; envelopes in a row are parallel calls.
 //! - The tags are recognised anywhere, inside Markdown code spans and fences too: the model
 //!   is taught to write them only for calls, and a bridge cannot tell an example from a
@@ -68,6 +70,17 @@ pub fn instructions(tools: &[&str]) -> String {
     )
 }
 
+/// The envelope instructions for tools whose input is free text, to follow
+/// [`instructions`] when some are offered.
+#[must_use]
+pub fn text_input_instructions(tools: &[&str]) -> String {
+    format!(
+        "- The input of {} is free text, not JSON arguments: write {{\"name\": \"TOOL_NAME\", \
+         \"input\": \"...\"}} with the whole text as one JSON string (line breaks as \\n).",
+        tools.join(", ")
+    )
+}
+
 /// A problem with an envelope.
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -98,6 +111,8 @@ pub struct RawEnvelope {
     pub name: String,
     /// The arguments object.
     pub arguments: Value,
+    /// A text input (`"input": "…"`), for a tool taking free text.
+    pub input: Option<String>,
 }
 
 /// What the scanner found, in order.
@@ -345,6 +360,17 @@ fn parse(body: &str) -> Result<RawEnvelope, EnvelopeError> {
             ));
         }
     };
+    let input = match object.remove("input") {
+        Some(Value::String(text)) => Some(text),
+        // An object is the arguments, as in Anthropic's `tool_use` blocks.
+        Some(other) => {
+            if !object.contains_key("arguments") && !object.contains_key("parameters") {
+                object.insert("arguments".to_owned(), other);
+            }
+            None
+        }
+        None => None,
+    };
     let arguments = object
         .remove("arguments")
         .or_else(|| object.remove("parameters"));
@@ -367,7 +393,11 @@ fn parse(body: &str) -> Result<RawEnvelope, EnvelopeError> {
             ));
         }
     };
-    Ok(RawEnvelope { name, arguments })
+    Ok(RawEnvelope {
+        name,
+        arguments,
+        input,
+    })
 }
 
 /// The JSON inside a Markdown code fence, if the body is fenced.
@@ -584,6 +614,31 @@ mod tests {
         };
         assert!(why.contains("ended"), "{why}");
         assert_eq!(items.len(), 4);
+    }
+
+    #[test]
+    fn text_inputs_and_input_objects() {
+        // A freeform tool's text, with the raw line breaks models write inside strings.
+        let items = every_split(
+            "<tool_call>\n{\"name\": \"apply_patch\", \"input\": \"*** Begin Patch\n*** Add File: a\n+x\n*** End Patch\n\"}\n</tool_call>",
+        );
+        let call = envelope(&items[0]);
+        assert_eq!(
+            (call.name.as_str(), call.input.as_deref()),
+            (
+                "apply_patch",
+                Some("*** Begin Patch\n*** Add File: a\n+x\n*** End Patch\n")
+            )
+        );
+        assert_eq!(call.arguments, json!({}));
+        // An `input` object is the arguments (Anthropic's `tool_use` shape), unless
+        // `arguments` is there too.
+        let items = every_split(
+            "<tool_call>{\"name\":\"read\",\"input\":{\"path\":\"a\"}}</tool_call><tool_call>{\"name\":\"read\",\"input\":{\"path\":\"a\"},\"arguments\":{\"path\":\"b\"}}</tool_call>",
+        );
+        assert_eq!(envelope(&items[0]).arguments, json!({"path":"a"}));
+        assert_eq!(envelope(&items[0]).input, None);
+        assert_eq!(envelope(&items[1]).arguments, json!({"path":"b"}));
     }
 
     #[test]

@@ -1,15 +1,16 @@
-//! OpenAI-safe tool-call ids.
+//! Tool-call ids safe in every dialect.
 //!
 //! cursor-agent's call ids contain newlines (`call_…\nfc_…`) and other characters no
-//! client expects in `tool_calls[].id`. The bridge sends `call_` and 24 lowercase hex
-//! digits of a stable hash instead. The hash is written here — two FNV-1a passes with
+//! client expects in a call id (Anthropic requires `^[a-zA-Z0-9_-]+$`). The bridge sends
+//! `call_` and 24 lowercase hex digits of a stable hash instead; a dialect that needs a
+//! second id for the same call (the Responses API's item id) derives it from this one. The hash is written here — two FNV-1a passes with
 //! different offset bases, each finished by the splitmix64 finaliser so that every input
 //! bit reaches every output bit — and not taken from the standard library, whose hashers
 //! may change between Rust releases: ids must stay the same across builds and versions,
 //! because a conversation's later requests carry them back.
 
-/// The OpenAI id for one of the agent's call ids: the same agent id always gives the same
-/// `call_` id.
+/// The client's id for one of the agent's call ids: the same agent id always gives the
+/// same `call_` id.
 #[must_use]
 pub fn call_id(agent_call_id: &str) -> String {
     hashed_id(agent_call_id.as_bytes(), 0)
@@ -50,8 +51,20 @@ fn fnv1a(bytes: &[u8], basis: u64) -> u64 {
 mod tests {
     use super::*;
 
+    /// `^[a-zA-Z0-9_-]+$`, what Anthropic requires of a `tool_use` id.
+    fn safe_everywhere(id: &str) -> bool {
+        !id.is_empty()
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    }
+
     #[test]
     fn ids_are_safe_stable_and_distinct() {
+        for agent in ["call_abc\nfc_123", "tool_1", "", "\u{1}é\n<>"] {
+            assert!(safe_everywhere(&call_id(agent)), "{agent:?}");
+            assert!(safe_everywhere(&envelope_call_id(9, 3, agent)), "{agent:?}");
+        }
         let a = call_id("call_abc\nfc_123");
         assert_eq!(a, call_id("call_abc\nfc_123"));
         assert_ne!(a, call_id("call_abc\nfc_124"));

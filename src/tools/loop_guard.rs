@@ -26,7 +26,8 @@
 //!
 //! # Failed results
 //!
-//! A tool result counts as a failure when (all matching case-insensitive):
+//! A tool result counts as a failure when the client marked it as one (Anthropic's
+//! `is_error`), or when (all matching case-insensitive):
 //!
 //! - its first non-blank line (its first 300 bytes) contains one of [`FAILURE_WORDS`] as
 //!   whole words: `error`, `errors`, `failed`, `failure`, `fatal`, `exception`,
@@ -174,14 +175,16 @@ pub struct LoopGuard {
 
 impl LoopGuard {
     /// Builds the guard from the conversation's current turn: its assistant tool calls, in
-    /// order, each failed when the `role: "tool"` result with its id looks like a failure.
+    /// order, each failed when the tool result with its id is marked as an error or looks
+    /// like a failure.
     #[must_use]
     pub fn new(conversation: &Conversation, config: &LoopGuardConfig) -> LoopGuard {
         let turn = conversation.current_turn();
-        let mut results: HashMap<&str, &str> = HashMap::new();
+        // Whether each answered call failed: the client said so, or its text says so.
+        let mut results: HashMap<&str, bool> = HashMap::new();
         for message in turn.iter().filter(|m| m.role == Role::Tool) {
             if let Some(id) = &message.tool_call_id {
-                results.insert(id.as_str(), message.content.as_str());
+                results.insert(id.as_str(), message.is_error || is_failure(&message.text()));
             }
         }
         let mut guard = LoopGuard {
@@ -193,9 +196,7 @@ impl LoopGuard {
             .filter(|m| m.role == Role::Assistant)
             .flat_map(|m| &m.tool_calls)
         {
-            let failed = results
-                .get(call.id.as_str())
-                .is_some_and(|result| is_failure(result));
+            let failed = results.get(call.id.as_str()).copied().unwrap_or(false);
             guard.push(canonical(&call.name, &call.arguments), failed);
         }
         guard
@@ -401,6 +402,24 @@ mod tests {
 
     fn default_guard(messages: &[Message]) -> LoopGuard {
         guard(messages, &LoopGuardConfig::default())
+    }
+
+    #[test]
+    fn results_the_client_marks_as_errors_are_failures() {
+        let mut history = vec![message(Role::User, "go")];
+        for id in ["1", "2"] {
+            let [assistant, mut result] = read(id, "{}", "12 lines of output");
+            result.is_error = true;
+            history.extend([assistant, result]);
+        }
+        assert_eq!(
+            default_guard(&history).check("read", "{}"),
+            Err(Refusal::Failing { times: 2 })
+        );
+        history.truncate(1);
+        history.extend(read("1", "{}", "12 lines of output"));
+        history.extend(read("2", "{}", "12 lines of output"));
+        assert!(default_guard(&history).check("read", "{}").is_ok());
     }
 
     #[test]

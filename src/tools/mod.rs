@@ -26,7 +26,7 @@
 //!   detector;
 //! - [`loop_guard`]: refusing the same call made again and again in a row in the current
 //!   turn (never a rerun after an edit, never a call the user asked for again);
-//! - [`ids`]: OpenAI-safe call ids.
+//! - [`ids`]: call ids safe in every dialect.
 
 pub mod aliases;
 pub mod envelope;
@@ -36,7 +36,7 @@ pub mod schema;
 
 use serde_json::Value;
 
-use crate::conversation::ToolSpec;
+use crate::conversation::{ToolKind, ToolSpec};
 use envelope::EnvelopeError;
 
 /// How client tools are executed.
@@ -77,19 +77,22 @@ pub struct CatalogueEntry<'a> {
     pub name: &'a str,
     /// Its description.
     pub description: &'a str,
-    /// Its JSON Schema.
+    /// Its JSON Schema (`{}` for a freeform tool).
     pub parameters: &'a Value,
+    /// What input it takes.
+    pub kind: &'a ToolKind,
     /// How the model reaches it.
     pub delivery: Delivery,
 }
 
-/// A call for the client: its tool name and arguments (JSON object text).
+/// A call for the client: its tool name and input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use]
 pub struct MappedCall {
     /// The client's tool name.
     pub name: String,
-    /// Arguments as JSON object text.
+    /// The input: arguments as JSON object text for a function tool, the raw text for a
+    /// freeform one.
     pub arguments: String,
 }
 
@@ -116,6 +119,10 @@ impl ToolPlan {
         let deliveries = tools
             .iter()
             .map(|tool| {
+                // Cursor's tools produce JSON arguments, never a freeform tool's text.
+                if tool.is_freeform() {
+                    return Delivery::Envelope;
+                }
                 let Some(spec) = aliases::kind(&tool.name).filter(|spec| {
                     aliases::client_tool_for_kind(spec.kind, &names) == Some(tool.name.as_str())
                 }) else {
@@ -160,6 +167,7 @@ impl ToolPlan {
                 name: &tool.name,
                 description: &tool.description,
                 parameters: &tool.parameters,
+                kind: &tool.kind,
                 delivery: *delivery,
             })
     }
@@ -196,16 +204,32 @@ impl ToolPlan {
     /// resolved like any other ([`aliases::resolve_name`]), undeclared keys are renamed to
     /// the declared keys they stand for ([`aliases::rename_keys`]), and the result must be
     /// valid against the tool's schema. Any offered tool may be called this way, even one
-    /// delivered natively.
+    /// delivered natively. A freeform tool takes the envelope's `text` input instead of
+    /// `arguments`, as it is.
     pub fn check_envelope(
         &self,
         name: &str,
         arguments: &Value,
+        text: Option<&str>,
     ) -> Result<MappedCall, EnvelopeError> {
         let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
         let tool = aliases::resolve_name(name, &names)
             .and_then(|resolved| self.tools.iter().find(|t| t.name == resolved))
             .ok_or_else(|| EnvelopeError::UnknownTool(name.to_owned()))?;
+        if tool.is_freeform() {
+            return match text {
+                Some(text) => Ok(MappedCall {
+                    name: tool.name.clone(),
+                    arguments: text.to_owned(),
+                }),
+                None => Err(EnvelopeError::InvalidArguments {
+                    tool: tool.name.clone(),
+                    problems: vec![
+                        "its input is text: write it as \"input\", one JSON string".to_owned(),
+                    ],
+                }),
+            };
+        }
         let Value::Object(arguments) = arguments else {
             return Err(EnvelopeError::InvalidArguments {
                 tool: tool.name.clone(),
@@ -241,6 +265,7 @@ mod tests {
                 .unwrap_or("")
                 .into(),
             parameters: tool["function"]["parameters"].clone(),
+            kind: ToolKind::Function,
         }
     }
 
@@ -373,6 +398,7 @@ mod tests {
             description: String::new(),
             parameters: json!({"type":"object","properties":{"command":{"type":"string"},
                 "sandbox_profile":{"type":"string"}},"required":["command","sandbox_profile"]}),
+            kind: ToolKind::Function,
         }];
         let plan = ToolPlan::new(&tools, ToolStrategy::ReadOnly);
         assert_eq!(deliveries(&plan), [("bash", Delivery::Envelope)]);
@@ -392,6 +418,7 @@ mod tests {
                 name: (*name).into(),
                 description: String::new(),
                 parameters: any.clone(),
+                kind: ToolKind::Function,
             })
             .collect();
         let plan = ToolPlan::new(&tools, ToolStrategy::ReadOnly);
@@ -589,6 +616,7 @@ mod tests {
             description: String::new(),
             parameters: json!({"type":"object","properties":{"command":{"type":"string"},
                 "description":{"type":"string"}},"required":["command","description"]}),
+            kind: ToolKind::Function,
         }];
         let plan = ToolPlan::new(&tools, ToolStrategy::ReadOnly);
         assert!(matches!(deliveries(&plan)[0].1, Delivery::Native { .. }));
@@ -610,6 +638,7 @@ mod tests {
             description: String::new(),
             parameters: json!({"type":"object","properties":{"file_path":{"type":"string"}},
                 "required":["file_path"],"additionalProperties":false}),
+            kind: ToolKind::Function,
         }];
         let plan = ToolPlan::new(&tools, ToolStrategy::ReadOnly);
         let call = plan
@@ -622,19 +651,19 @@ mod tests {
     fn envelopes_are_checked() {
         let plan = ToolPlan::new(&project_tools(), ToolStrategy::ReadOnly);
         let ok = plan
-            .check_envelope("write", &json!({"filePath":"a","content":"b"}))
+            .check_envelope("write", &json!({"filePath":"a","content":"b"}), None)
             .unwrap();
         assert_eq!(ok.name, "write");
         assert!(matches!(
-            plan.check_envelope("nuke", &json!({})),
+            plan.check_envelope("nuke", &json!({}), None),
             Err(EnvelopeError::UnknownTool(name)) if name == "nuke"
         ));
         let err = plan
-            .check_envelope("write", &json!({"filePath":1}))
+            .check_envelope("write", &json!({"filePath":1}), None)
             .unwrap_err();
         assert!(err.to_string().contains("content"), "{err}");
         assert_eq!(
-            plan.check_envelope("update_todos", &json!({"todos":[]}))
+            plan.check_envelope("update_todos", &json!({"todos":[]}), None)
                 .unwrap()
                 .name,
             "todowrite"
@@ -643,6 +672,7 @@ mod tests {
             .check_envelope(
                 "Edit",
                 &json!({"file_path":"a","old_string":"x","new_string":"y"}),
+                None,
             )
             .unwrap();
         assert_eq!(
@@ -653,15 +683,42 @@ mod tests {
             )
         );
         assert!(matches!(
-            plan.check_envelope("write", &json!(["a"])),
+            plan.check_envelope("write", &json!(["a"]), None),
             Err(EnvelopeError::InvalidArguments { tool, .. }) if tool == "write"
         ));
         // A natively delivered tool may still be called by envelope.
         assert_eq!(
-            plan.check_envelope("shell", &json!({"command":"ls"}))
+            plan.check_envelope("shell", &json!({"command":"ls"}), None)
                 .unwrap()
                 .name,
             "bash"
         );
+    }
+
+    #[test]
+    fn freeform_tools_are_envelopes_taking_text() {
+        let mut tools = project_tools();
+        tools.push(ToolSpec::freeform("apply_patch", "Apply a patch", None));
+        for strategy in [ToolStrategy::ReadOnly, ToolStrategy::Native] {
+            let plan = ToolPlan::new(&tools, strategy);
+            let entry = plan.catalogue().find(|e| e.name == "apply_patch").unwrap();
+            assert_eq!(entry.delivery, Delivery::Envelope);
+            assert!(matches!(entry.kind, ToolKind::Freeform { grammar: None }));
+        }
+        let plan = ToolPlan::new(&tools, ToolStrategy::ReadOnly);
+        let patch = "*** Begin Patch\n*** Add File: a\n+x\n*** End Patch\n";
+        let call = plan
+            .check_envelope("apply_patch", &json!({}), Some(patch))
+            .unwrap();
+        assert_eq!(
+            (call.name.as_str(), call.arguments.as_str()),
+            ("apply_patch", patch)
+        );
+        assert!(matches!(
+            plan.check_envelope("apply_patch", &json!({"patch": patch}), None),
+            Err(EnvelopeError::InvalidArguments { tool, .. }) if tool == "apply_patch"
+        ));
+        // A function tool ignores a text input and is checked against its schema as ever.
+        assert!(plan.check_envelope("write", &json!({}), Some("x")).is_err());
     }
 }

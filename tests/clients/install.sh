@@ -1,16 +1,31 @@
 #!/usr/bin/env bash
-# Installs the pinned real clients (openai-python with pytest, the AI SDK, OpenCode) on a
-# fresh machine. Idempotent, and quick when they are already there.
+# Installs the pinned real clients (openai-python with pytest, the AI SDK, OpenCode) into
+# this directory (ignored by git): python/.venv, node/node_modules, opencode/VERSION/.
+# Installs nothing that is already there at its pinned version (ci/setup.sh runs it).
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# pip returns in about a second when every pin is already satisfied.
-python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -r python/requirements.txt
+# openai-python and pytest, in a virtualenv of their own: their pins are the whole
+# dependency closure, kept apart from the Python package's build tools in the root .venv.
+venv=python/.venv
+stamp=$venv/.agentwire-setup
+key="$(python3 --version) $(sha256sum <python/requirements.txt)"
+if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c '' 2>/dev/null && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ]; then
+    echo "tests/clients/install.sh: tests/clients/$venv current"
+else
+    echo "tests/clients/install.sh: installing openai-python into tests/clients/$venv"
+    "$venv/bin/python" -c '' 2>/dev/null || python3 -m venv --clear "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r python/requirements.txt
+    printf '%s\n' "$key" >"$stamp"
+fi
 
 # npm ci wipes and rebuilds node_modules, so run it only when the lockfile is newer than
 # the copy npm keeps of what it last installed (or nothing is installed yet).
 if [ ! -f node/node_modules/.package-lock.json ] || [ node/package-lock.json -nt node/node_modules/.package-lock.json ]; then
+    echo "tests/clients/install.sh: installing the AI SDK into tests/clients/node/node_modules"
     (cd node && npm ci --no-audit --no-fund --loglevel=error)
+else
+    echo "tests/clients/install.sh: tests/clients/node/node_modules current"
 fi
 
 # OpenCode: `opencode-ai` on npm is a stub whose postinstall copies in the binary of a
@@ -19,7 +34,10 @@ fi
 # on x64 CPUs without AVX2, `-musl` on musl systems.
 version=$(cat opencode/version)
 bin=opencode/$version/bin/opencode
-if [ ! -x "$bin" ]; then
+if [ -x "$bin" ]; then
+    echo "tests/clients/install.sh: tests/clients/$bin current"
+else
+    echo "tests/clients/install.sh: unpacking OpenCode $version into tests/clients/opencode/$version"
     case "$(uname -m)" in
         x86_64 | amd64) arch=x64 ;;
         aarch64 | arm64) arch=arm64 ;;

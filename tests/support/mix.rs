@@ -12,7 +12,12 @@ use std::path::{Path, PathBuf};
 /// `../shared/fixtures/cursor-agent` when present, otherwise (or with
 /// `AGENTWIRE_WORKLOAD=project`) the project's own.
 pub fn workload_transcripts() -> (Vec<PathBuf>, &'static str) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // The repository: this package's directory, or the one above (the proxies' package
+    // builds this file too).
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .find(|dir| dir.join("tests/fixtures").is_dir())
+        .expect("the repository's tests/fixtures");
     let shared = root.join("../shared/fixtures/cursor-agent");
     let project_only = std::env::var("AGENTWIRE_WORKLOAD").is_ok_and(|w| w == "project");
     if shared.is_dir() && !project_only {
@@ -115,4 +120,110 @@ pub fn huge_line_transcript(count: usize, line_len: usize) -> Vec<u8> {
     }
     out.push_str(RESULT);
     out.into_bytes()
+}
+
+/// An event owned, to replay the same events into several encoders.
+#[derive(Debug, Clone)]
+pub enum OwnedEvent {
+    Text(String),
+    Reasoning(String),
+    ToolCall {
+        index: u32,
+        id: String,
+        name: String,
+        arguments: String,
+    },
+    Activity {
+        call_id: String,
+        tool: String,
+        phase: agentwire::event::ActivityPhase,
+        summary: String,
+        arguments: Option<String>,
+        model_call_id: Option<String>,
+    },
+    Progress(agentwire::event::Progress),
+    Usage(agentwire::event::Usage),
+    Finish(agentwire::event::FinishReason),
+    Failed(agentwire::event::Failure),
+}
+
+impl OwnedEvent {
+    /// An owned copy of `event`.
+    pub fn of(event: &agentwire::event::Event<'_>) -> OwnedEvent {
+        use agentwire::event::Event;
+        match event {
+            Event::TextDelta(text) => OwnedEvent::Text((*text).to_owned()),
+            Event::ReasoningDelta(text) => OwnedEvent::Reasoning((*text).to_owned()),
+            Event::ToolCall(call) => OwnedEvent::ToolCall {
+                index: call.index,
+                id: call.id.to_owned(),
+                name: call.name.to_owned(),
+                arguments: call.arguments.to_owned(),
+            },
+            Event::AgentActivity(a) => OwnedEvent::Activity {
+                call_id: a.call_id.to_owned(),
+                tool: a.tool.to_owned(),
+                phase: a.phase,
+                summary: a.summary.to_owned(),
+                arguments: a.arguments.map(str::to_owned),
+                model_call_id: a.model_call_id.map(str::to_owned),
+            },
+            Event::Progress(progress) => OwnedEvent::Progress(*progress),
+            Event::Usage(usage) => OwnedEvent::Usage(*usage),
+            Event::Finish(reason) => OwnedEvent::Finish(*reason),
+            Event::Failed(failure) => OwnedEvent::Failed(failure.clone()),
+            other => panic!("an event not known here: {other:?}"),
+        }
+    }
+
+    /// The event, borrowing from this copy.
+    pub fn as_event(&self) -> agentwire::event::Event<'_> {
+        use agentwire::event::{AgentActivity, Event, ToolCall};
+        match self {
+            OwnedEvent::Text(text) => Event::TextDelta(text),
+            OwnedEvent::Reasoning(text) => Event::ReasoningDelta(text),
+            OwnedEvent::ToolCall {
+                index,
+                id,
+                name,
+                arguments,
+            } => Event::ToolCall(ToolCall {
+                index: *index,
+                id,
+                name,
+                arguments,
+            }),
+            OwnedEvent::Activity {
+                call_id,
+                tool,
+                phase,
+                summary,
+                arguments,
+                model_call_id,
+            } => Event::AgentActivity(AgentActivity {
+                call_id,
+                tool,
+                phase: *phase,
+                summary,
+                arguments: arguments.as_deref(),
+                model_call_id: model_call_id.as_deref(),
+            }),
+            OwnedEvent::Progress(progress) => Event::Progress(*progress),
+            OwnedEvent::Usage(usage) => Event::Usage(*usage),
+            OwnedEvent::Finish(reason) => Event::Finish(*reason),
+            OwnedEvent::Failed(failure) => Event::Failed(failure.clone()),
+        }
+    }
+}
+
+/// The events the cursor decoder yields for `transcript`, owned, through its end.
+pub fn decoded_events(transcript: &[u8]) -> Vec<OwnedEvent> {
+    let mut decoder = agentwire::cursor::Decoder::default();
+    let mut events = Vec::new();
+    decoder.push_stdout(transcript).unwrap();
+    decoder.push_eof().unwrap();
+    while let Some(event) = decoder.poll_event() {
+        events.push(OwnedEvent::of(&event));
+    }
+    events
 }

@@ -1,6 +1,11 @@
 //! Shared helpers of the integration tests: drive the core over a transcript in a given
-//! chunking, and check a response body against the OpenAI chunk contract.
+//! chunking, for any dialect ([`drive`]), and check a response body against the OpenAI
+//! chunk contract.
 #![allow(dead_code)]
+
+pub mod drive;
+pub mod mix;
+pub mod responses;
 
 use std::path::{Path, PathBuf};
 
@@ -123,69 +128,22 @@ pub fn reasoning_of(events: &[Owned]) -> String {
         .collect()
 }
 
-/// A response produced by the core: HTTP status and body.
-pub struct Response {
-    pub status: u16,
-    pub body: Vec<u8>,
-}
+pub use drive::Response;
 
-/// The HTTP response a client would get for `transcript` through the [`Bridge`], fed in
-/// `chunk`-byte pieces, the agent then exiting with code 0.
-///
-/// [`Bridge`]: agentwire::bridge::Bridge
+/// The HTTP response a client would get for `transcript` through the Bridge, fed in
+/// `chunk`-byte pieces, the agent then exiting with code 0, for a Chat Completions request
+/// saying "hi".
 pub fn respond(transcript: &[u8], chunk: usize, stream: bool, include_usage: bool) -> Response {
-    use agentwire::bridge::{Bridge, BridgeParams, Config, Output};
+    use agentwire::bridge::Dialect;
     let mut request = serde_json::json!({"model": "auto", "stream": stream, "messages": [{"role": "user", "content": "hi"}]});
     if stream && include_usage {
         request["stream_options"] = serde_json::json!({"include_usage": true});
     }
-    let params = BridgeParams {
-        now_ms: 0,
-        created_unix: 1_700_000_000,
-        id_seed: 1,
-    };
-    let mut bridge = Bridge::new(
+    drive::drive(
+        Dialect::ChatCompletions,
         &serde_json::to_vec(&request).unwrap(),
-        &Config::default(),
-        params,
-    );
-    let mut status = None;
-    let mut body = Vec::new();
-    let mut ends = 0;
-    let mut drain = |bridge: &mut Bridge| {
-        while let Some(output) = bridge.poll_output() {
-            match output {
-                Output::Head(head) => {
-                    assert!(status.is_none(), "one head");
-                    status = Some(head.status);
-                }
-                Output::Body(bytes) => {
-                    assert!(status.is_some(), "head before body");
-                    body.extend_from_slice(bytes);
-                }
-                Output::StopAgent => {}
-                Output::End => ends += 1,
-            }
-        }
-    };
-    let pieces: Vec<&[u8]> = if chunk >= transcript.len() {
-        vec![transcript]
-    } else {
-        transcript.chunks(chunk).collect()
-    };
-    for piece in pieces {
-        bridge.push_stdout(piece, 0).unwrap();
-        drain(&mut bridge);
-    }
-    bridge
-        .agent_exited(agentwire::cursor::ExitStatus::Code(0), 0)
-        .unwrap();
-    drain(&mut bridge);
-    assert_eq!(ends, 1, "exactly one End");
-    Response {
-        status: status.expect("a head"),
-        body,
-    }
+        &drive::pieces(transcript, chunk),
+    )
 }
 
 /// What a stream body contained, after checking every frame against the chunk contract.
@@ -298,24 +256,29 @@ pub fn check_stream(body: &[u8]) -> StreamSummary {
 
 /// The project's own transcripts.
 pub fn project_fixtures() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    jsonl_in(&dir)
+    mix::jsonl_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"))
 }
 
 /// The shared real-capture corpus, when present beside the repository.
 pub fn shared_captures() -> Option<Vec<PathBuf>> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/cursor-agent");
-    dir.is_dir().then(|| jsonl_in(&dir))
+    dir.is_dir().then(|| mix::jsonl_files(&dir))
 }
 
-fn jsonl_in(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    files.sort();
-    files
+/// The real OpenCode request bodies in `../shared/fixtures/opencode`, or `None` (with a
+/// line saying the test was skipped) when the shared fixtures are absent.
+pub fn opencode_bodies() -> Option<Vec<Vec<u8>>> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/opencode/opencode-1.18.33-requests-toolround.jsonl");
+    let Ok(text) = std::fs::read_to_string(path) else {
+        println!("skipped: ../shared fixtures absent");
+        return None;
+    };
+    let bodies = text.lines().map(|line| {
+        let record: Value = serde_json::from_str(line).unwrap();
+        serde_json::to_vec(&record["body"]).unwrap()
+    });
+    Some(bodies.collect())
 }
 
 /// `result.result` of the transcript's `result` line, if it has one and it reports success

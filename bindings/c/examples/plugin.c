@@ -1,9 +1,11 @@
 /*
- * A minimal plugin over the C ABI: runs one OpenAI Chat Completions request through
- * cursor-agent and prints the response body as it streams.
+ * A minimal plugin over the C ABI: runs one request through cursor-agent and prints the
+ * response body as it streams.
  *
- *   plugin [--agent PROGRAM] REQUEST.json
+ *   plugin [--api chat-completions|responses|messages] [--agent PROGRAM] REQUEST.json
  *
+ * --api is the API the request speaks (default chat-completions): OpenAI Chat Completions,
+ * OpenAI Responses, or Anthropic Messages; a server would take it from the request's route.
  * It spawns the agent in its own process group with the bridge's invocation, writes the
  * prompt to its stdin, poll()s the agent's stdout and stderr and the bridge's deadline,
  * prints the body to stdout as it comes (the head's status goes to stderr), and kills the
@@ -178,8 +180,25 @@ static void forward(aw_bridge *bridge, int *fd, int is_stdout)
     }
 }
 
+/* The dialect of an --api name; exits on an unknown one. */
+static aw_dialect dialect_named(const char *name)
+{
+    if (strcmp(name, "chat-completions") == 0) {
+        return AW_DIALECT_CHAT_COMPLETIONS;
+    }
+    if (strcmp(name, "responses") == 0) {
+        return AW_DIALECT_RESPONSES;
+    }
+    if (strcmp(name, "messages") == 0) {
+        return AW_DIALECT_MESSAGES;
+    }
+    fprintf(stderr, "plugin: unknown --api %s (chat-completions, responses, messages)\n", name);
+    exit(2);
+}
+
 int main(int argc, char **argv)
 {
+    aw_dialect dialect = AW_DIALECT_CHAT_COMPLETIONS;
     const char *agent_program = NULL;
     const char *request_path = NULL;
     unsigned char *body;
@@ -195,12 +214,15 @@ int main(int argc, char **argv)
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--agent") == 0 && i + 1 < argc) {
             agent_program = argv[++i];
+        } else if (strcmp(argv[i], "--api") == 0 && i + 1 < argc) {
+            dialect = dialect_named(argv[++i]);
         } else {
             request_path = argv[i];
         }
     }
     if (!request_path) {
-        fprintf(stderr, "usage: plugin [--agent PROGRAM] REQUEST.json\n");
+        fprintf(stderr, "usage: plugin [--api chat-completions|responses|messages] "
+                        "[--agent PROGRAM] REQUEST.json\n");
         return 2;
     }
     body = read_file(request_path, &body_len);
@@ -212,8 +234,8 @@ int main(int argc, char **argv)
             fail("aw_config_set_cursor_binary", r, aw_config_last_error(config));
         }
     }
-    r = aw_bridge_new(body, body_len, config, now_ms(), (uint64_t)time(NULL), (uint64_t)getpid(),
-                      &bridge);
+    r = aw_bridge_new(dialect, body, body_len, config, now_ms(), (uint64_t)time(NULL),
+                      (uint64_t)getpid(), &bridge);
     aw_config_free(config);
     free(body);
     if (r != AW_RESULT_OK) {

@@ -1,8 +1,9 @@
 /*
  * The C ABI's contract from C: every result code reachable from C, NULL handles and
- * out-parameters, misuse after the end, invalid UTF-8, huge lengths, poisoned handles (with
- * AW_TEST_HOOKS), every config field set and read back, the version macros against
- * aw_version(). Includes only the public header.
+ * out-parameters, misuse after the end, invalid UTF-8, huge lengths, out-of-range enums,
+ * poisoned handles and overlapping calls (with AW_TEST_HOOKS), every config field set and
+ * read back, every dialect's bridge and error shape, the replies that need no agent, the
+ * version macros against aw_version(). Includes only the public header.
  */
 #include "agentwire.h"
 
@@ -11,17 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
+#include "check.h"
+
 /* Every result value seen returned by a call, indexed by value - 7000. */
 static int seen[300];
-
-#define CHECK(cond)                                                                            \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);           \
-            failures++;                                                                        \
-        }                                                                                      \
-    } while (0)
 
 /* Checks that `call` returns `expected`, and records the value as reached. */
 #define EXPECT(call, expected)                                                                 \
@@ -39,6 +33,9 @@ static int seen[300];
 
 static const char STREAM_BODY[] =
     "{\"model\":\"auto\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+static const char RESPONSES_BODY[] = "{\"model\":\"auto\",\"stream\":true,\"input\":\"hi\"}";
+static const char MESSAGES_BODY[] = "{\"model\":\"auto\",\"max_tokens\":1024,\"stream\":true,"
+                                    "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
 static const char ANSWER[] =
     "{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s-1\",\"model\":\"Auto\"}\n"
     "{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"Hi\"}]}}\n"
@@ -49,13 +46,24 @@ static int str_eq(aw_str s, const char *c)
     return s.len == strlen(c) && memcmp(s.data, c, s.len) == 0;
 }
 
-static aw_bridge *new_bridge(const char *body)
+static int starts_with(const uint8_t *data, size_t len, const char *prefix)
+{
+    return len >= strlen(prefix) && memcmp(data, prefix, strlen(prefix)) == 0;
+}
+
+static aw_bridge *new_bridge_of(aw_dialect dialect, const char *body)
 {
     aw_bridge *bridge = NULL;
-    EXPECT(aw_bridge_new((const uint8_t *)body, strlen(body), NULL, 0, 1700000000u, 1, &bridge),
+    EXPECT(aw_bridge_new(dialect, (const uint8_t *)body, strlen(body), NULL, 0, 1700000000u, 1,
+                         &bridge),
            AW_RESULT_OK);
     CHECK(bridge != NULL);
     return bridge;
+}
+
+static aw_bridge *new_bridge(const char *body)
+{
+    return new_bridge_of(AW_DIALECT_CHAT_COMPLETIONS, body);
 }
 
 static void test_version(void)
@@ -81,7 +89,8 @@ static void test_result_names(void)
             CHECK(aw_result_is_status(v) == (v < 7100));
         }
     }
-    CHECK(named == 15);
+    CHECK(named == 16);
+    CHECK(!aw_result_is_status(AW_RESULT_BUSY));
 }
 
 static void test_config(void)
@@ -134,6 +143,7 @@ static void test_config(void)
     EXPECT(aw_config_set_request_max_body_bytes(config, 20), AW_RESULT_OK);
     EXPECT(aw_config_set_request_max_messages(config, 21), AW_RESULT_OK);
     EXPECT(aw_config_set_request_max_tools(config, 22), AW_RESULT_OK);
+    EXPECT(aw_config_set_request_reject_attachments(config, true), AW_RESULT_OK);
     EXPECT(aw_config_set_loop_guard_max_failed_repeats(config, 23), AW_RESULT_OK);
     EXPECT(aw_config_set_loop_guard_max_repeats(config, 24), AW_RESULT_OK);
 
@@ -177,6 +187,8 @@ static void test_config(void)
     CHECK(size == 21);
     EXPECT(aw_config_get_request_max_tools(config, &size), AW_RESULT_OK);
     CHECK(size == 22);
+    EXPECT(aw_config_get_request_reject_attachments(config, &b), AW_RESULT_OK);
+    CHECK(b);
     EXPECT(aw_config_get_loop_guard_max_failed_repeats(config, &u32), AW_RESULT_OK);
     CHECK(u32 == 23);
     EXPECT(aw_config_get_loop_guard_max_repeats(config, &u32), AW_RESULT_OK);
@@ -222,8 +234,8 @@ static void test_config(void)
         aw_str program;
         EXPECT(aw_config_set_request_max_body_bytes(config, 1 << 20), AW_RESULT_OK);
         EXPECT(aw_config_set_request_max_messages(config, 100), AW_RESULT_OK);
-        EXPECT(aw_bridge_new((const uint8_t *)STREAM_BODY, strlen(STREAM_BODY), config, 0, 0, 0,
-                             &bridge),
+        EXPECT(aw_bridge_new(AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)STREAM_BODY,
+                             strlen(STREAM_BODY), config, 0, 0, 0, &bridge),
                AW_RESULT_OK);
         EXPECT(aw_bridge_invocation_program(bridge, &program), AW_RESULT_OK);
         CHECK(str_eq(program, "/opt/agent"));
@@ -314,8 +326,10 @@ static void test_bridge(void)
     aw_bridge_free(bridge);
 
     /* NULL handles. */
-    EXPECT(aw_bridge_new(NULL, 0, NULL, 0, 0, 0, NULL), AW_RESULT_NULL_PARAMETER);
-    EXPECT(aw_bridge_new(NULL, 5, NULL, 0, 0, 0, &bridge), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_bridge_new(AW_DIALECT_CHAT_COMPLETIONS, NULL, 0, NULL, 0, 0, 0, NULL),
+           AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_bridge_new(AW_DIALECT_MESSAGES, NULL, 5, NULL, 0, 0, 0, &bridge),
+           AW_RESULT_NULL_PARAMETER);
     EXPECT(aw_bridge_push_stdout(NULL, (const uint8_t *)"x", 1, 0), AW_RESULT_NULL_PARAMETER);
     EXPECT(aw_bridge_push_stderr(NULL, (const uint8_t *)"x", 1, 0), AW_RESULT_NULL_PARAMETER);
     EXPECT(aw_bridge_agent_exited_code(NULL, 0, 0), AW_RESULT_NULL_PARAMETER);
@@ -403,6 +417,206 @@ static void test_rejected(void)
     }
 }
 
+/* Drains a bridge: the head's status and content type, the body (up to `cap` bytes,
+   NUL-terminated), and how many ends. */
+static int drain_all(aw_bridge *bridge, uint16_t *status, aw_str *content_type, char *body,
+                     size_t cap)
+{
+    aw_output out;
+    size_t len = 0;
+    int ends = 0;
+    while (aw_bridge_poll_output(bridge, &out) == AW_RESULT_OK) {
+        if (out.kind == AW_OUTPUT_KIND_HEAD) {
+            *status = out.status;
+            *content_type = out.content_type;
+        } else if (out.kind == AW_OUTPUT_KIND_BODY) {
+            size_t n = out.body.len < cap - 1 - len ? out.body.len : cap - 1 - len;
+            memcpy(body + len, out.body.data, n);
+            len += n;
+        } else if (out.kind == AW_OUTPUT_KIND_END) {
+            ends++;
+        }
+    }
+    body[len] = '\0';
+    return ends;
+}
+
+/* Each dialect takes its own requests, streams its own events, and refuses a bad body
+   with its own error body; a value that is no aw_dialect creates nothing. */
+static void test_dialects(void)
+{
+    static const struct {
+        aw_dialect dialect;
+        const char *body;
+        const char *first_event;
+        const char *error_prefix;
+    } CASES[] = {
+        {AW_DIALECT_CHAT_COMPLETIONS, STREAM_BODY, "data: {\"id\":\"chatcmpl-", "{\"error\":{"},
+        {AW_DIALECT_RESPONSES, RESPONSES_BODY, "event: response.created\n", "{\"error\":{"},
+        {AW_DIALECT_MESSAGES, MESSAGES_BODY, "event: message_start\n",
+         "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\""},
+    };
+    static const uint32_t INVALID[] = {3, 7, 0x7fffffffu, UINT32_MAX};
+    size_t i;
+    for (i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        char body[4096];
+        uint16_t status = 0;
+        aw_str content_type = {"", 0};
+        aw_bridge *bridge = new_bridge_of(CASES[i].dialect, CASES[i].body);
+        aw_str program;
+        EXPECT(aw_bridge_invocation_program(bridge, &program), AW_RESULT_OK);
+        CHECK(aw_bridge_is_stream(bridge));
+        EXPECT(aw_bridge_push_stdout(bridge, (const uint8_t *)ANSWER, strlen(ANSWER), 1),
+               AW_RESULT_OK);
+        CHECK(drain_all(bridge, &status, &content_type, body, sizeof body) == 1);
+        CHECK(status == 200 && str_eq(content_type, "text/event-stream"));
+        CHECK(starts_with((const uint8_t *)body, strlen(body), CASES[i].first_event));
+        CHECK(strstr(body, "Hi") != NULL);
+        aw_bridge_free(bridge);
+
+        /* Another dialect's body (or none at all) is a 400 in this dialect's shape. */
+        bridge = new_bridge_of(CASES[i].dialect, i == 0 ? RESPONSES_BODY : "{\"model\":");
+        EXPECT(aw_bridge_invocation_program(bridge, &program), AW_RESULT_REJECTED);
+        CHECK(drain_all(bridge, &status, &content_type, body, sizeof body) == 1);
+        CHECK(status == 400 && str_eq(content_type, "application/json"));
+        CHECK(starts_with((const uint8_t *)body, strlen(body), CASES[i].error_prefix));
+        aw_bridge_free(bridge);
+    }
+    for (i = 0; i < sizeof INVALID / sizeof INVALID[0]; i++) {
+        aw_bridge *bridge = NULL;
+        EXPECT(aw_bridge_new(INVALID[i], (const uint8_t *)STREAM_BODY, strlen(STREAM_BODY), NULL,
+                             0, 0, 0, &bridge),
+               AW_RESULT_INVALID_ENUM);
+        CHECK(bridge == NULL);
+    }
+}
+
+/* Reads a reply whole: its status, retry advice, and body (NUL-terminated, up to `cap`). */
+static void read_reply(const aw_reply *reply, uint16_t *status, bool *retryable, char *body,
+                       size_t cap)
+{
+    aw_bytes bytes;
+    EXPECT(aw_reply_status(reply, status), AW_RESULT_OK);
+    EXPECT(aw_reply_retryable(reply, retryable), AW_RESULT_OK);
+    EXPECT(aw_reply_body(reply, &bytes), AW_RESULT_OK);
+    CHECK(bytes.data != NULL && bytes.len < cap);
+    memcpy(body, bytes.data, bytes.len < cap ? bytes.len : cap - 1);
+    body[bytes.len < cap ? bytes.len : cap - 1] = '\0';
+}
+
+/* count_tokens never needs an agent: a valid body is an honest 404, a bad one its 400 (or
+   413 over the configured limit); the adapter's own refusals have their status, their
+   retry advice and the route dialect's error shape. */
+static void test_replies(void)
+{
+    static const char COUNT_BODY[] =
+        "{\"model\":\"claude-sonnet-4-5\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+    static const struct {
+        aw_error_kind kind;
+        uint16_t status;
+        bool retryable;
+        const char *anthropic_type;
+    } KINDS[] = {
+        {AW_ERROR_KIND_INVALID_REQUEST, 400, false, "invalid_request_error"},
+        {AW_ERROR_KIND_AUTHENTICATION, 401, false, "authentication_error"},
+        {AW_ERROR_KIND_PERMISSION_DENIED, 403, false, "permission_error"},
+        {AW_ERROR_KIND_NOT_FOUND, 404, false, "not_found_error"},
+        {AW_ERROR_KIND_METHOD_NOT_ALLOWED, 405, false, "invalid_request_error"},
+        {AW_ERROR_KIND_REQUEST_TOO_LARGE, 413, false, "request_too_large"},
+        {AW_ERROR_KIND_UNSUPPORTED_MEDIA_TYPE, 415, false, "invalid_request_error"},
+        {AW_ERROR_KIND_RATE_LIMITED, 429, true, "rate_limit_error"},
+        {AW_ERROR_KIND_INTERNAL, 500, false, "api_error"},
+        {AW_ERROR_KIND_AGENT_FAILED, 502, true, "api_error"},
+        {AW_ERROR_KIND_UNAVAILABLE, 503, true, "overloaded_error"},
+        {AW_ERROR_KIND_TIMEOUT, 504, true, "timeout_error"},
+    };
+    static const char WHY[] = "Say \"why\".";
+    aw_reply *reply = NULL;
+    aw_config *config = NULL;
+    char body[1024], expected[256];
+    uint16_t status;
+    bool retryable;
+    aw_bytes bytes;
+    size_t i;
+
+    EXPECT(aw_reply_new_count_tokens((const uint8_t *)COUNT_BODY, strlen(COUNT_BODY), NULL, &reply),
+           AW_RESULT_OK);
+    read_reply(reply, &status, &retryable, body, sizeof body);
+    CHECK(status == 404 && !retryable);
+    CHECK(strstr(body, "{\"type\":\"error\",\"error\":{\"type\":\"not_found_error\"") == body);
+    aw_reply_free(reply);
+    EXPECT(aw_reply_new_count_tokens((const uint8_t *)"{\"model\":\"m\"}", 13, NULL, &reply),
+           AW_RESULT_OK);
+    read_reply(reply, &status, &retryable, body, sizeof body);
+    CHECK(status == 400 && !retryable && strstr(body, "invalid_request_error") != NULL);
+    CHECK(strstr(body, "messages") != NULL);
+    aw_reply_free(reply);
+    EXPECT(aw_config_new(&config), AW_RESULT_OK);
+    EXPECT(aw_config_set_request_max_body_bytes(config, 8), AW_RESULT_OK);
+    EXPECT(aw_reply_new_count_tokens((const uint8_t *)COUNT_BODY, strlen(COUNT_BODY), config,
+                                     &reply),
+           AW_RESULT_OK);
+    read_reply(reply, &status, &retryable, body, sizeof body);
+    CHECK(status == 413 && strstr(body, "request_too_large") != NULL);
+    aw_reply_free(reply);
+    aw_config_free(config);
+
+    for (i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++) {
+        EXPECT(aw_reply_new_error(AW_DIALECT_MESSAGES, KINDS[i].kind, WHY, strlen(WHY), &reply),
+               AW_RESULT_OK);
+        read_reply(reply, &status, &retryable, body, sizeof body);
+        CHECK(status == KINDS[i].status && retryable == KINDS[i].retryable);
+        sprintf(expected, "{\"type\":\"error\",\"error\":{\"type\":\"%s\",\"message\":\"Say \\\"why\\\".\"}}",
+                KINDS[i].anthropic_type);
+        CHECK(strcmp(body, expected) == 0);
+        aw_reply_free(reply);
+        EXPECT(aw_reply_new_error(AW_DIALECT_RESPONSES, KINDS[i].kind, NULL, 0, &reply),
+               AW_RESULT_OK);
+        read_reply(reply, &status, &retryable, body, sizeof body);
+        CHECK(status == KINDS[i].status && retryable == KINDS[i].retryable);
+        CHECK(strstr(body, "{\"error\":{\"message\":\"\",\"type\":\"") == body);
+        CHECK(strstr(body, "\"param\":null,\"code\":\"") != NULL);
+        aw_reply_free(reply);
+    }
+
+    /* Misuse and bad input create nothing. */
+    reply = NULL;
+    EXPECT(aw_reply_new_error(3, AW_ERROR_KIND_NOT_FOUND, "x", 1, &reply), AW_RESULT_INVALID_ENUM);
+    EXPECT(aw_reply_new_error(AW_DIALECT_CHAT_COMPLETIONS, 12, "x", 1, &reply),
+           AW_RESULT_INVALID_ENUM);
+    EXPECT(aw_reply_new_error(AW_DIALECT_CHAT_COMPLETIONS, UINT32_MAX, "x", 1, &reply),
+           AW_RESULT_INVALID_ENUM);
+    EXPECT(aw_reply_new_error(AW_DIALECT_MESSAGES, AW_ERROR_KIND_NOT_FOUND, "\xff", 1, &reply),
+           AW_RESULT_INVALID_UTF8);
+    EXPECT(aw_reply_new_error(AW_DIALECT_MESSAGES, AW_ERROR_KIND_NOT_FOUND, NULL, 3, &reply),
+           AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_reply_new_error(AW_DIALECT_MESSAGES, AW_ERROR_KIND_NOT_FOUND, "x", SIZE_MAX, &reply),
+           AW_RESULT_LENGTH_TOO_LARGE);
+    EXPECT(aw_reply_new_error(AW_DIALECT_MESSAGES, AW_ERROR_KIND_NOT_FOUND, "x", 1, NULL),
+           AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_reply_new_count_tokens(NULL, 1, NULL, &reply), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_reply_new_count_tokens((const uint8_t *)"{}", SIZE_MAX, NULL, &reply),
+           AW_RESULT_LENGTH_TOO_LARGE);
+    EXPECT(aw_reply_new_count_tokens(NULL, 0, NULL, NULL), AW_RESULT_NULL_PARAMETER);
+    CHECK(reply == NULL);
+    /* An empty body is a request like any other: a 400, not a failed call. */
+    EXPECT(aw_reply_new_count_tokens(NULL, 0, NULL, &reply), AW_RESULT_OK);
+    EXPECT(aw_reply_status(reply, NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_reply_retryable(reply, NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_reply_body(reply, NULL), AW_RESULT_NULL_PARAMETER);
+    CHECK(strstr(aw_reply_last_error(reply), "out_body") != NULL);
+    EXPECT(aw_reply_status(reply, &status), AW_RESULT_OK);
+    CHECK(status == 400);
+    aw_reply_free(reply);
+
+    /* NULL handles. */
+    EXPECT(aw_reply_status(NULL, &status), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_reply_retryable(NULL, &retryable), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_reply_body(NULL, &bytes), AW_RESULT_NULL_PARAMETER);
+    CHECK(strcmp(aw_reply_last_error(NULL), "") == 0);
+    aw_reply_free(NULL);
+}
+
 static void test_decoder(void)
 {
     aw_decoder *decoder = NULL;
@@ -476,6 +690,9 @@ static void test_poisoned(void)
     aw_config *config = NULL;
     aw_bridge *bridge = new_bridge(STREAM_BODY);
     aw_decoder *decoder = NULL;
+    aw_reply *reply = NULL;
+    aw_bytes bytes;
+    uint16_t status;
     aw_output out;
     aw_event event;
     aw_str s;
@@ -498,16 +715,76 @@ static void test_poisoned(void)
     CHECK(aw_decoder_is_finished(decoder));
     aw_decoder_free(decoder);
 
+    EXPECT(aw_reply_new_error(AW_DIALECT_RESPONSES, AW_ERROR_KIND_NOT_FOUND, "x", 1, &reply),
+           AW_RESULT_OK);
+    EXPECT(aw_reply_test_panic(reply), AW_RESULT_PANIC);
+    CHECK(strstr(aw_reply_last_error(reply), "panicked") != NULL);
+    EXPECT(aw_reply_status(reply, &status), AW_RESULT_POISONED);
+    EXPECT(aw_reply_body(reply, &bytes), AW_RESULT_POISONED);
+    aw_reply_free(reply);
+    reply = NULL;
+
     EXPECT(aw_config_new(&config), AW_RESULT_OK);
     EXPECT(aw_config_test_panic(config), AW_RESULT_PANIC);
     EXPECT(aw_config_get_keep_alive_ms(config, &u64), AW_RESULT_POISONED);
     EXPECT(aw_config_set_keep_alive_ms(config, 1), AW_RESULT_POISONED);
     bridge = NULL;
-    EXPECT(aw_bridge_new((const uint8_t *)STREAM_BODY, strlen(STREAM_BODY), config, 0, 0, 0,
-                         &bridge),
+    EXPECT(aw_bridge_new(AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)STREAM_BODY,
+                         strlen(STREAM_BODY), config, 0, 0, 0, &bridge),
            AW_RESULT_POISONED);
     CHECK(bridge == NULL);
     EXPECT(aw_decoder_new(config, &decoder), AW_RESULT_POISONED);
+    EXPECT(aw_reply_new_count_tokens((const uint8_t *)MESSAGES_BODY, strlen(MESSAGES_BODY), config,
+                                     &reply),
+           AW_RESULT_POISONED);
+    CHECK(reply == NULL);
+    aw_config_free(config);
+}
+
+/* A call on a handle another call is inside (as from another thread) is refused with
+   AW_RESULT_BUSY and so is its free; the handle stays whole and usable. The threads test
+   does the same from real threads. */
+static void test_overlap(void)
+{
+    aw_config *config = NULL;
+    aw_bridge *bridge = NULL;
+    aw_decoder *decoder = NULL;
+    aw_reply *reply = NULL;
+    uint16_t status;
+    aw_output out;
+    aw_event event;
+    uint64_t u64;
+    int ends = 0;
+
+    EXPECT(aw_config_new(&config), AW_RESULT_OK);
+    EXPECT(aw_config_set_keep_alive_ms(config, 5), AW_RESULT_OK);
+    EXPECT(aw_config_test_overlap(config), AW_RESULT_BUSY);
+    EXPECT(aw_config_get_keep_alive_ms(config, &u64), AW_RESULT_OK);
+    CHECK(u64 == 5);
+    CHECK(strcmp(aw_config_last_error(config), "") == 0);
+
+    bridge = new_bridge(STREAM_BODY);
+    EXPECT(aw_bridge_test_overlap(bridge), AW_RESULT_BUSY);
+    EXPECT(aw_bridge_push_stdout(bridge, (const uint8_t *)ANSWER, strlen(ANSWER), 1), AW_RESULT_OK);
+    while (aw_bridge_poll_output(bridge, &out) == AW_RESULT_OK) {
+        ends += out.kind == AW_OUTPUT_KIND_END;
+    }
+    CHECK(ends == 1 && aw_bridge_is_ended(bridge));
+    aw_bridge_free(bridge);
+
+    EXPECT(aw_decoder_new(config, &decoder), AW_RESULT_OK);
+    EXPECT(aw_decoder_test_overlap(decoder), AW_RESULT_BUSY);
+    EXPECT(aw_decoder_push_stdout(decoder, (const uint8_t *)ANSWER, strlen(ANSWER)), AW_RESULT_OK);
+    EXPECT(aw_decoder_poll_event(decoder, &event), AW_RESULT_OK);
+    aw_decoder_free(decoder);
+
+    EXPECT(aw_reply_new_count_tokens((const uint8_t *)MESSAGES_BODY, strlen(MESSAGES_BODY), config,
+                                     &reply),
+           AW_RESULT_OK);
+    EXPECT(aw_reply_test_overlap(reply), AW_RESULT_BUSY);
+    EXPECT(aw_reply_status(reply, &status), AW_RESULT_OK);
+    CHECK(status == 404);
+    aw_reply_free(reply);
     aw_config_free(config);
 }
 #endif
@@ -522,9 +799,12 @@ int main(void)
     test_client_gone();
     test_shutdown();
     test_rejected();
+    test_dialects();
+    test_replies();
     test_decoder();
 #ifdef AW_TEST_HOOKS
     test_poisoned();
+    test_overlap();
     /* Every named result value was returned by some call above. */
     for (v = 7000; v < 7300; v++) {
         if (strcmp(aw_result_name(v), "AW_RESULT_UNKNOWN") != 0 && !seen[v - 7000]) {

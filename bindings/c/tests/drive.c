@@ -1,11 +1,16 @@
 /*
  * Drives the C ABI over a transcript, for comparison with the Rust examples.
  *
- *   drive bridge REQUEST CHUNK TRANSCRIPT [STDERR_FILE EXIT_CODE]
- *       Like `translate --request REQUEST --chunk CHUNK`: the response body on stdout,
- *       `status: NNN` as the first line of stderr.
+ *   drive bridge [--api DIALECT] REQUEST CHUNK TRANSCRIPT [STDERR_FILE EXIT_CODE]
+ *       Like `translate [--api DIALECT] --request REQUEST --chunk CHUNK`: the response body
+ *       on stdout, `status: NNN` as the first line of stderr. DIALECT is chat-completions
+ *       (the default), responses or messages.
  *   drive events CHUNK TRANSCRIPT
  *       Like `events --chunk CHUNK`: the decoder's events, one line each.
+ *   drive reply count-tokens REQUEST
+ *   drive reply error DIALECT KIND MESSAGE
+ *       Like the `reply` example: the body on stdout, `status: NNN` and
+ *       `retryable: true|false` on stderr.
  *
  * Includes only the public header.
  */
@@ -78,23 +83,54 @@ static int drain(aw_bridge *bridge)
     return 0;
 }
 
+/* The aw_dialect named as translate's --api names it; exits on an unknown name. */
+static aw_dialect dialect_named(const char *name)
+{
+    static const struct {
+        const char *name;
+        aw_dialect dialect;
+    } DIALECTS[] = {
+        {"chat-completions", AW_DIALECT_CHAT_COMPLETIONS},
+        {"responses", AW_DIALECT_RESPONSES},
+        {"messages", AW_DIALECT_MESSAGES},
+    };
+    size_t i;
+    for (i = 0; i < sizeof DIALECTS / sizeof DIALECTS[0]; i++) {
+        if (strcmp(name, DIALECTS[i].name) == 0) {
+            return DIALECTS[i].dialect;
+        }
+    }
+    fprintf(stderr, "drive: unknown dialect %s (chat-completions, responses, messages)\n", name);
+    exit(2);
+}
+
 static int run_bridge(int argc, char **argv)
 {
     size_t body_len, transcript_len, chunk, at;
     unsigned char *body, *transcript;
+    aw_dialect dialect = AW_DIALECT_CHAT_COMPLETIONS;
     aw_bridge *bridge = NULL;
     aw_str program;
     aw_result r;
-    int ended;
+    int ended, failed_run;
+    char **args = argv + 2; /* REQUEST CHUNK TRANSCRIPT [STDERR_FILE EXIT_CODE] */
+    int count = argc - 2;
 
-    if (argc != 5 && argc != 7) {
-        fprintf(stderr, "usage: drive bridge REQUEST CHUNK TRANSCRIPT [STDERR_FILE EXIT_CODE]\n");
+    if (count >= 2 && strcmp(args[0], "--api") == 0) {
+        dialect = dialect_named(args[1]);
+        args += 2;
+        count -= 2;
+    }
+    if (count != 3 && count != 5) {
+        fprintf(stderr, "usage: drive bridge [--api DIALECT] REQUEST CHUNK TRANSCRIPT "
+                        "[STDERR_FILE EXIT_CODE]\n");
         return 2;
     }
-    body = read_file(argv[2], &body_len);
-    chunk = (size_t)strtoul(argv[3], NULL, 10);
-    transcript = read_file(argv[4], &transcript_len);
-    r = aw_bridge_new(body, body_len, NULL, 0, 1700000000u, 0, &bridge);
+    failed_run = count == 5;
+    body = read_file(args[0], &body_len);
+    chunk = (size_t)strtoul(args[1], NULL, 10);
+    transcript = read_file(args[2], &transcript_len);
+    r = aw_bridge_new(dialect, body, body_len, NULL, 0, 1700000000u, 0, &bridge);
     if (r != AW_RESULT_OK) {
         die("aw_bridge_new", r, "");
     }
@@ -109,16 +145,16 @@ static int run_bridge(int argc, char **argv)
             }
             ended = drain(bridge);
         }
-        if (argc == 7) {
+        if (failed_run) {
             size_t stderr_len;
-            unsigned char *stderr_bytes = read_file(argv[5], &stderr_len);
+            unsigned char *stderr_bytes = read_file(args[3], &stderr_len);
             r = aw_bridge_push_stderr(bridge, stderr_bytes, stderr_len, 0);
             free(stderr_bytes);
             if (r != AW_RESULT_OK) {
                 die("aw_bridge_push_stderr", r, aw_bridge_last_error(bridge));
             }
         }
-        r = aw_bridge_agent_exited_code(bridge, argc == 7 ? atoi(argv[6]) : 0, 0);
+        r = aw_bridge_agent_exited_code(bridge, failed_run ? atoi(args[4]) : 0, 0);
         if (r != AW_RESULT_OK) {
             die("aw_bridge_agent_exited_code", r, aw_bridge_last_error(bridge));
         }
@@ -285,6 +321,70 @@ static int run_events(int argc, char **argv)
     return 0;
 }
 
+/* The aw_error_kind named as the `reply` example names it; exits on an unknown name. */
+static aw_error_kind kind_named(const char *name)
+{
+    static const struct {
+        const char *name;
+        aw_error_kind kind;
+    } KINDS[] = {
+        {"invalid-request", AW_ERROR_KIND_INVALID_REQUEST},
+        {"authentication", AW_ERROR_KIND_AUTHENTICATION},
+        {"permission-denied", AW_ERROR_KIND_PERMISSION_DENIED},
+        {"not-found", AW_ERROR_KIND_NOT_FOUND},
+        {"method-not-allowed", AW_ERROR_KIND_METHOD_NOT_ALLOWED},
+        {"request-too-large", AW_ERROR_KIND_REQUEST_TOO_LARGE},
+        {"unsupported-media-type", AW_ERROR_KIND_UNSUPPORTED_MEDIA_TYPE},
+        {"rate-limited", AW_ERROR_KIND_RATE_LIMITED},
+        {"internal", AW_ERROR_KIND_INTERNAL},
+        {"agent-failed", AW_ERROR_KIND_AGENT_FAILED},
+        {"unavailable", AW_ERROR_KIND_UNAVAILABLE},
+        {"timeout", AW_ERROR_KIND_TIMEOUT},
+    };
+    size_t i;
+    for (i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++) {
+        if (strcmp(name, KINDS[i].name) == 0) {
+            return KINDS[i].kind;
+        }
+    }
+    fprintf(stderr, "drive: unknown kind %s\n", name);
+    exit(2);
+}
+
+static int run_reply(int argc, char **argv)
+{
+    aw_reply *reply = NULL;
+    aw_bytes body;
+    uint16_t status;
+    bool retryable;
+    aw_result r;
+
+    if (argc == 4 && strcmp(argv[2], "count-tokens") == 0) {
+        size_t len;
+        unsigned char *request = read_file(argv[3], &len);
+        r = aw_reply_new_count_tokens(request, len, NULL, &reply);
+        free(request);
+    } else if (argc == 6 && strcmp(argv[2], "error") == 0) {
+        r = aw_reply_new_error(dialect_named(argv[3]), kind_named(argv[4]), argv[5],
+                               strlen(argv[5]), &reply);
+    } else {
+        fprintf(stderr, "usage: drive reply count-tokens REQUEST | error DIALECT KIND MESSAGE\n");
+        return 2;
+    }
+    if (r != AW_RESULT_OK) {
+        die("aw_reply_new_*", r, "");
+    }
+    if ((r = aw_reply_status(reply, &status)) != AW_RESULT_OK ||
+        (r = aw_reply_retryable(reply, &retryable)) != AW_RESULT_OK ||
+        (r = aw_reply_body(reply, &body)) != AW_RESULT_OK) {
+        die("aw_reply_*", r, aw_reply_last_error(reply));
+    }
+    fprintf(stderr, "status: %u\nretryable: %s\n", (unsigned)status, retryable ? "true" : "false");
+    fwrite(body.data, 1, body.len, stdout);
+    aw_reply_free(reply);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "bridge") == 0) {
@@ -293,6 +393,9 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "events") == 0) {
         return run_events(argc, argv);
     }
-    fprintf(stderr, "usage: drive bridge|events ...\n");
+    if (argc >= 2 && strcmp(argv[1], "reply") == 0) {
+        return run_reply(argc, argv);
+    }
+    fprintf(stderr, "usage: drive bridge|events|reply ...\n");
     return 2;
 }

@@ -1,17 +1,21 @@
-"""agentwire: the OpenAI Chat Completions API on top of the cursor-agent CLI, as a sans-IO
-library over agentwire's C ABI.
+"""agentwire: the OpenAI Chat Completions and Responses APIs and the Anthropic Messages
+API on top of the cursor-agent CLI, as a sans-IO library over agentwire's C ABI.
 
 Request bodies, the agent's stdout/stderr bytes, its exit and the time go in; the HTTP
 head, SSE frames (or a JSON body) and "stop the agent now" come out. It spawns nothing and
 reads no clock::
 
-    bridge = Bridge(body, Config(), now_ms=clock())
+    bridge = Bridge(body, Config(), now_ms=clock(), dialect="messages")  # the route's API
     if bridge.invocation is not None:
         ...  # spawn bridge.invocation.argv in its own process group, write .stdin
     for output in bridge.outputs():  # after every push_stdout / push_stderr /
         ...                          # agent_exited / handle_timeout / client_gone
 
-See ``examples/run_prompt.py`` for a whole plugin.
+Replies that need no agent: :func:`count_tokens` (``POST /v1/messages/count_tokens``) and
+:func:`error_reply` (a server's own refusals, in its route's dialect).
+
+Objects may be shared between threads (a reader and a timer): each serialises its own
+calls. See ``examples/run_prompt.py`` for a whole plugin.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from ._lib import (
     AfterEofError,
     AfterExitError,
     AgentwireError,
+    BusyError,
     ClosedError,
     ExitedTwiceError,
     IndexOutOfRangeError,
@@ -33,13 +38,9 @@ from ._lib import (
     PanicError,
     PoisonedError,
 )
-from . import _lib as _errors
-from . import bridge as _bridge
-from . import config as _config
-from . import decoder as _decoder
 from ._native import ffi as _ffi
 from ._native import lib as _c
-from .bridge import Body, Bridge, End, Head, Invocation, Output, StopAgent
+from .bridge import Body, Bridge, Dialect, End, Head, Invocation, Output, StopAgent
 from .config import Config, ReasoningField, ToolStrategy
 from .decoder import (
     ActivityPhase,
@@ -59,13 +60,66 @@ from .decoder import (
     ToolOutcome,
     Usage,
 )
+from .reply import ErrorKind, Reply, count_tokens, error_reply
 
 #: The version of the native library.
 __version__: str = _ffi.string(_c.aw_version()).decode()
 
-# Everything each part of the package exports, once (in a form type checkers follow).
-__all__ = ["__version__"]
-__all__ += _bridge.__all__
-__all__ += _config.__all__
-__all__ += _decoder.__all__
-__all__ += _errors.__all__
+# The public names, as a literal list: type checkers read no other form (`from agentwire
+# import Bridge` under `mypy --strict`). A test checks every public class of the modules is
+# here.
+__all__ = [
+    "__version__",
+    # bridge
+    "Bridge",
+    "Dialect",
+    "Invocation",
+    "Head",
+    "Body",
+    "StopAgent",
+    "End",
+    "Output",
+    # replies without an agent
+    "Reply",
+    "ErrorKind",
+    "count_tokens",
+    "error_reply",
+    # config
+    "Config",
+    "ToolStrategy",
+    "ReasoningField",
+    # decoder
+    "Decoder",
+    "DecoderStats",
+    "Event",
+    "TextDelta",
+    "ReasoningDelta",
+    "ToolCall",
+    "AgentActivity",
+    "ActivityPhase",
+    "ToolOutcome",
+    "Progress",
+    "ProgressKind",
+    "Usage",
+    "Finish",
+    "FinishReason",
+    "Failed",
+    "FailureKind",
+    # errors
+    "AgentwireError",
+    "MisuseError",
+    "InvalidInputError",
+    "NullParameterError",
+    "PanicError",
+    "PoisonedError",
+    "LengthTooLargeError",
+    "IndexOutOfRangeError",
+    "InvalidEnumError",
+    "AfterExitError",
+    "ExitedTwiceError",
+    "AfterEofError",
+    "BusyError",
+    "InvalidUtf8Error",
+    "InteriorNulError",
+    "ClosedError",
+]

@@ -2,27 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Type
+import enum
+import threading
+from typing import Any, Callable, Dict, Optional, Type, TypeVar, Union
 
 from ._native import ffi, lib
 
-__all__ = [
-    "AgentwireError",
-    "MisuseError",
-    "InvalidInputError",
-    "NullParameterError",
-    "PanicError",
-    "PoisonedError",
-    "LengthTooLargeError",
-    "IndexOutOfRangeError",
-    "InvalidEnumError",
-    "AfterExitError",
-    "ExitedTwiceError",
-    "AfterEofError",
-    "InvalidUtf8Error",
-    "InteriorNulError",
-    "ClosedError",
-]
 
 OK = lib.AW_RESULT_OK
 DRAINED = lib.AW_RESULT_DRAINED
@@ -84,6 +69,11 @@ class AfterEofError(MisuseError):
     """Stdout was pushed to a decoder after its end."""
 
 
+class BusyError(MisuseError):
+    """Another call on the object was in progress (from another thread). The package
+    serialises its own calls, so this only comes from C code sharing the handle."""
+
+
 class InvalidUtf8Error(InvalidInputError):
     """A string is not valid UTF-8."""
 
@@ -111,14 +101,46 @@ _BY_CODE: Dict[int, Type[AgentwireError]] = {
     lib.AW_RESULT_AFTER_EXIT: AfterExitError,
     lib.AW_RESULT_EXITED_TWICE: ExitedTwiceError,
     lib.AW_RESULT_AFTER_EOF: AfterEofError,
+    lib.AW_RESULT_BUSY: BusyError,
     lib.AW_RESULT_INVALID_UTF8: InvalidUtf8Error,
     lib.AW_RESULT_INTERIOR_NUL: InteriorNulError,
 }
 
 
+_E = TypeVar("_E", bound=enum.IntEnum)
+
+
+def choice(enum_type: Type[_E], name: str, value: object) -> _E:
+    """A member of ``enum_type`` from a member, its value, or its name in any case with
+    ``-`` or ``_``; :class:`InvalidEnumError` (a ValueError) naming the choices otherwise,
+    and TypeError for a value of another type."""
+    if isinstance(value, enum_type):
+        return value
+    if isinstance(value, str):
+        member = enum_type.__members__.get(value.strip().upper().replace("-", "_"))
+        if member is not None:
+            return member
+    elif isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return enum_type(value)
+        except ValueError:
+            pass
+    else:
+        raise TypeError(
+            f"{name} must be a member of {enum_type.__name__} or its name, "
+            f"not {type(value).__name__}"
+        )
+    choices = ", ".join(repr(member.name.lower()) for member in enum_type)
+    raise InvalidEnumError(
+        lib.AW_RESULT_INVALID_ENUM,
+        f"{name} is {value!r}, not one of {choices} (or a {enum_type.__name__})",
+    )
+
+
 def result_name(code: int) -> str:
     """The name of an ``aw_result`` value."""
-    return ffi.string(lib.aw_result_name(code)).decode()
+    name: bytes = ffi.string(lib.aw_result_name(code))
+    return name.decode()
 
 
 def error_for(code: int, message: str) -> AgentwireError:
@@ -146,46 +168,87 @@ def encode(value: str) -> bytes:
     return value.encode("utf-8", "surrogatepass")
 
 
+#: What byte inputs accept: any C-contiguous object with the buffer protocol.
+BytesLike = Union[bytes, bytearray, memoryview]
+
+
+def input_bytes(data: BytesLike, what: str) -> Any:
+    """Bytes for the C side, without a copy: ``bytes`` as they are, any other bytes-like
+    object through its buffer. Anything else (``str``, ``int``, a list) is a TypeError."""
+    if isinstance(data, bytes):
+        return data
+    try:
+        return ffi.from_buffer("uint8_t[]", data)
+    except TypeError:
+        raise TypeError(
+            f"{what} must be a bytes-like object (bytes, bytearray, memoryview), "
+            f"not {type(data).__name__}"
+        ) from None
+
+
+_H = TypeVar("_H", bound="Handle")
+
+
 class Handle:
     """Owns one C handle: ``close()`` frees it (idempotent), as does leaving a ``with``
     block or garbage collection. Using a closed handle raises :class:`ClosedError`.
 
-    An object may move between threads but must not be used from two at once."""
+    Threads may share an object: every call into the library holds the object's lock, so
+    calls from several threads (say a reader pushing the agent's output while a timer
+    handles deadlines) run one at a time. :meth:`close` waits for a call in progress;
+    calls after it raise :class:`ClosedError`. The draining iterators take the lock per
+    item: two threads draining one object each get some of the items, none twice. The
+    lock is reentrant, so a signal handler (which Python runs between two steps of the
+    thread it interrupts, never inside a call into the library) may use the object too."""
 
     _ptr: Any = ffi.NULL
+    _lock: threading.RLock
     _free: Callable[[Any], None]
     _last_error: Callable[[Any], Any]
     _what = "object"
+
+    def __new__(cls: Type[_H], *args: Any, **kwargs: Any) -> _H:
+        self = super().__new__(cls)
+        # Before __init__ runs, so that an object whose construction failed still closes.
+        self._lock = threading.RLock()
+        return self
 
     def _adopt(self, ptr: Any) -> None:
         self._ptr = ptr
 
     def _handle(self) -> Any:
+        """The C handle, for a call made with the lock held; ClosedError once closed."""
         if self._ptr == ffi.NULL:
             raise ClosedError(self._what)
         return self._ptr
 
     def _check(self, code: int) -> int:
-        """Raises for a failed call on this handle; returns a status code unchanged."""
+        """Raises for a failed call on this handle; returns a status code unchanged. Call
+        it with the lock held, before another call replaces the message."""
         if code < 7100:
             return code
         message = ""
-        if self._ptr != ffi.NULL:
+        if code == lib.AW_RESULT_BUSY:
+            # The handle's message belongs to the call in progress.
+            message = f"another call on this {self._what} is in progress (from another thread)"
+        elif self._ptr != ffi.NULL:
             message = ffi.string(type(self)._last_error(self._ptr)).decode("utf-8", "replace")
         raise error_for(code, message)
 
     def close(self) -> None:
-        """Frees the handle. Calling it again does nothing."""
-        ptr, self._ptr = self._ptr, ffi.NULL
-        if ptr != ffi.NULL:
-            type(self)._free(ptr)
+        """Frees the handle, once a call in progress on another thread has returned.
+        Calling it again does nothing."""
+        with self._lock:
+            ptr, self._ptr = self._ptr, ffi.NULL
+            if ptr != ffi.NULL:
+                type(self)._free(ptr)
 
     @property
     def closed(self) -> bool:
         """Whether :meth:`close` was called."""
-        return self._ptr == ffi.NULL
+        return bool(self._ptr == ffi.NULL)
 
-    def __enter__(self):
+    def __enter__(self: _H) -> _H:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -206,5 +269,6 @@ def optional_symbol(name: str) -> Optional[Any]:
     """A library function that may be absent (the test hooks)."""
     try:
         return getattr(lib, name)
-    except AttributeError:
+    except (AttributeError, ffi.error):
+        # cffi's ABI mode reports a symbol the library lacks as ffi.error.
         return None

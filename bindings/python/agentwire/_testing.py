@@ -1,21 +1,18 @@
-"""Test support: make a handle's next call panic inside the library, to see the panic
-boundary and poisoning from Python. Only in a library built with the ``ffi-test-hooks``
-cargo feature."""
+"""Test support: reach, from Python, library states no correct call sequence reaches: a
+panic inside a call (which poisons the handle) and a call made while another is inside
+the handle (refused with ``AW_RESULT_BUSY``). Only in a library built with the
+``ffi-test-hooks`` cargo feature."""
 
 from __future__ import annotations
 
-from typing import Union
+from typing import Any, Dict, Type, Union
 
 from ._lib import Handle, optional_symbol
 from .bridge import Bridge
 from .config import Config
 from .decoder import Decoder
 
-_HOOKS = {
-    Config: "aw_config_test_panic",
-    Bridge: "aw_bridge_test_panic",
-    Decoder: "aw_decoder_test_panic",
-}
+_KINDS: Dict[Type[Handle], str] = {Config: "config", Bridge: "bridge", Decoder: "decoder"}
 
 
 def has_test_hooks() -> bool:
@@ -23,9 +20,20 @@ def has_test_hooks() -> bool:
     return optional_symbol("aw_bridge_test_panic") is not None
 
 
-def panic(obj: Union[Config, Bridge, Decoder]) -> None:
-    """Panics inside a call on ``obj``: raises PanicError and leaves ``obj`` poisoned."""
-    hook = optional_symbol(_HOOKS[type(obj)])
+def _call_hook(obj: Union[Config, Bridge, Decoder], hook_name: str) -> None:
+    hook: Any = optional_symbol(f"aw_{_KINDS[type(obj)]}_{hook_name}")
     if hook is None:
         raise RuntimeError("the library was built without the ffi-test-hooks feature")
-    Handle._check(obj, hook(obj._handle()))
+    with obj._lock:
+        obj._check(hook(obj._handle()))
+
+
+def panic(obj: Union[Config, Bridge, Decoder]) -> None:
+    """Panics inside a call on ``obj``: raises PanicError and leaves ``obj`` poisoned."""
+    _call_hook(obj, "test_panic")
+
+
+def overlap(obj: Union[Config, Bridge, Decoder]) -> None:
+    """From inside a call on ``obj``, calls it again and tries to free it, as C code on
+    another thread could: raises BusyError for the second call; ``obj`` stays usable."""
+    _call_hook(obj, "test_overlap")

@@ -1,18 +1,51 @@
-"""``Bridge``: one request's state machine, from its OpenAI body to the end of its HTTP
-response, with no I/O of its own."""
+"""``Bridge``: one request's state machine, from its body (in the :class:`Dialect` of its
+route) to the end of its HTTP response, with no I/O of its own."""
 
 from __future__ import annotations
 
+import enum
 import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Union
 
-from ._lib import DRAINED, NOT_AVAILABLE, REJECTED, Handle, check, copy_bytes, copy_str
+from ._lib import (
+    DRAINED,
+    NOT_AVAILABLE,
+    REJECTED,
+    BytesLike,
+    Handle,
+    check,
+    choice,
+    copy_bytes,
+    copy_str,
+    input_bytes,
+)
 from ._native import ffi, lib
 from .config import Config
 
-__all__ = ["Bridge", "Invocation", "Head", "Body", "StopAgent", "End", "Output"]
+
+class Dialect(enum.IntEnum):
+    """The API a request speaks: the caller chooses it from the route the request came in
+    on, never from the body.
+
+    - ``CHAT_COMPLETIONS``: OpenAI Chat Completions, ``POST /v1/chat/completions``. The
+      default.
+    - ``RESPONSES``: OpenAI Responses, ``POST /v1/responses`` (what Codex speaks).
+    - ``MESSAGES``: Anthropic Messages, ``POST /v1/messages`` with any query string (what
+      Claude Code speaks); ``POST /v1/messages/count_tokens`` is
+      :func:`~agentwire.count_tokens`, which needs no bridge.
+
+    Wherever a dialect is taken, its name is too, in any case, with ``-`` or ``_``:
+    ``"chat-completions"``, ``"responses"``, ``"messages"``."""
+
+    #: OpenAI Chat Completions, ``POST /v1/chat/completions``. The default.
+    CHAT_COMPLETIONS = lib.AW_DIALECT_CHAT_COMPLETIONS
+    #: OpenAI Responses, ``POST /v1/responses`` (what Codex speaks).
+    RESPONSES = lib.AW_DIALECT_RESPONSES
+    #: Anthropic Messages, ``POST /v1/messages`` with any query string (what Claude Code
+    #: speaks); ``POST /v1/messages/count_tokens`` is :func:`~agentwire.count_tokens`.
+    MESSAGES = lib.AW_DIALECT_MESSAGES
 
 
 @dataclass(frozen=True)
@@ -65,14 +98,15 @@ _END = End()
 
 
 class Bridge(Handle):
-    """One request, from its OpenAI Chat Completions body to its HTTP response.
+    """One request, from its body to its HTTP response, in any :class:`Dialect`.
 
-    Create it from the body; spawn :attr:`invocation` (None when the request was
-    rejected), then feed the agent's output with :meth:`push_stdout` / :meth:`push_stderr`,
-    its exit with :meth:`agent_exited`, deadlines with :meth:`handle_timeout` and a
-    hang-up with :meth:`client_gone`. **After every input, drain** :meth:`outputs`, then
+    Create it from the body and the dialect of its route; spawn :attr:`invocation` (None
+    when the request was rejected), then feed the agent's output with :meth:`push_stdout`
+    / :meth:`push_stderr`, its exit with :meth:`agent_exited`, deadlines with
+    :meth:`handle_timeout` and a hang-up with :meth:`client_gone`. **After every input, drain** :meth:`outputs`, then
     ask :meth:`poll_timeout` for the next deadline. Time is ``now_ms`` on a monotonic
-    millisecond clock of the caller's choice.
+    millisecond clock of the caller's choice. Threads may share a bridge (a reader thread
+    and a timer thread): its calls run one at a time.
     """
 
     _free = lib.aw_bridge_free
@@ -81,31 +115,41 @@ class Bridge(Handle):
 
     def __init__(
         self,
-        body: bytes,
+        body: BytesLike,
         config: Optional[Config] = None,
         *,
         now_ms: int = 0,
         created: Optional[int] = None,
         id_seed: Optional[int] = None,
+        dialect: Union[Dialect, str] = Dialect.CHAT_COMPLETIONS,
     ) -> None:
-        """``created`` is the response's Unix time (default: now); ``id_seed`` a number
-        unique to the request, from which ids derive (default: random)."""
-        body = bytes(body)
-        config_ptr = config._handle() if config is not None else ffi.NULL
+        """``body`` is the request body, any bytes-like object; ``config`` the settings
+        (copied; None for the defaults). ``created`` is the response's Unix time (default:
+        now); ``id_seed`` a number unique to the request, from which ids derive (default:
+        random). ``dialect`` is the API of the route the request came in on (a
+        :class:`Dialect` or its name: ``"chat-completions"``, ``"responses"``,
+        ``"messages"``); a body it cannot read is answered in its shape."""
+        data = input_bytes(body, "body")
+        if config is not None and not isinstance(config, Config):
+            raise TypeError(f"config must be a Config, not {type(config).__name__}")
+        chosen = choice(Dialect, "dialect", dialect)
+        created = int(time.time()) if created is None else created
+        id_seed = secrets.randbits(63) if id_seed is None else id_seed
         out = ffi.new("aw_bridge **")
-        check(
-            lib.aw_bridge_new(
-                body,
-                len(body),
-                config_ptr,
-                now_ms,
-                int(time.time()) if created is None else created,
-                secrets.randbits(63) if id_seed is None else id_seed,
-                out,
+        if config is None:
+            check(
+                lib.aw_bridge_new(chosen, data, len(data), ffi.NULL, now_ms, created, id_seed, out)
             )
-        )
+        else:
+            with config._lock:
+                check(
+                    lib.aw_bridge_new(
+                        chosen, data, len(data), config._handle(), now_ms, created, id_seed, out
+                    )
+                )
         self._adopt(out[0])
-        self.invocation: Optional[Invocation] = self._read_invocation()
+        with self._lock:
+            self._invocation = self._read_invocation()
 
     def _read_invocation(self) -> Optional[Invocation]:
         ptr = self._ptr
@@ -132,32 +176,47 @@ class Bridge(Handle):
     # Getters.
 
     @property
+    def invocation(self) -> Optional[Invocation]:
+        """The agent run to start (program, arguments, stdin, environment), or None when
+        the request was rejected: then start nothing and drain :meth:`outputs` (the 400
+        head, the dialect's error body, the end)."""
+        return self._invocation
+
+    @property
     def is_stream(self) -> bool:
         """Whether the response is a stream (``text/event-stream``)."""
-        return bool(lib.aw_bridge_is_stream(self._handle()))
+        with self._lock:
+            return bool(lib.aw_bridge_is_stream(self._handle()))
 
     @property
     def is_ended(self) -> bool:
         """Whether :class:`End` was handed out."""
-        return bool(lib.aw_bridge_is_ended(self._handle()))
+        with self._lock:
+            return bool(lib.aw_bridge_is_ended(self._handle()))
 
     @property
     def session_id(self) -> Optional[str]:
         """The agent's session (chat) id once seen, for ``--resume``."""
         view = ffi.new("aw_str *")
-        if self._check(lib.aw_bridge_session_id(self._handle(), view)) == NOT_AVAILABLE:
-            return None
-        return copy_str(view[0])
+        with self._lock:
+            if self._check(lib.aw_bridge_session_id(self._handle(), view)) == NOT_AVAILABLE:
+                return None
+            return copy_str(view[0])
 
     # Inputs.
 
-    def push_stdout(self, data: bytes, now_ms: int) -> None:
-        """Bytes the agent wrote to stdout, in any chunking."""
-        self._check(lib.aw_bridge_push_stdout(self._handle(), data, len(data), now_ms))
+    def push_stdout(self, data: BytesLike, now_ms: int) -> None:
+        """Bytes the agent wrote to stdout (any bytes-like object), in any chunking."""
+        buf = input_bytes(data, "data")
+        with self._lock:
+            self._check(lib.aw_bridge_push_stdout(self._handle(), buf, len(buf), now_ms))
 
-    def push_stderr(self, data: bytes, now_ms: int) -> None:
-        """Bytes the agent wrote to stderr, in any chunking (only the tail is kept)."""
-        self._check(lib.aw_bridge_push_stderr(self._handle(), data, len(data), now_ms))
+    def push_stderr(self, data: BytesLike, now_ms: int) -> None:
+        """Bytes the agent wrote to stderr (any bytes-like object), in any chunking (only
+        the tail is kept)."""
+        buf = input_bytes(data, "data")
+        with self._lock:
+            self._check(lib.aw_bridge_push_stderr(self._handle(), buf, len(buf), now_ms))
 
     def agent_exited(
         self, *, code: Optional[int] = None, signal: Optional[int] = None, now_ms: int
@@ -166,44 +225,50 @@ class Bridge(Handle):
         after its stdout and stderr were read to their end and pushed."""
         if (code is None) == (signal is None):
             raise TypeError("agent_exited takes exactly one of code= and signal=")
-        if code is not None:
-            self._check(lib.aw_bridge_agent_exited_code(self._handle(), code, now_ms))
-        else:
-            self._check(lib.aw_bridge_agent_exited_signal(self._handle(), signal, now_ms))
+        with self._lock:
+            if code is not None:
+                self._check(lib.aw_bridge_agent_exited_code(self._handle(), code, now_ms))
+            else:
+                self._check(lib.aw_bridge_agent_exited_signal(self._handle(), signal, now_ms))
 
     def handle_timeout(self, now_ms: int) -> None:
         """The deadline from :meth:`poll_timeout` passed. Early calls do nothing."""
-        self._check(lib.aw_bridge_handle_timeout(self._handle(), now_ms))
+        with self._lock:
+            self._check(lib.aw_bridge_handle_timeout(self._handle(), now_ms))
 
     def client_gone(self, now_ms: int) -> None:
         """The HTTP client hung up: stop the agent, end without writing more."""
-        self._check(lib.aw_bridge_client_gone(self._handle(), now_ms))
+        with self._lock:
+            self._check(lib.aw_bridge_client_gone(self._handle(), now_ms))
 
     def shutdown(self, now_ms: int) -> None:
         """The program is shutting down: the response ends as a failure the client may
-        retry (503 before the head, an in-band error and ``[DONE]`` after it), and the
+        retry (503 before the head, the dialect's in-band error and end after it), and the
         agent is to be stopped."""
-        self._check(lib.aw_bridge_shutdown(self._handle(), now_ms))
+        with self._lock:
+            self._check(lib.aw_bridge_shutdown(self._handle(), now_ms))
 
     # Outputs.
 
     def poll_output(self) -> Optional[Output]:
         """The next thing to do, or None until the next input."""
         out = ffi.new("aw_output *")
-        if self._check(lib.aw_bridge_poll_output(self._handle(), out)) == DRAINED:
-            return None
-        kind = out.kind
-        if kind == lib.AW_OUTPUT_KIND_HEAD:
-            return Head(
-                status=out.status,
-                content_type=copy_str(out.content_type),
-                retryable=bool(out.retryable) if out.has_retryable else None,
-            )
-        if kind == lib.AW_OUTPUT_KIND_BODY:
-            return Body(copy_bytes(out.body))
-        if kind == lib.AW_OUTPUT_KIND_STOP_AGENT:
-            return _STOP_AGENT
-        return _END
+        with self._lock:
+            if self._check(lib.aw_bridge_poll_output(self._handle(), out)) == DRAINED:
+                return None
+            kind = out.kind
+            if kind == lib.AW_OUTPUT_KIND_HEAD:
+                return Head(
+                    status=int(out.status),
+                    content_type=copy_str(out.content_type),
+                    retryable=bool(out.retryable) if out.has_retryable else None,
+                )
+            if kind == lib.AW_OUTPUT_KIND_BODY:
+                # Copied under the lock: the view lasts until the next call on the bridge.
+                return Body(copy_bytes(out.body))
+            if kind == lib.AW_OUTPUT_KIND_STOP_AGENT:
+                return _STOP_AGENT
+            return _END
 
     def outputs(self) -> Iterator[Output]:
         """Drains the outputs: iterate it to the end after every input."""
@@ -217,7 +282,8 @@ class Bridge(Handle):
         """When :meth:`handle_timeout` is next due (``now_ms`` clock), or None."""
         has = ffi.new("bool *")
         deadline = ffi.new("uint64_t *")
-        self._check(lib.aw_bridge_poll_timeout(self._handle(), has, deadline))
+        with self._lock:
+            self._check(lib.aw_bridge_poll_timeout(self._handle(), has, deadline))
         return int(deadline[0]) if has[0] else None
 
     def __repr__(self) -> str:

@@ -1,21 +1,38 @@
-"""``Config``: the settings of a bridge (and a decoder), one attribute per field of the Rust
-``Config``, with the library's defaults."""
+"""``Config``: the settings of a bridge (and a decoder), one typed attribute per field of
+the Rust ``Config``, with the library's defaults."""
 
 from __future__ import annotations
 
 import enum
-from typing import Any, Callable, Generic, Optional, TypeVar, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    ClassVar,
+    Dict,
+    Generic,
+    Optional,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+    overload,
+)
 
-from ._lib import NOT_AVAILABLE, Handle, check, copy_str, encode
+from ._lib import NOT_AVAILABLE, Handle, check, choice, copy_str, encode
 from ._native import ffi, lib
 
-__all__ = ["Config", "ToolStrategy", "ReasoningField"]
 
-T = TypeVar("T")
+#: What a field reads as, and what it may be set to.
+G = TypeVar("G")
+S = TypeVar("S")
+E = TypeVar("E", bound=enum.IntEnum)
 
 
 class ToolStrategy(enum.IntEnum):
-    """How client tools are executed in client mode (a request with tools)."""
+    """How client tools are executed in client mode (a request with tools). A
+    :class:`Config` also takes the names: ``"read_only"`` (or ``"read-only"``),
+    ``"native"``, ``"envelope_only"``."""
 
     #: The agent runs read-only; its non-mutating calls that map to a client tool become
     #: client tool calls; mutating tools are taught as text envelopes. The default.
@@ -27,161 +44,278 @@ class ToolStrategy(enum.IntEnum):
 
 
 class ReasoningField(enum.IntEnum):
-    """Where reasoning text goes in the response."""
+    """Where reasoning text goes in the response. A :class:`Config` also takes the names:
+    ``"reasoning_content"`` (or ``"reasoning-content"``), ``"reasoning"``,
+    ``"omitted"``."""
 
     REASONING_CONTENT = lib.AW_REASONING_FIELD_REASONING_CONTENT
     REASONING = lib.AW_REASONING_FIELD_REASONING
     OMITTED = lib.AW_REASONING_FIELD_OMITTED
 
 
-class _Field(Generic[T]):
+def _number(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    return value
+
+
+def _flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+    return value
+
+
+class _Field(Generic[G, S]):
     """One config field: reads and writes go through the C getter and setter, so values
-    (and defaults) are the library's."""
+    (and defaults) are the library's. Reads as ``G``; accepts ``S``."""
 
     def __init__(
         self,
         c_type: str,
-        convert: Callable[[Any], T] = lambda v: v,
+        doc: str,
+        accept: Callable[[str, object], Any],
+        read: Callable[[Any], G],
         optional: bool = False,
-        string: bool = False,
     ) -> None:
         self.c_type = c_type
-        self.convert = convert
+        self.accept = accept
+        self.read = read
         self.optional = optional
-        self.string = string
         self.name = ""
+        self.__doc__ = doc
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
         self.getter = getattr(lib, f"aw_config_get_{name}")
         self.setter = getattr(lib, f"aw_config_set_{name}")
-        self.clear = getattr(lib, f"aw_config_clear_{name}", None) if self.optional else None
+        self.clear = getattr(lib, f"aw_config_clear_{name}") if self.optional else None
+        default = self._get(_DEFAULTS)
+        if isinstance(default, enum.Enum):
+            shown = f"{type(default).__name__}.{default.name}"
+        else:
+            shown = repr(default)
+        self.__doc__ = f"{self.__doc__} Default: {shown}."
+
+    def _get(self, ptr: Any) -> G:
+        out = ffi.new(f"{self.c_type} *")
+        if check(self.getter(ptr, out)) == NOT_AVAILABLE:
+            return None  # type: ignore[return-value]  # G is Optional[...] for these fields
+        return self.read(copy_str(out[0]) if self.c_type == "aw_str" else out[0])
 
     @overload
-    def __get__(self, obj: None, owner: type) -> "_Field[T]": ...
+    def __get__(self, obj: None, owner: type) -> "_Field[G, S]": ...
 
     @overload
-    def __get__(self, obj: "Config", owner: type) -> T: ...
+    def __get__(self, obj: "Config", owner: type) -> G: ...
 
     def __get__(self, obj: Optional["Config"], owner: type) -> Any:
         if obj is None:
             return self
-        out = ffi.new(f"{self.c_type} *")
-        code = obj._check(self.getter(obj._handle(), out))
-        if code == NOT_AVAILABLE:
-            return None
-        return self.convert(copy_str(out[0]) if self.string else out[0])
+        with obj._lock:
+            out = ffi.new(f"{self.c_type} *")
+            if obj._check(self.getter(obj._handle(), out)) == NOT_AVAILABLE:
+                return None
+            # Copied under the lock: a string view lasts until the next call on the config.
+            return self.read(copy_str(out[0]) if self.c_type == "aw_str" else out[0])
 
-    def __set__(self, obj: "Config", value: T) -> None:
-        handle = obj._handle()
+    def __set__(self, obj: "Config", value: S) -> None:
         if value is None:
             if self.clear is None:
                 raise TypeError(f"{self.name} cannot be None")
-            obj._check(self.clear(handle))
-        elif self.string:
-            if not isinstance(value, str):
-                raise TypeError(f"{self.name} must be a str")
-            raw = encode(value)
-            obj._check(self.setter(handle, raw, len(raw)))
-        else:
-            obj._check(self.setter(handle, int(value)))  # type: ignore[call-overload]
+            with obj._lock:
+                obj._check(self.clear(obj._handle()))
+            return
+        accepted = self.accept(self.name, value)
+        with obj._lock:
+            handle = obj._handle()
+            if self.c_type == "aw_str":
+                raw = encode(accepted)
+                obj._check(self.setter(handle, raw, len(raw)))
+            else:
+                obj._check(self.setter(handle, accepted))
+
+
+def _text(name: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    return value
+
+
+def _string(doc: str) -> _Field[str, str]:
+    return _Field("aw_str", doc, _text, str)
+
+
+def _optional_string(doc: str) -> _Field[Optional[str], Optional[str]]:
+    return _Field("aw_str", doc, _text, str, optional=True)
+
+
+def _bool(doc: str) -> _Field[bool, bool]:
+    return _Field("bool", doc, _flag, bool)
+
+
+def _int(c_type: str, doc: str) -> _Field[int, int]:
+    return _Field(c_type, doc, _number, int)
+
+
+def _optional_int(c_type: str, doc: str) -> _Field[Optional[int], Optional[int]]:
+    return _Field(c_type, doc, _number, int, optional=True)
+
+
+def _enum(enum_type: Type[E], c_type: str, doc: str) -> _Field[E, Union[E, str]]:
+    return _Field(c_type, doc, lambda name, value: choice(enum_type, name, value), enum_type)
+
+
+# A config with the library's defaults, read by the fields' documentation below.
+_new = ffi.new("aw_config **")
+check(lib.aw_config_new(_new))
+_DEFAULTS = _new[0]
 
 
 class Config(Handle):
     """Settings for :class:`~agentwire.Bridge` and :class:`~agentwire.Decoder`.
 
     ``Config()`` has the library's defaults (read-only agent in client mode, no
-    ``--force``, generous timeouts); every field can be given as a keyword argument and
-    read or set as an attribute. Durations are milliseconds, sizes bytes. Bridges and
-    decoders copy the config when created.
+    ``--force``, generous timeouts). Every field is a keyword argument and a typed
+    attribute, read and set through the library, which refuses bad values with
+    :class:`~agentwire.InvalidInputError` or :class:`~agentwire.MisuseError` (a wrong type
+    is a :class:`TypeError`) and leaves the field as it was. Durations are milliseconds,
+    sizes bytes. Enum fields take their enum or its name (``tool_strategy="native"``).
+    Bridges and decoders copy the config when created. Threads may share a config.
     """
 
     _free = lib.aw_config_free
     _last_error = lib.aw_config_last_error
     _what = "config"
 
-    #: The cursor-agent program: a path, or a name looked up in ``PATH``.
-    cursor_binary: _Field[str] = _Field("aw_str", string=True)
-    #: ``--workspace`` for every run, or None.
-    workspace: _Field[Optional[str]] = _Field("aw_str", optional=True, string=True)
-    #: An isolated CLI configuration directory (``CURSOR_CONFIG_DIR``), or None.
-    cli_config_dir: _Field[Optional[str]] = _Field("aw_str", optional=True, string=True)
-    #: Whether agent mode may pass ``--force``.
-    allow_force: _Field[bool] = _Field("bool", bool)
-    #: How client tools are executed.
-    tool_strategy: _Field[ToolStrategy] = _Field("aw_tool_strategy", ToolStrategy)
-    #: Whether to pass ``--stream-partial-output``.
-    partial_output: _Field[bool] = _Field("bool", bool)
-    #: Where reasoning text goes.
-    reasoning: _Field[ReasoningField] = _Field("aw_reasoning_field", ReasoningField)
-    #: Whether the agent's own tool use shows as notes in the reasoning channel.
-    activity_notes: _Field[bool] = _Field("bool", bool)
-    #: Streaming: how long to wait for the first answer event before sending the 200 head.
-    head_deadline_ms: _Field[int] = _Field("uint64_t", int)
-    #: Interval of SSE keep-alive comments during silence.
-    keep_alive_ms: _Field[int] = _Field("uint64_t", int)
-    #: Silence after which the agent is stopped and the request fails with 504.
-    idle_timeout_ms: _Field[int] = _Field("uint64_t", int)
-    #: Total duration after which the agent is stopped (504), or None.
-    max_duration_ms: _Field[Optional[int]] = _Field("uint64_t", int, optional=True)
-    #: How long a batch of client tool calls stays open for more calls.
-    batch_window_ms: _Field[int] = _Field("uint64_t", int)
-    #: Bytes of the agent's stderr kept for failure messages.
-    stderr_tail_bytes: _Field[int] = _Field("size_t", int)
-    #: Largest text envelope a client tool call may be written in.
-    max_envelope_bytes: _Field[int] = _Field("size_t", int)
-    #: Longest stdout line accepted.
-    decoder_max_line_len: _Field[int] = _Field("size_t", int)
-    #: Bytes of non-JSON stdout kept for failure classification.
-    decoder_max_notes: _Field[int] = _Field("size_t", int)
-    #: Largest request body accepted.
-    request_max_body_bytes: _Field[int] = _Field("size_t", int)
-    #: Most messages a request may have.
-    request_max_messages: _Field[int] = _Field("size_t", int)
-    #: Most tools a request may offer.
-    request_max_tools: _Field[int] = _Field("size_t", int)
-    #: Repeated-call limit for calls whose results were failures.
-    loop_guard_max_failed_repeats: _Field[int] = _Field("uint32_t", int)
-    #: Repeated-call limit for any call.
-    loop_guard_max_repeats: _Field[int] = _Field("uint32_t", int)
-
-    #: Every field's name, in declaration order.
-    FIELDS = (
-        "cursor_binary",
-        "workspace",
-        "cli_config_dir",
-        "allow_force",
-        "tool_strategy",
-        "partial_output",
-        "reasoning",
-        "activity_notes",
-        "head_deadline_ms",
-        "keep_alive_ms",
-        "idle_timeout_ms",
-        "max_duration_ms",
-        "batch_window_ms",
-        "stderr_tail_bytes",
-        "max_envelope_bytes",
-        "decoder_max_line_len",
-        "decoder_max_notes",
-        "request_max_body_bytes",
-        "request_max_messages",
-        "request_max_tools",
-        "loop_guard_max_failed_repeats",
-        "loop_guard_max_repeats",
+    cursor_binary = _string("The cursor-agent program: a path, or a name looked up in PATH.")
+    workspace = _optional_string("The agent's ``--workspace`` for every run, or None.")
+    cli_config_dir = _optional_string(
+        "An isolated CLI configuration directory, passed as ``CURSOR_CONFIG_DIR``, or None. "
+        "Every ``--model`` run rewrites the CLI's ``cli-config.json``; isolating it keeps "
+        "concurrent runs from racing on the user's file."
+    )
+    allow_force = _bool(
+        "Whether agent mode (a request without tools) may pass ``--force``, letting the agent "
+        "run shell and web tools without approval. Client mode never passes it."
+    )
+    tool_strategy = _enum(
+        ToolStrategy, "aw_tool_strategy", "How client tools are executed (a ToolStrategy)."
+    )
+    partial_output = _bool("Whether to pass ``--stream-partial-output`` for token-level text.")
+    reasoning = _enum(
+        ReasoningField, "aw_reasoning_field", "Where reasoning text goes (a ReasoningField)."
+    )
+    activity_notes = _bool(
+        "Whether the agent's own tool use and reconnects show as notes in the reasoning "
+        "channel."
+    )
+    head_deadline_ms = _int(
+        "uint64_t",
+        "Streaming: how long to wait for the first answer event before sending the 200 head "
+        "and starting keep-alives. Until then a failure still gets its true HTTP status.",
+    )
+    keep_alive_ms = _int(
+        "uint64_t", "Interval of SSE keep-alive comments during silence, once the head is sent."
+    )
+    idle_timeout_ms = _int(
+        "uint64_t", "Silence from the agent after which it is stopped and the request fails (504)."
+    )
+    max_duration_ms = _optional_int(
+        "uint64_t",
+        "Total duration after which the agent is stopped and the request fails (504), or None.",
+    )
+    batch_window_ms = _int(
+        "uint64_t",
+        "How long a batch of client tool calls stays open for more calls of the same model call.",
+    )
+    stderr_tail_bytes = _int(
+        "size_t", "Bytes of the agent's stderr kept for failure messages, the most recent."
+    )
+    max_envelope_bytes = _int(
+        "size_t", "Largest text envelope a client tool call may be written in."
+    )
+    decoder_max_line_len = _int(
+        "size_t", "Longest stdout line accepted; a longer one is dropped and decoding resumes."
+    )
+    decoder_max_notes = _int(
+        "size_t", "Bytes of non-JSON stdout lines kept for failure classification."
+    )
+    request_max_body_bytes = _int(
+        "size_t", "Largest request body accepted; a larger one is answered with 400."
+    )
+    request_max_messages = _int(
+        "size_t", "Most messages a request may have; more is answered with 400."
+    )
+    request_max_tools = _int("size_t", "Most tools a request may offer; more is answered with 400.")
+    request_reject_attachments = _bool(
+        "Whether a request holding an image, audio clip or file is refused (400) instead of "
+        "each attachment becoming a short text placeholder naming its media type and size."
+    )
+    loop_guard_max_failed_repeats = _int(
+        "uint32_t",
+        "After this many identical calls in a row in the current turn that all failed, the "
+        "next identical one is refused (0: no limit).",
+    )
+    loop_guard_max_repeats = _int(
+        "uint32_t",
+        "After this many identical calls in a row in the current turn, whatever their "
+        "results, the next identical one is refused (0: no limit).",
     )
 
-    def __init__(self, **fields: Any) -> None:
-        unknown = set(fields) - set(self.FIELDS)
-        if unknown:
-            raise TypeError(f"unknown Config fields: {', '.join(sorted(unknown))}")
+    #: Every field's name, in declaration order.
+    FIELDS: ClassVar[Tuple[str, ...]]
+
+    def __init__(
+        self,
+        *,
+        cursor_binary: Optional[str] = None,
+        workspace: Optional[str] = None,
+        cli_config_dir: Optional[str] = None,
+        allow_force: Optional[bool] = None,
+        tool_strategy: Union[ToolStrategy, str, None] = None,
+        partial_output: Optional[bool] = None,
+        reasoning: Union[ReasoningField, str, None] = None,
+        activity_notes: Optional[bool] = None,
+        head_deadline_ms: Optional[int] = None,
+        keep_alive_ms: Optional[int] = None,
+        idle_timeout_ms: Optional[int] = None,
+        max_duration_ms: Optional[int] = None,
+        batch_window_ms: Optional[int] = None,
+        stderr_tail_bytes: Optional[int] = None,
+        max_envelope_bytes: Optional[int] = None,
+        decoder_max_line_len: Optional[int] = None,
+        decoder_max_notes: Optional[int] = None,
+        request_max_body_bytes: Optional[int] = None,
+        request_max_messages: Optional[int] = None,
+        request_max_tools: Optional[int] = None,
+        request_reject_attachments: Optional[bool] = None,
+        loop_guard_max_failed_repeats: Optional[int] = None,
+        loop_guard_max_repeats: Optional[int] = None,
+    ) -> None:
+        """Every field is a keyword argument; one left out (or None) keeps the library's
+        default, which for ``workspace``, ``cli_config_dir`` and ``max_duration_ms`` is
+        None. See each field's documentation."""
+        given = {name: value for name, value in locals().items() if name in self.FIELDS}
         out = ffi.new("aw_config **")
         check(lib.aw_config_new(out))
         self._adopt(out[0])
-        for name, value in fields.items():
-            setattr(self, name, value)
+        for name, value in given.items():
+            if value is not None:
+                setattr(self, name, value)
 
-    def as_dict(self) -> dict:
+    if not TYPE_CHECKING:
+        # Hidden from type checkers, which would take any attribute as settable on a class
+        # with __setattr__: they report a misspelt field themselves.
+
+        def __setattr__(self, name: str, value: object) -> None:
+            # A misspelt field would otherwise become a new attribute and change nothing.
+            if not name.startswith("_") and name not in self.FIELDS:
+                raise AttributeError(
+                    f"Config has no field {name!r}; its fields are: {', '.join(self.FIELDS)}"
+                )
+            super().__setattr__(name, value)
+
+    def as_dict(self) -> Dict[str, object]:
         """Every field and its value."""
         return {name: getattr(self, name) for name in self.FIELDS}
 
@@ -189,3 +323,8 @@ class Config(Handle):
         if self.closed:
             return "Config(<closed>)"
         return "Config(" + ", ".join(f"{k}={v!r}" for k, v in self.as_dict().items()) + ")"
+
+
+Config.FIELDS = tuple(name for name, value in vars(Config).items() if isinstance(value, _Field))
+lib.aw_config_free(_DEFAULTS)
+del _DEFAULTS, _new

@@ -7,28 +7,10 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Union
 
-from ._lib import DRAINED, NOT_AVAILABLE, Handle, check, copy_str
+from ._lib import DRAINED, NOT_AVAILABLE, BytesLike, Handle, check, copy_str, input_bytes
 from ._native import ffi, lib
 from .config import Config
 
-__all__ = [
-    "Decoder",
-    "DecoderStats",
-    "Event",
-    "TextDelta",
-    "ReasoningDelta",
-    "ToolCall",
-    "AgentActivity",
-    "ActivityPhase",
-    "ToolOutcome",
-    "Progress",
-    "ProgressKind",
-    "Usage",
-    "Finish",
-    "FinishReason",
-    "Failed",
-    "FailureKind",
-]
 
 
 class ActivityPhase(enum.IntEnum):
@@ -214,7 +196,8 @@ class Decoder(Handle):
     """Decodes cursor-agent ``--output-format stream-json`` stdout into typed events.
 
     Feed every read with :meth:`push_stdout` and the end with :meth:`push_eof`; **after
-    each, drain** :meth:`events`. Only ``config``'s decoder limits are used.
+    each, drain** :meth:`events`. Threads may share a decoder: its calls run one at a
+    time.
     """
 
     _free = lib.aw_decoder_free
@@ -222,25 +205,36 @@ class Decoder(Handle):
     _what = "decoder"
 
     def __init__(self, config: Optional[Config] = None) -> None:
-        config_ptr = config._handle() if config is not None else ffi.NULL
+        """Only ``config``'s decoder limits are used (None for the defaults)."""
+        if config is not None and not isinstance(config, Config):
+            raise TypeError(f"config must be a Config, not {type(config).__name__}")
         out = ffi.new("aw_decoder **")
-        check(lib.aw_decoder_new(config_ptr, out))
+        if config is None:
+            check(lib.aw_decoder_new(ffi.NULL, out))
+        else:
+            with config._lock:
+                check(lib.aw_decoder_new(config._handle(), out))
         self._adopt(out[0])
         self._event = ffi.new("aw_event *")
 
-    def push_stdout(self, data: bytes) -> None:
-        """Stdout bytes, in any chunking."""
-        self._check(lib.aw_decoder_push_stdout(self._handle(), data, len(data)))
+    def push_stdout(self, data: BytesLike) -> None:
+        """Stdout bytes (any bytes-like object), in any chunking."""
+        buf = input_bytes(data, "data")
+        with self._lock:
+            self._check(lib.aw_decoder_push_stdout(self._handle(), buf, len(buf)))
 
     def push_eof(self) -> None:
         """Stdout ended. Calling it again does nothing."""
-        self._check(lib.aw_decoder_push_eof(self._handle()))
+        with self._lock:
+            self._check(lib.aw_decoder_push_eof(self._handle()))
 
     def poll_event(self) -> Optional[Event]:
         """The next event, or None until the next input."""
-        if self._check(lib.aw_decoder_poll_event(self._handle(), self._event)) == DRAINED:
-            return None
-        return _event(self._event)
+        with self._lock:
+            if self._check(lib.aw_decoder_poll_event(self._handle(), self._event)) == DRAINED:
+                return None
+            # Copied under the lock: the event's strings last until the next call.
+            return _event(self._event)
 
     def events(self) -> Iterator[Event]:
         """Drains the events: iterate it to the end after every input."""
@@ -254,7 +248,8 @@ class Decoder(Handle):
     def stats(self) -> DecoderStats:
         """Counters over everything decoded so far."""
         out = ffi.new("aw_decoder_stats *")
-        self._check(lib.aw_decoder_get_stats(self._handle(), out))
+        with self._lock:
+            self._check(lib.aw_decoder_get_stats(self._handle(), out))
         s = out[0]
         return DecoderStats(
             s.lines, s.unknown, s.non_json, s.bad_lines, s.recaps, s.reconciled,
@@ -265,19 +260,22 @@ class Decoder(Handle):
     def session_id(self) -> Optional[str]:
         """The agent's session (chat) id, once an event carried one."""
         view = ffi.new("aw_str *")
-        if self._check(lib.aw_decoder_session_id(self._handle(), view)) == NOT_AVAILABLE:
-            return None
-        return copy_str(view[0])
+        with self._lock:
+            if self._check(lib.aw_decoder_session_id(self._handle(), view)) == NOT_AVAILABLE:
+                return None
+            return copy_str(view[0])
 
     @property
     def model(self) -> Optional[str]:
         """The model's display name from the agent's ``system/init`` event."""
         view = ffi.new("aw_str *")
-        if self._check(lib.aw_decoder_model(self._handle(), view)) == NOT_AVAILABLE:
-            return None
-        return copy_str(view[0])
+        with self._lock:
+            if self._check(lib.aw_decoder_model(self._handle(), view)) == NOT_AVAILABLE:
+                return None
+            return copy_str(view[0])
 
     @property
     def is_finished(self) -> bool:
         """Whether :meth:`push_eof` was called and every event was polled."""
-        return bool(lib.aw_decoder_is_finished(self._handle()))
+        with self._lock:
+            return bool(lib.aw_decoder_is_finished(self._handle()))

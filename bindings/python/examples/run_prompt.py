@@ -89,14 +89,26 @@ def main() -> int:
         invocation = bridge.invocation
         if invocation is None:
             return 1
-        agent = subprocess.Popen(
-            invocation.argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**os.environ, **invocation.env},
-            start_new_session=True,  # its own process group, killed as a whole
-        )
+        try:
+            agent = subprocess.Popen(
+                invocation.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env={**os.environ, **invocation.env},
+                start_new_session=True,  # its own process group, killed as a whole
+            )
+        except FileNotFoundError:
+            print(
+                f"error: the agent program `{invocation.program}` was not found. Install the "
+                "Cursor CLI (`curl https://cursor.com/install -fsS | bash`, then "
+                "`cursor-agent login`), or pass --agent PROGRAM.",
+                file=sys.stderr,
+            )
+            return 127
+        except OSError as error:
+            print(f"error: cannot start `{invocation.program}`: {error}", file=sys.stderr)
+            return 126
 
         def write_prompt() -> None:
             assert agent is not None and agent.stdin is not None

@@ -1,5 +1,6 @@
-"""Shared fixtures: the repository's transcripts and the Rust examples the bindings are
-compared with (`translate` for whole responses, `events` for decoder events)."""
+"""Shared fixtures: the repository's transcripts and requests, and the Rust examples the
+bindings are compared with (`translate` for whole responses, `events` for decoder events,
+`reply` for the replies that need no agent)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,28 @@ from typing import List, Optional, Tuple
 
 import pytest
 
+from agentwire import _testing
+
 REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "tests" / "fixtures"
 SHARED = REPO.parent / "shared" / "fixtures" / "cursor-agent"
 DEFAULT_REQUEST = b'{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}'
+#: The dialects by `translate --api` name, each with its smallest request (translate's own
+#: default for it).
+DIALECTS = {
+    "chat-completions": DEFAULT_REQUEST,
+    "responses": b'{"model":"auto","stream":true,"input":"hi"}',
+    "messages": b'{"model":"auto","max_tokens":1024,"stream":true,'
+    b'"messages":[{"role":"user","content":"hi"}]}',
+}
+
+
+# Tests of states only the test hooks reach; run-tests.sh requires the hooks, so that a
+# library built without them fails rather than skips.
+needs_hooks = pytest.mark.skipif(
+    not _testing.has_test_hooks() and os.environ.get("AGENTWIRE_REQUIRE_TEST_HOOKS") != "1",
+    reason="library built without the ffi-test-hooks feature",
+)
 
 
 def transcripts() -> List[Path]:
@@ -24,18 +43,31 @@ def real_captures() -> List[Path]:
     return sorted(SHARED.glob("*.jsonl")) if SHARED.is_dir() else []
 
 
+def fixture_requests(api: str) -> List[Path]:
+    """The project's example requests of a dialect."""
+    folder = FIXTURES / "requests"
+    return sorted((folder if api == "chat-completions" else folder / api).glob("*.json"))
+
+
+def client_tools_request(api: str) -> Path:
+    """The example request of a dialect that offers client tools (streaming)."""
+    return [p for p in fixture_requests(api) if p.name == "client_tools.json"][0]
+
+
 class Rust:
     """The Rust examples, built once per session."""
 
     def __init__(self) -> None:
         subprocess.run(
-            ["cargo", "build", "--quiet", "--example", "translate", "--example", "events"],
+            ["cargo", "build", "--quiet"]
+            + ["--example", "translate", "--example", "events", "--example", "reply"],
             cwd=REPO,
             check=True,
         )
         target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
         self.translate_bin = target / "debug" / "examples" / "translate"
         self.events_bin = target / "debug" / "examples" / "events"
+        self.reply_bin = target / "debug" / "examples" / "reply"
 
     def translate(
         self,
@@ -44,14 +76,25 @@ class Rust:
         chunk: int = 4096,
         stderr: Optional[Path] = None,
         exit_code: int = 0,
+        api: str = "chat-completions",
     ) -> Tuple[int, bytes]:
         """(status, body) of the Rust bridge for the same input."""
-        args = [str(self.translate_bin), "--chunk", str(chunk), "--request", str(request)]
+        args = [str(self.translate_bin), "--api", api, "--chunk", str(chunk)]
+        args += ["--request", str(request)]
         if stderr is not None:
             args += ["--stderr", str(stderr), "--exit", str(exit_code)]
         done = subprocess.run(args + [str(transcript)], capture_output=True, check=True)
         status = int(done.stderr.decode().splitlines()[0].split(": ")[1])
         return status, done.stdout
+
+    def reply(self, *args: str, stdin: bytes = b"") -> Tuple[int, bool, bytes]:
+        """(status, retryable, body) of the `reply` example: `count-tokens` with the
+        body on stdin, or `error DIALECT KIND MESSAGE`."""
+        done = subprocess.run(
+            [str(self.reply_bin), *args], input=stdin, capture_output=True, check=True
+        )
+        status, retryable = done.stderr.decode().splitlines()[:2]
+        return int(status.split(": ")[1]), retryable.split(": ")[1] == "true", done.stdout
 
     def events(self, transcript: Path, chunk: int = 4096) -> str:
         done = subprocess.run(

@@ -15,11 +15,12 @@ def respond(
     chunk: int = 4096,
     stderr: Optional[bytes] = None,
     exit_code: int = 0,
+    dialect: str = "chat-completions",
 ) -> Tuple[int, bytes]:
-    """(status, body) of a whole request, like the `translate` example."""
+    """(status, body) of a whole request of `dialect`, like the `translate` example."""
     status = 0
     out = bytearray()
-    with aw.Bridge(body, now_ms=0, created=1_700_000_000, id_seed=0) as bridge:
+    with aw.Bridge(body, now_ms=0, created=1_700_000_000, id_seed=0, dialect=dialect) as bridge:
 
         def drain() -> bool:
             nonlocal status

@@ -28,6 +28,7 @@ VALUES = {
     "request_max_body_bytes": 10,
     "request_max_messages": 11,
     "request_max_tools": 12,
+    "request_reject_attachments": True,
     "loop_guard_max_failed_repeats": 13,
     "loop_guard_max_repeats": 14,
 }
@@ -82,3 +83,54 @@ def test_enums_mirror_the_header():
 
     assert aw.ToolStrategy.ENVELOPE_ONLY == lib.AW_TOOL_STRATEGY_ENVELOPE_ONLY
     assert aw.ReasoningField.REASONING == lib.AW_REASONING_FIELD_REASONING
+
+
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        ("native", aw.ToolStrategy.NATIVE),
+        ("read-only", aw.ToolStrategy.READ_ONLY),
+        ("ENVELOPE_ONLY", aw.ToolStrategy.ENVELOPE_ONLY),
+        (aw.ToolStrategy.NATIVE, aw.ToolStrategy.NATIVE),
+        (2, aw.ToolStrategy.ENVELOPE_ONLY),
+    ],
+)
+def test_enum_fields_take_their_names(given: object, expected: aw.ToolStrategy):
+    config = aw.Config(tool_strategy=given, reasoning="reasoning-content")  # type: ignore[arg-type]
+    assert config.tool_strategy is expected
+    assert config.reasoning is aw.ReasoningField.REASONING_CONTENT
+    config.reasoning = "omitted"
+    assert config.reasoning is aw.ReasoningField.OMITTED
+
+
+def test_a_wrong_enum_value_names_the_valid_ones():
+    config = aw.Config()
+    for wrong in ("nativ", 7, ""):
+        with pytest.raises(
+            aw.InvalidEnumError, match="'read_only', 'native', 'envelope_only'"
+        ) as info:
+            config.tool_strategy = wrong  # type: ignore[assignment]
+        assert isinstance(info.value, ValueError)
+    with pytest.raises(aw.InvalidEnumError, match="'reasoning_content', 'reasoning', 'omitted'"):
+        aw.Config(reasoning="thinking")
+    with pytest.raises(TypeError, match="ToolStrategy"):
+        config.tool_strategy = 1.0  # type: ignore[assignment]
+    assert config.tool_strategy is aw.ToolStrategy.READ_ONLY
+
+
+def test_fields_are_typed_at_run_time_too():
+    config = aw.Config()
+    with pytest.raises(TypeError, match="keep_alive_ms must be an int"):
+        config.keep_alive_ms = "5"  # type: ignore[assignment]
+    with pytest.raises(TypeError, match="keep_alive_ms must be an int"):
+        config.keep_alive_ms = 1.5  # type: ignore[assignment]
+    with pytest.raises(TypeError, match="allow_force must be a bool"):
+        aw.Config(allow_force=1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="workspace must be a str"):
+        config.workspace = b"/srv"  # type: ignore[assignment]
+    # A misspelt field is an error, not a new attribute that changes nothing.
+    with pytest.raises(AttributeError, match="no field 'keep_alive'.*keep_alive_ms"):
+        config.keep_alive = 5  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match="keep_alive"):
+        aw.Config(keep_alive=5)  # type: ignore[call-arg]
+    assert config.as_dict() == aw.Config().as_dict()

@@ -67,3 +67,18 @@ def test_failure_stats_and_misuse():
             decoder.push_stdout(b"{}\n")
     with pytest.raises(aw.ClosedError):
         decoder.poll_event()
+
+
+def test_bytes_like_inputs():
+    transcript = (FIXTURES / "multibyte.jsonl").read_bytes()
+    expected, _ = decode(transcript)
+    for data in (bytearray(transcript), memoryview(transcript)):
+        with aw.Decoder() as decoder:
+            decoder.push_stdout(data)
+            decoder.push_eof()
+            assert list(decoder.events()) == expected
+    with aw.Decoder() as decoder:
+        with pytest.raises(TypeError, match="bytes-like"):
+            decoder.push_stdout("{}")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="config must be a Config"):
+        aw.Decoder(64)  # type: ignore[arg-type]

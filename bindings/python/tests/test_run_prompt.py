@@ -52,3 +52,16 @@ def test_a_failed_run_prints_its_error():
     done = run(FIXTURES / "failure_no_result.jsonl", exit_code=1)
     assert done.returncode == 1
     assert b"error" in done.stderr
+
+
+def test_a_missing_agent_prints_the_install_hint(tmp_path: Path):
+    # No cursor-agent on PATH: the example's default agent.
+    env = {**os.environ, "PATH": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLE), "say hi"], env=env, capture_output=True, timeout=60
+    )
+    assert done.returncode == 127
+    stderr = done.stderr.decode()
+    assert "`cursor-agent` was not found" in stderr
+    assert "curl https://cursor.com/install -fsS | bash" in stderr
+    assert "Traceback" not in stderr

@@ -9,7 +9,7 @@ use super::views::{
 use super::{
     Books, OK, OPTIONAL, POLL, Pass, Stdout, World, allowed, check_result, handle, null_out,
 };
-use crate::bridge::{Bridge, BridgeError, BridgeParams, Output};
+use crate::bridge::{Bridge, BridgeError, BridgeParams, Dialect, Output};
 use crate::cursor::{ExitStatus, Invocation};
 use crate::ffi::bridge::*;
 use crate::ffi::result::aw_result;
@@ -541,6 +541,7 @@ impl World {
         // PTRDIFF_MAX; `config_ptr` is NULL or live; `out` is a local or NULL.
         let result = unsafe {
             aw_bridge_new(
+                0,
                 passed.ptr,
                 passed.len,
                 config_ptr,
@@ -558,7 +559,12 @@ impl World {
         if !errors.is_empty() {
             return check_new(result, &errors, out);
         }
-        let shadow = Bridge::new(passed.value.unwrap_or_default(), &config, params);
+        let shadow = Bridge::new(
+            Dialect::ChatCompletions,
+            passed.value.unwrap_or_default(),
+            &config,
+            params,
+        );
         // The invocation's strings go to execvp and setenv: a NUL in one is refused.
         let nul = shadow.invocation().is_some_and(|i| {
             std::iter::once(&i.program)

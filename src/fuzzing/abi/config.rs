@@ -9,7 +9,7 @@ use crate::bridge::Config;
 use crate::ffi::config::*;
 use crate::ffi::result::aw_result;
 use crate::ffi::test_hooks::aw_config_test_panic;
-use crate::openai::ReasoningField;
+use crate::openai::chat::ReasoningField;
 use crate::tools::ToolStrategy;
 
 /// A config handle and the Rust config it must equal.

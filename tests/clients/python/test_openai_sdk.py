@@ -44,16 +44,22 @@ def truncated(path):
     return out
 
 
-def client_for(transcript, exit_code=0, replies=None):
-    """An SDK client whose every request is answered by `translate` over `transcript`."""
+# The route of each dialect `translate --api` speaks.
+ROUTES = {"chat-completions": "/v1/chat/completions", "responses": "/v1/responses"}
+
+
+def client_for(transcript, exit_code=0, replies=None, api="chat-completions", edit=None):
+    """An SDK client whose every request is answered by `translate` over `transcript`, in the
+    dialect `api` (its route is the only one it serves); `edit`, when given, rewrites each
+    body before the SDK reads it."""
 
     def handler(request: httpx2.Request) -> httpx2.Response:
-        assert request.method == "POST" and request.url.path == "/v1/chat/completions"
+        assert request.method == "POST" and request.url.path == ROUTES[api]
         with tempfile.NamedTemporaryFile(suffix=".json", dir=SCRATCH, delete=False) as body:
             body.write(request.content)
         try:
             run = subprocess.run(
-                [TRANSLATE, "--request", body.name, "--exit", str(exit_code), str(transcript)],
+                [TRANSLATE, "--api", api, "--request", body.name, "--exit", str(exit_code), str(transcript)],
                 capture_output=True,
                 check=True,
             )
@@ -66,7 +72,8 @@ def client_for(transcript, exit_code=0, replies=None):
         kind = "text/event-stream" if stream and status == 200 else "application/json"
         if replies is not None:
             replies.append((status, run.stdout))
-        return httpx2.Response(status, content=run.stdout, headers={"content-type": kind})
+        body = edit(run.stdout) if edit else run.stdout
+        return httpx2.Response(status, content=body, headers={"content-type": kind})
 
     http = httpx2.Client(transport=httpx2.MockTransport(handler))
     return openai.OpenAI(api_key="sk-test", base_url="http://127.0.0.1:1/v1", http_client=http, max_retries=0)

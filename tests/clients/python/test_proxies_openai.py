@@ -5,10 +5,11 @@ what the SDK must end up with is read from the same fixture, independently of ag
 """
 
 import json
+import re
 
 import openai
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, ROOT
 from transcripts import assert_usage, capture, drain
 
 TEXT = capture(FIXTURES / "multibyte.jsonl")
@@ -167,3 +168,19 @@ def test_crash_mid_stream_is_api_error(proxy):
         e["message"]["content"][0]["text"] for e in map(json.loads, CUT_SHORT.lines) if e["type"] == "assistant"
     )
     assert text == streamed
+
+
+def test_readme_snippet(proxy, capsys):
+    """The README's openai-python snippet, pointed at this proxy (its URL and key) and at a
+    replayed model, prints the answer as it streams."""
+    blocks = re.findall(r"^```python\n(.*?)^```$", (ROOT / "README.md").read_text(), re.M | re.S)
+    (code,) = [block for block in blocks if "from openai import OpenAI" in block]
+    for written, here in [
+        ('"http://127.0.0.1:32124/v1"', repr(proxy.url + "/v1")),
+        ('"sk-local"', repr(proxy.key)),
+        ('model="auto"', 'model="e2e-text"'),
+    ]:
+        assert code.count(written) == 1, f"the README's snippet no longer has {written}"
+        code = code.replace(written, here)
+    exec(compile(code, "README.md", "exec"), {})
+    assert capsys.readouterr().out == TEXT.expected

@@ -11,9 +11,11 @@ network (openai-wire.md §7), and is killed outright if it overruns: it ignores 
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
+import types
 
 from conftest import FIXTURES, ROOT
 
@@ -130,3 +132,19 @@ def test_opencode_reads_a_file_and_answers(proxy, tmp_path):
     result_block = second[second.index("tool result for") :]
     assert all(line in result_block for line in content.splitlines()), second
     assert "tool result for" not in runs[0]["prompt"]
+
+
+def test_readme_config_is_the_tested_shape():
+    """The README's opencode.json is what these runs give OpenCode but for the proxy's
+    address, key and model: the same provider package and option names, a model of its own
+    list, the proxies' default address."""
+    blocks = re.findall(r"^```json\n(.*?)^```$", (ROOT / "README.md").read_text(), re.M | re.S)
+    (readme,) = [json.loads(block) for block in blocks if "opencode.ai/config.json" in block]
+    (name, provider), = readme["provider"].items()
+    tested = opencode_config(types.SimpleNamespace(url="http://x", key="k"))["provider"]["agentwire"]
+    assert provider["npm"] == tested["npm"]
+    assert provider["options"].keys() == tested["options"].keys()
+    assert provider["options"]["baseURL"] == "http://127.0.0.1:32124/v1"
+    assert readme["model"].split("/", 1) == [name, next(iter(provider["models"]))]
+    for model in provider["models"].values():
+        assert model.keys() == next(iter(tested["models"].values())).keys()

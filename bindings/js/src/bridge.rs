@@ -1,0 +1,219 @@
+//! `bridge::Bridge` for JavaScript: one request's state machine.
+//!
+//! Outputs cross as one byte string per drain, a sequence of records the TypeScript layer
+//! reads back into `BridgeOutput` objects:
+//!
+//! ```text
+//! head:  1, status (u16 LE), retryable (0 none, 1 false, 2 true), content-type length (u8), content type
+//! body:  2, length (u32 LE), bytes
+//! stop:  3
+//! end:   4
+//! ```
+
+use agentwire::bridge::{Bridge, BridgeParams, Dialect, Output};
+use agentwire::cursor::ExitStatus;
+use serde::Serialize;
+use wasm_bindgen::prelude::wasm_bindgen;
+
+use crate::config;
+use crate::error::{RawError, millis};
+
+const HEAD: u8 = 1;
+const BODY: u8 = 2;
+const STOP_AGENT: u8 = 3;
+const END: u8 = 4;
+
+/// A bridge; the TypeScript `Bridge` wraps it.
+#[wasm_bindgen]
+pub struct RawBridge {
+    bridge: Bridge,
+}
+
+/// The invocation's text parts, as JSON (the prompt goes separately, as bytes).
+#[derive(Serialize)]
+struct InvocationJson<'a> {
+    program: &'a str,
+    args: &'a [String],
+    env: &'a [(String, String)],
+}
+
+#[wasm_bindgen]
+impl RawBridge {
+    /// Validates `body` and prepares the run. `config` is the JSON of the package's
+    /// `Config` (nothing: the defaults); `created_unix` the response's `created` in Unix
+    /// seconds; `id_seed` the number the response and tool-call ids derive from.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        body: &[u8],
+        config: Option<String>,
+        now_ms: f64,
+        created_unix: f64,
+        id_seed: u64,
+    ) -> Result<RawBridge, RawError> {
+        let config = config::parse(config.as_deref())?;
+        let params = BridgeParams {
+            now_ms: millis(now_ms, "nowMs")?,
+            created_unix: millis(created_unix, "created")?,
+            id_seed,
+        };
+        Ok(RawBridge {
+            bridge: Bridge::new(Dialect::ChatCompletions, body, &config, params),
+        })
+    }
+
+    // Getters.
+
+    /// `{"program", "args", "env": [[name, value], …]}`, or nothing when the request was
+    /// rejected.
+    pub fn invocation(&self) -> Option<String> {
+        let invocation = self.bridge.invocation()?;
+        let json = InvocationJson {
+            program: &invocation.program,
+            args: &invocation.args,
+            env: &invocation.env,
+        };
+        Some(serde_json::to_string(&json).expect("an invocation serializes"))
+    }
+
+    /// The prompt to write to the agent's stdin, or nothing when the request was rejected.
+    #[wasm_bindgen(js_name = invocationStdin)]
+    pub fn invocation_stdin(&self) -> Option<Vec<u8>> {
+        self.bridge.invocation().map(|i| i.stdin.clone())
+    }
+
+    /// Whether the response is a stream.
+    #[wasm_bindgen(js_name = isStream)]
+    pub fn is_stream(&self) -> bool {
+        self.bridge.is_stream()
+    }
+
+    /// Whether the end was handed out.
+    #[wasm_bindgen(js_name = isEnded)]
+    pub fn is_ended(&self) -> bool {
+        self.bridge.is_ended()
+    }
+
+    /// The agent's session id, once seen.
+    #[wasm_bindgen(js_name = sessionId)]
+    pub fn session_id(&self) -> Option<String> {
+        self.bridge.session_id().map(str::to_owned)
+    }
+
+    // Inputs.
+
+    /// Agent stdout, in any chunking.
+    #[wasm_bindgen(js_name = pushStdout)]
+    pub fn push_stdout(&mut self, data: &[u8], now_ms: f64) -> Result<(), RawError> {
+        let now_ms = millis(now_ms, "nowMs")?;
+        Ok(self.bridge.push_stdout(data, now_ms)?)
+    }
+
+    /// Agent stderr, in any chunking.
+    #[wasm_bindgen(js_name = pushStderr)]
+    pub fn push_stderr(&mut self, data: &[u8], now_ms: f64) -> Result<(), RawError> {
+        let now_ms = millis(now_ms, "nowMs")?;
+        Ok(self.bridge.push_stderr(data, now_ms)?)
+    }
+
+    /// The agent exited with `code`.
+    #[wasm_bindgen(js_name = agentExitedCode)]
+    pub fn agent_exited_code(&mut self, code: i32, now_ms: f64) -> Result<(), RawError> {
+        let now_ms = millis(now_ms, "nowMs")?;
+        Ok(self.bridge.agent_exited(ExitStatus::Code(code), now_ms)?)
+    }
+
+    /// A signal (by number) ended the agent.
+    #[wasm_bindgen(js_name = agentExitedSignal)]
+    pub fn agent_exited_signal(&mut self, signal: i32, now_ms: f64) -> Result<(), RawError> {
+        let now_ms = millis(now_ms, "nowMs")?;
+        Ok(self
+            .bridge
+            .agent_exited(ExitStatus::Signal(signal), now_ms)?)
+    }
+
+    /// A deadline from `pollTimeout` passed.
+    #[wasm_bindgen(js_name = handleTimeout)]
+    pub fn handle_timeout(&mut self, now_ms: f64) -> Result<(), RawError> {
+        let now_ms = millis(now_ms, "nowMs")?;
+        self.bridge.handle_timeout(now_ms);
+        Ok(())
+    }
+
+    /// The client hung up.
+    #[wasm_bindgen(js_name = clientGone)]
+    pub fn client_gone(&mut self, now_ms: f64) -> Result<(), RawError> {
+        let now_ms = millis(now_ms, "nowMs")?;
+        self.bridge.client_gone(now_ms);
+        Ok(())
+    }
+
+    /// The program is shutting down.
+    pub fn shutdown(&mut self, now_ms: f64) -> Result<(), RawError> {
+        let now_ms = millis(now_ms, "nowMs")?;
+        self.bridge.shutdown(now_ms);
+        Ok(())
+    }
+
+    // Outputs.
+
+    /// The next output as one record (empty: none until the next input).
+    #[wasm_bindgen(js_name = pollOutput)]
+    pub fn poll_output(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        if let Some(output) = self.bridge.poll_output() {
+            encode(&mut out, &output);
+        }
+        out
+    }
+
+    /// Every pending output, as records (empty: none).
+    pub fn drain(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        while let Some(output) = self.bridge.poll_output() {
+            encode(&mut out, &output);
+        }
+        out
+    }
+
+    /// When `handleTimeout` is next due, on the caller's clock; nothing when no deadline
+    /// is scheduled.
+    #[wasm_bindgen(js_name = pollTimeout)]
+    pub fn poll_timeout(&self) -> Option<f64> {
+        // Deadlines are sums of caller times and configured durations: exact as f64 below
+        // 2^53 ms (285,000 years).
+        self.bridge.poll_timeout().map(|ms| ms as f64)
+    }
+
+    /// Test only: panics while the bridge is borrowed, as a bug inside it would.
+    #[cfg(feature = "test-hooks")]
+    #[wasm_bindgen(js_name = testPanic)]
+    pub fn test_panic(&mut self) {
+        panic!("RawBridge::test_panic");
+    }
+}
+
+fn encode(out: &mut Vec<u8>, output: &Output<'_>) {
+    match output {
+        Output::Head(head) => {
+            out.push(HEAD);
+            out.extend_from_slice(&head.status.to_le_bytes());
+            out.push(match head.retryable {
+                None => 0,
+                Some(false) => 1,
+                Some(true) => 2,
+            });
+            let content_type = head.content_type.as_bytes();
+            // `text/event-stream` or `application/json`: far below 256 bytes.
+            out.push(content_type.len() as u8);
+            out.extend_from_slice(content_type);
+        }
+        Output::Body(bytes) => {
+            out.push(BODY);
+            // A wasm32 buffer is below 4 GiB.
+            out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+            out.extend_from_slice(bytes);
+        }
+        Output::StopAgent => out.push(STOP_AGENT),
+        Output::End => out.push(END),
+    }
+}

@@ -1,0 +1,38 @@
+/**
+ * Everything the package exports, whichever way its module is loaded.
+ * @module
+ */
+
+import { version as rawVersion } from '../wasm/agentwire_js.js';
+import { requireLoaded } from './module.js';
+
+export { Bridge } from './bridge.js';
+export type { AgentExit, Body, BridgeOptions, BridgeOutput, End, Head, Invocation, StopAgent } from './bridge.js';
+export { defaultConfig } from './config.js';
+export type { Config, DecoderLimits, LoopGuardLimits, ReasoningField, RequestLimits, ResolvedConfig, ToolStrategy } from './config.js';
+export { Decoder } from './decoder.js';
+export { AgentwireError } from './errors.js';
+export type { ErrorCode, ErrorKind } from './errors.js';
+export type {
+  AgentActivity,
+  AgentEvent,
+  DecoderStats,
+  Failed,
+  FailureKind,
+  Finish,
+  FinishReason,
+  Progress,
+  ReasoningDelta,
+  TextDelta,
+  ToolCall,
+  ToolOutcome,
+  Usage,
+} from './events.js';
+export { isLoaded } from './module.js';
+export { DecoderStream, decodeStdout } from './streams.js';
+
+/** The library's version (the core's, which the package shares). */
+export function version(): string {
+  requireLoaded();
+  return rawVersion();
+}

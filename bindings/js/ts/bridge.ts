@@ -1,0 +1,282 @@
+/**
+ * `Bridge`: one request's state machine, from its OpenAI Chat Completions body to the end
+ * of its HTTP response, with no I/O of its own.
+ * @module
+ */
+
+import { RawBridge } from '../wasm/agentwire_js.js';
+import { type Config, configJson } from './config.js';
+import { AgentwireError, describe, requireBytes, requireNumber } from './errors.js';
+import { Handle, convert } from './handle.js';
+import { requireLoaded } from './module.js';
+
+/**
+ * The agent run to start: spawn `argv` (`[program, ...args]`) in its own process group with
+ * `env` added to the environment, write `stdin` and close it.
+ */
+export interface Invocation {
+  /** The cursor-agent program (a path or a name looked up in `PATH`). */
+  readonly program: string;
+  /** Its arguments. No user-controlled text is among them: the prompt goes to stdin. */
+  readonly args: readonly string[];
+  /** The prompt: write it all, then close stdin. */
+  readonly stdin: Uint8Array;
+  /** Environment variables to set for the agent, on top of the caller's environment. */
+  readonly env: Readonly<Record<string, string>>;
+  /** `[program, ...args]`. */
+  readonly argv: readonly string[];
+}
+
+/** Send the response head: once, before any body. */
+export interface Head {
+  type: 'head';
+  /** The HTTP status. */
+  status: number;
+  /** `text/event-stream` for a stream, `application/json` otherwise. */
+  contentType: string;
+  /** For errors, whether retrying may help: send it as `x-should-retry: true|false`. */
+  retryable?: boolean;
+}
+
+/** Write these bytes to the response body, and flush. The array is the caller's to keep. */
+export interface Body {
+  type: 'body';
+  data: Uint8Array;
+}
+
+/** Terminate the agent's process group now. */
+export interface StopAgent {
+  type: 'stopAgent';
+}
+
+/** Close the response. Nothing follows. */
+export interface End {
+  type: 'end';
+}
+
+/** What the adapter must do next. Narrow on `type`. */
+export type BridgeOutput = Head | Body | StopAgent | End;
+
+/** How the agent ended: with an exit code, or by a signal (its number). */
+export type AgentExit = { code: number } | { signal: number };
+
+/** Per-request values of a {@link Bridge}; all optional. */
+export interface BridgeOptions {
+  /** Settings (default: the library's defaults). */
+  config?: Config;
+  /** Now, on the caller's millisecond clock; every later `nowMs` is on the same clock (default 0). */
+  nowMs?: number;
+  /** The response's `created`, in Unix seconds (default: now). */
+  created?: number;
+  /** A number unique to the request, from which the response and tool-call ids derive (default: random, 63 bits). */
+  idSeed?: bigint;
+}
+
+const STOP_AGENT: StopAgent = Object.freeze({ type: 'stopAgent' });
+const END: End = Object.freeze({ type: 'end' });
+const TEXT = new TextEncoder();
+const UTF8 = new TextDecoder();
+
+/**
+ * One request, from its OpenAI Chat Completions body to its HTTP response.
+ *
+ * - getters: {@link invocation} (`undefined`: the request was rejected, spawn nothing),
+ *   {@link isStream}, {@link isEnded}, {@link sessionId};
+ * - inputs, each taking `nowMs`: {@link pushStdout}, {@link pushStderr},
+ *   {@link agentExited}, {@link handleTimeout}, {@link clientGone}, {@link shutdown};
+ * - outputs: {@link drain} (or {@link pollOutput}, {@link outputs}), then
+ *   {@link pollTimeout}.
+ *
+ * **After every input, drain the outputs, then ask {@link pollTimeout} for the next
+ * deadline.** Time is `nowMs` on a monotonic millisecond clock of the caller's choice
+ * (`performance.now()` is fine: fractions are dropped). `agentwire/node` drives all of it
+ * for a child process.
+ */
+export class Bridge extends Handle<RawBridge> {
+  /** The agent run to start, or `undefined` when the request was rejected (its 400 is in the outputs). */
+  readonly invocation: Invocation | undefined;
+
+  constructor(body: Uint8Array | string, options: BridgeOptions = {}) {
+    requireLoaded();
+    const bytes = typeof body === 'string' ? TEXT.encode(body) : body;
+    requireBytes(bytes, 'body');
+    const { config, nowMs = 0, created = Math.floor(Date.now() / 1000), idSeed = randomSeed() } = options;
+    requireNumber(nowMs, 'nowMs');
+    requireNumber(created, 'created');
+    if (typeof idSeed !== 'bigint' || idSeed < 0n || idSeed >= 1n << 64n) {
+      throw new AgentwireError('invalidArgument', `idSeed must be a bigint from 0 to 2^64 - 1, not ${describe(idSeed)}`);
+    }
+    // An API dialect choice, once the core has one, is one more option passed on here.
+    let raw: RawBridge;
+    try {
+      raw = new RawBridge(bytes, configJson(config), nowMs, created, idSeed);
+    } catch (error) {
+      throw convert(error);
+    }
+    super(raw, 'bridge');
+    this.invocation = readInvocation(raw);
+  }
+
+  // Getters.
+
+  /** Whether the response is a stream (`text/event-stream`). */
+  get isStream(): boolean {
+    return this.call((raw) => raw.isStream());
+  }
+
+  /** Whether the end was handed out. */
+  get isEnded(): boolean {
+    return this.call((raw) => raw.isEnded());
+  }
+
+  /** The agent's session (chat) id once seen, for `--resume`. */
+  get sessionId(): string | undefined {
+    return this.call((raw) => raw.sessionId());
+  }
+
+  // Inputs.
+
+  /** Bytes the agent wrote to stdout, in any chunking. */
+  pushStdout(data: Uint8Array, nowMs: number): void {
+    this.#push(RawBridge.prototype.pushStdout, data, nowMs);
+  }
+
+  /** Bytes the agent wrote to stderr, in any chunking (only the tail is kept, for failure messages). */
+  pushStderr(data: Uint8Array, nowMs: number): void {
+    this.#push(RawBridge.prototype.pushStderr, data, nowMs);
+  }
+
+  #push(push: (this: RawBridge, data: Uint8Array, nowMs: number) => void, data: Uint8Array, nowMs: number): void {
+    const raw = this.raw();
+    requireBytes(data, 'data');
+    requireNumber(nowMs, 'nowMs');
+    try {
+      push.call(raw, data, nowMs);
+    } catch (error) {
+      throw this.failure(error);
+    }
+  }
+
+  /**
+   * The agent exited with `{ code }`, or a signal ended it (`{ signal }`, its number). Call
+   * it after its stdout and stderr were read to their end and pushed.
+   */
+  agentExited(exit: AgentExit, nowMs: number): void {
+    requireNumber(nowMs, 'nowMs');
+    if (exit !== null && typeof exit === 'object' && 'code' in exit && !('signal' in exit)) {
+      requireNumber(exit.code, 'exit.code');
+      const code = exit.code;
+      this.call((raw) => raw.agentExitedCode(code, nowMs));
+    } else if (exit !== null && typeof exit === 'object' && 'signal' in exit && !('code' in exit)) {
+      requireNumber(exit.signal, 'exit.signal');
+      const signal = exit.signal;
+      this.call((raw) => raw.agentExitedSignal(signal, nowMs));
+    } else {
+      throw new AgentwireError('invalidArgument', 'agentExited takes { code } or { signal }, exactly one');
+    }
+  }
+
+  /** The deadline from {@link pollTimeout} passed. Early calls do nothing. */
+  handleTimeout(nowMs: number): void {
+    requireNumber(nowMs, 'nowMs');
+    this.call((raw) => raw.handleTimeout(nowMs));
+  }
+
+  /** The HTTP client hung up: stop the agent, end without writing more. */
+  clientGone(nowMs: number): void {
+    requireNumber(nowMs, 'nowMs');
+    this.call((raw) => raw.clientGone(nowMs));
+  }
+
+  /**
+   * The program is shutting down: the response ends as a failure the client may retry
+   * (503 before the head, an in-band error and `[DONE]` after it), and the agent is to be
+   * stopped.
+   */
+  shutdown(nowMs: number): void {
+    requireNumber(nowMs, 'nowMs');
+    this.call((raw) => raw.shutdown(nowMs));
+  }
+
+  // Outputs.
+
+  /** Every pending output, in order (an empty array when none): call it after every input. */
+  drain(): BridgeOutput[] {
+    return decodeOutputs(this.call((raw) => raw.drain()));
+  }
+
+  /** The next output, or `undefined` until the next input. */
+  pollOutput(): BridgeOutput | undefined {
+    return decodeOutputs(this.call((raw) => raw.pollOutput()))[0];
+  }
+
+  /** Drains the outputs: iterate it to the end after every input. */
+  *outputs(): IterableIterator<BridgeOutput> {
+    yield* this.drain();
+  }
+
+  /** When {@link handleTimeout} is next due, on the `nowMs` clock; `undefined` when nothing is scheduled. */
+  pollTimeout(): number | undefined {
+    return this.call((raw) => raw.pollTimeout());
+  }
+}
+
+function readInvocation(raw: RawBridge): Invocation | undefined {
+  const json = raw.invocation();
+  const stdin = raw.invocationStdin();
+  if (json === undefined || stdin === undefined) return undefined;
+  const parsed = JSON.parse(json) as { program: string; args: string[]; env: [string, string][] };
+  return Object.freeze({
+    program: parsed.program,
+    args: Object.freeze(parsed.args),
+    stdin,
+    env: Object.freeze(Object.fromEntries(parsed.env)),
+    argv: Object.freeze([parsed.program, ...parsed.args]),
+  });
+}
+
+/** Reads the module's output records (`src/bridge.rs` documents them). */
+function decodeOutputs(records: Uint8Array): BridgeOutput[] {
+  const outputs: BridgeOutput[] = [];
+  if (records.length === 0) return outputs;
+  const view = new DataView(records.buffer, records.byteOffset, records.byteLength);
+  let at = 0;
+  while (at < records.length) {
+    switch (records[at]) {
+      case 1: {
+        const status = view.getUint16(at + 1, true);
+        const retryable = records[at + 3]!;
+        const length = records[at + 4]!;
+        const contentType = UTF8.decode(records.subarray(at + 5, at + 5 + length));
+        const head: Head = { type: 'head', status, contentType };
+        if (retryable !== 0) head.retryable = retryable === 2;
+        outputs.push(head);
+        at += 5 + length;
+        break;
+      }
+      case 2: {
+        const length = view.getUint32(at + 1, true);
+        outputs.push({ type: 'body', data: records.subarray(at + 5, at + 5 + length) });
+        at += 5 + length;
+        break;
+      }
+      case 3:
+        outputs.push(STOP_AGENT);
+        at += 1;
+        break;
+      case 4:
+        outputs.push(END);
+        at += 1;
+        break;
+      default:
+        throw new Error(`agentwire: unknown output record ${records[at]}`);
+    }
+  }
+  return outputs;
+}
+
+/** A random 63-bit seed (63 so that it survives any signed 64-bit store). */
+function randomSeed(): bigint {
+  const words = crypto.getRandomValues(new Uint32Array(2));
+  return (BigInt(words[0]! & 0x7fffffff) << 32n) | BigInt(words[1]!);
+}

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# The packages, checked as users get them rather than from the checkout:
+#
+#   crate   `cargo package` (with verification: the packaged crate alone builds, with every
+#           feature), nothing but the expected files in it, no fixture over 16 KiB, the
+#           .crate under 512 KiB, and no warning but cargo's notes on the targets left out;
+#   python  the sdist and a wheel built from it, their metadata checked, the wheel installed
+#           into a fresh virtualenv and the package's tests run against it
+#           (bindings/python/run-tests.sh wheel);
+#   c       the release library installed with bindings/c/install.sh into an empty prefix,
+#           then programs built from the prefix alone, exactly as the README's link lines
+#           say (static, shared with an rpath, shared with LD_LIBRARY_PATH, through
+#           pkg-config), and run.
+#
+#   ci/package.sh [crate] [python] [c]      (default: all three)
+#
+# Offline once `ci/setup.sh` has run. Prints each package's size and contents.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+target=${CARGO_TARGET_DIR:-$root/target}
+
+# The published crate's limits (see `include` in Cargo.toml).
+CRATE_MAX_KIB=512
+FIXTURE_MAX_BYTES=16384
+
+check_crate() {
+    echo "==> the crate (cargo package)"
+    local log=$target/package-check.log
+    mkdir -p "$target"
+    # --allow-dirty: the suite also runs on work not yet committed. --offline: ci/setup.sh
+    # fetched every crate the verification build needs. A target directory of its own: the
+    # verification rebuilds dependencies with the package's features, and in the shared one
+    # that would make every later build of the crate and its tests start over.
+    if ! cargo package -p agentwire --allow-dirty --all-features --offline \
+        --target-dir "$target/package-check" >"$log" 2>&1; then
+        cat "$log"
+        echo "ci/package.sh: cargo package failed" >&2
+        exit 1
+    fi
+    # Cargo names every test, bench and example it leaves out; any other warning (missing
+    # metadata, a file the package needs) fails the check.
+    if grep '^warning:' "$log" | grep -v -E '^warning: ignoring (test|benchmark|example) `[^`]+` as `[^`]+` is not included in the published package$'; then
+        echo "ci/package.sh: cargo package warned (above)" >&2
+        exit 1
+    fi
+    local version crate_file
+    version=$(cargo metadata --format-version 1 --no-deps --offline |
+        python3 -c 'import json, sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "agentwire"))')
+    crate_file=$target/package-check/package/agentwire-$version.crate
+    local unexpected=() oversized=() files=0 name size
+    while IFS=' ' read -r size name; do
+        name=${name#agentwire-"$version"/}
+        files=$((files + 1))
+        case "$name" in
+            Cargo.toml | Cargo.toml.orig | Cargo.lock | .cargo_vcs_info.json) ;;
+            README.md | CHANGELOG.md | SECURITY.md | LICENSE-MIT | LICENSE-APACHE) ;;
+            build.rs | include/agentwire.h | src/*.rs) ;;
+            tests/fixtures/*.jsonl | tests/fixtures/requests/*.json)
+                [ "$size" -le "$FIXTURE_MAX_BYTES" ] || oversized+=("$name ($size bytes)") ;;
+            *) unexpected+=("$name") ;;
+        esac
+    done < <(tar -tvzf "$crate_file" | awk '$1 !~ /^d/ { print $3, $6 }')
+    if [ ${#unexpected[@]} -gt 0 ] || [ ${#oversized[@]} -gt 0 ]; then
+        printf 'ci/package.sh: not expected in the crate: %s\n' "${unexpected[@]}" "${oversized[@]}" >&2
+        exit 1
+    fi
+    local kib
+    kib=$(( ($(stat -c %s "$crate_file") + 1023) / 1024 ))
+    if [ "$kib" -gt "$CRATE_MAX_KIB" ]; then
+        echo "ci/package.sh: $crate_file is $kib KiB, over $CRATE_MAX_KIB KiB" >&2
+        exit 1
+    fi
+    echo "    agentwire-$version.crate: $kib KiB ($(sed -n 's/.*Packaged [0-9]* files, \([^ ]*\) (.*/\1/p' "$log") unpacked), $files files:" \
+        "src/ ($(tar -tzf "$crate_file" | grep -c '/src/.*\.rs$') .rs), build.rs, include/agentwire.h, README, CHANGELOG, SECURITY, both licences," \
+        "$(tar -tzf "$crate_file" | grep -c '/tests/fixtures/') transcripts for the \`fuzzing\` feature; verified with every feature"
+}
+
+check_python() {
+    bindings/python/run-tests.sh wheel
+}
+
+check_c() {
+    echo "==> the C library, installed into a prefix"
+    cargo build -p agentwire --release --lib --quiet
+    local work=$target/package-c
+    rm -rf "$work"
+    mkdir -p "$work"
+    local prefix=$work/prefix
+    bindings/c/install.sh "$prefix"
+    local major version
+    major=$(sed -n 's/^#define AW_VERSION_MAJOR \([0-9]*\)$/\1/p' include/agentwire.h)
+    version=$(sed -n 's/^#define AW_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' include/agentwire.h | paste -sd.)
+    local expected="include/agentwire.h
+lib/libagentwire.a
+lib/libagentwire.so -> libagentwire.so.$major
+lib/libagentwire.so.$major -> libagentwire.so.$version
+lib/libagentwire.so.$version
+lib/pkgconfig/agentwire.pc"
+    local installed
+    installed=$(cd "$prefix" && find . \( -type l -printf '%P -> %l\n' \) -o \( -type f -printf '%P\n' \) | sort)
+    if [ "$installed" != "$expected" ]; then
+        printf 'ci/package.sh: the prefix holds\n%s\nnot\n%s\n' "$installed" "$expected" >&2
+        exit 1
+    fi
+    local soname
+    soname=$(readelf -d "$prefix/lib/libagentwire.so.$version" | sed -n 's/.*(SONAME).*\[\(.*\)\]$/\1/p')
+    [ "$soname" = "libagentwire.so.$major" ] || { echo "ci/package.sh: SONAME '$soname'" >&2; exit 1; }
+
+    # The programs are built in an empty directory from the prefix alone: the C suite's
+    # API test (without the test hooks, which a release lacks) and the plugin example.
+    local build=$work/build
+    mkdir -p "$build"
+    cp bindings/c/tests/abi.c bindings/c/tests/check.h bindings/c/examples/plugin.c "$build/"
+    (
+        cd "$build"
+        export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+        # The README's lines, with this prefix for its $HOME/.local (and the static line
+        # taking the archive from the prefix rather than from target/release).
+        # shellcheck disable=SC2046
+        {
+            cc abi.c -I"$prefix/include" "$prefix/lib/libagentwire.a" -lgcc_s -lutil -lrt -lpthread -lm -ldl -o abi-static
+            cc abi.c $(pkg-config --cflags --libs agentwire) -Wl,-rpath,"$(pkg-config --variable=libdir agentwire)" -o abi-rpath
+            cc abi.c $(pkg-config --cflags --libs agentwire) -o abi-env
+            cc plugin.c $(pkg-config --cflags --libs agentwire) -Wl,-rpath,"$(pkg-config --variable=libdir agentwire)" -o plugin
+        }
+        ./abi-static >abi-static.out
+        ./abi-rpath >abi-rpath.out
+        LD_LIBRARY_PATH=$prefix/lib ./abi-env >abi-env.out
+        # Without the rpath and without LD_LIBRARY_PATH the loader must not find it: the
+        # shared programs above found the prefix's library, by its SONAME.
+        if ./abi-env >/dev/null 2>&1; then
+            echo "ci/package.sh: abi-env ran without LD_LIBRARY_PATH: which library did it load?" >&2
+            exit 1
+        fi
+        for program in abi-rpath plugin; do
+            loaded=$(ldd "$program" | sed -n 's/^\s*libagentwire[^ ]* => \([^ ]*\) .*/\1/p')
+            [ "$loaded" = "$prefix/lib/libagentwire.so.$major" ] ||
+                { echo "ci/package.sh: $program loads '$loaded'" >&2; exit 1; }
+        done
+        # The plugin runs a stand-in agent that replays a transcript; the answer ends the
+        # stream as the Rust bridge does.
+        printf '%s' '{"model":"auto","stream":true,"messages":[{"role":"user","content":"hi"}]}' >request.json
+        AGENTWIRE_REPLAY=$root/tests/fixtures/multibyte.jsonl timeout 60 \
+            ./plugin --agent "$root/bindings/c/tests/replay-agent.sh" request.json >plugin.out 2>plugin.err
+        grep -q '"finish_reason":"stop"' plugin.out && [ "$(tail -c 14 plugin.out)" = 'data: [DONE]' ] ||
+            { echo "ci/package.sh: the plugin's answer is incomplete" >&2; head -5 plugin.err >&2; exit 1; }
+    )
+    echo "    installed into a prefix: include/agentwire.h, lib/libagentwire.a ($(du -k "$prefix/lib/libagentwire.a" | cut -f1) KiB)," \
+        "lib/libagentwire.so.$version ($(du -k "$prefix/lib/libagentwire.so.$version" | cut -f1) KiB, SONAME $soname) with its links," \
+        "lib/pkgconfig/agentwire.pc; built from it alone static, shared (rpath, LD_LIBRARY_PATH, pkg-config), and run"
+}
+
+parts=("$@")
+[ ${#parts[@]} -gt 0 ] || parts=(crate python c)
+for part in "${parts[@]}"; do
+    case "$part" in
+        crate) check_crate ;;
+        python) check_python ;;
+        c) check_c ;;
+        *) echo "ci/package.sh: unknown part '$part' (crate, python, c)" >&2; exit 2 ;;
+    esac
+done

@@ -1,0 +1,383 @@
+//! The agent as a process: finding the binary, spawning it in its own process group, and
+//! stopping that whole group (SIGTERM, a grace period, SIGKILL).
+//!
+//! Every run is the leader of a new process group (`process_group(0)`), so one `killpg`
+//! reaches the agent and everything it started. The group is signalled while the leader
+//! is still unreaped whenever the proxy decides to stop it; once the leader has exited by
+//! itself, the group gets one SIGKILL for anything it left behind (a child still holding
+//! the pipes would otherwise keep the run open). A descendant that left the group (`setsid`)
+//! is out of reach of `killpg`; if it holds the pipes, the run still ends [`EXIT_DRAIN`]
+//! after the leader's exit, when the proxy stops reading and closes them.
+//!
+//! The agent's environment is the proxy's, minus the proxy's own variables (those its
+//! flags read, such as `AGENTWIRE_API_KEY`) and any variable holding the API key: the
+//! agent runs shell commands a prompt can ask for, and must not be able to print them.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use agentwire::cursor::{ExitStatus, Invocation};
+use nix::errno::Errno;
+use nix::sys::signal::{Signal as NixSignal, killpg};
+use nix::unistd::Pid;
+
+use crate::{demo, reaper};
+
+/// How long `--version` and `models` may take.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// After the leader's exit, how long its pipes are still read when something else (a
+/// descendant that left the group) holds them open.
+pub const EXIT_DRAIN: Duration = Duration::from_millis(200);
+
+/// The agent binary the proxy runs.
+#[derive(Debug, Clone)]
+pub struct AgentProgram {
+    /// Where it is.
+    pub path: PathBuf,
+    /// What `--version` printed (first line), when it answered.
+    pub version: Option<String>,
+    /// The proxy itself, answering from the embedded demo transcript.
+    pub demo: bool,
+    /// Variables of the proxy's environment the agent does not get.
+    hidden: Vec<OsString>,
+}
+
+/// What the agent must not see of the proxy's environment.
+#[derive(Debug, Clone, Copy)]
+pub struct Hide<'a> {
+    /// The proxy's own variables (those its flags read).
+    pub names: &'a [OsString],
+    /// A value no variable may pass on (the API key).
+    pub secret: Option<&'a [u8]>,
+}
+
+impl AgentProgram {
+    /// Finds `name` (a path, or a name looked up in `PATH`) and asks its version; `hide`
+    /// is kept from its environment.
+    pub fn resolve(name: &str, hide: Hide<'_>) -> Result<AgentProgram, String> {
+        let path = find_executable(name).ok_or_else(|| {
+            format!(
+                "the agent binary `{name}` was not found{}. Install the Cursor CLI \
+                 (`curl https://cursor.com/install -fsS | bash`, then `cursor-agent login`), \
+                 pass --agent-bin PATH, or try the proxy without an account: --demo",
+                if name.contains('/') { "" } else { " in PATH" }
+            )
+        })?;
+        let mut program = AgentProgram {
+            path,
+            version: None,
+            demo: false,
+            hidden: hidden_variables(hide),
+        };
+        program.version = program.probe(&["--version"], &[]).ok().and_then(|out| {
+            String::from_utf8_lossy(&out)
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .map(str::to_owned)
+        });
+        Ok(program)
+    }
+
+    /// The proxy's own binary in its demo-agent role; `hide` is kept from its
+    /// environment.
+    pub fn demo(hide: Hide<'_>) -> Result<AgentProgram, String> {
+        let path = std::env::current_exe().map_err(|e| format!("--demo: {e}"))?;
+        Ok(AgentProgram {
+            path,
+            version: Some(format!("agentwire demo {}", env!("CARGO_PKG_VERSION"))),
+            demo: true,
+            hidden: hidden_variables(hide),
+        })
+    }
+
+    /// A command for the agent binary: the environment without the hidden variables, and
+    /// a process group of its own.
+    fn base_command(&self) -> Command {
+        let mut command = Command::new(&self.path);
+        for name in &self.hidden {
+            command.env_remove(name);
+        }
+        command.process_group(0);
+        command
+    }
+
+    /// How the agent is named in logs and `/health`.
+    pub fn label(&self) -> String {
+        if self.demo {
+            "embedded demo transcript".to_owned()
+        } else {
+            self.path.display().to_string()
+        }
+    }
+
+    /// The command for one run: the invocation's arguments and environment, piped stdio,
+    /// a process group of its own.
+    pub fn command(&self, invocation: &Invocation) -> Command {
+        let mut command = self.base_command();
+        command
+            .args(&invocation.args)
+            .envs(invocation.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if self.demo {
+            command.env(demo::AGENT_ENV, "1");
+        }
+        command
+    }
+
+    /// Runs `cursor-agent models` and returns its stdout, or why it failed.
+    pub fn list_models(&self) -> Result<Vec<u8>, String> {
+        if self.demo {
+            return Ok(demo::MODELS.as_bytes().to_vec());
+        }
+        self.probe(&["models"], &[("NO_COLOR", "1")])
+    }
+
+    /// Runs the agent binary with `args` in its own process group with a time limit; its
+    /// stdout if it exited 0.
+    fn probe(&self, args: &[&str], env: &[(&str, &str)]) -> Result<Vec<u8>, String> {
+        let program = self.path.display();
+        let mut command = self.base_command();
+        command
+            .args(args)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = reaper::spawn(|c: &std::process::Child| Some(c.id()), || command.spawn())
+            .map_err(|e| format!("{program}: {e}"))?;
+        let group = child.id();
+        let mut stdout = child.stdout.take().expect("piped");
+        let mut stderr = child.stderr.take().expect("piped");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let mut err = Vec::new();
+            let read = stdout
+                .read_to_end(&mut out)
+                .and(stderr.read_to_end(&mut err));
+            let _ = tx.send(read.map(|_| (out, err)));
+        });
+        let output = rx.recv_timeout(PROBE_TIMEOUT);
+        if output.is_err() {
+            signal_group(group, Signal::Kill);
+        }
+        let status = child.wait().map_err(|e| e.to_string());
+        reaper::release(group);
+        let status = status?;
+        let what = format!("{program} {}", args.join(" "));
+        match output {
+            Ok(Ok((out, _))) if status.success() => Ok(out),
+            Ok(Ok((_, err))) => Err(format!(
+                "{what}: {}: {}",
+                exit_status(status),
+                String::from_utf8_lossy(&err).trim()
+            )),
+            Ok(Err(e)) => Err(format!("{what}: {e}")),
+            Err(_) => Err(format!("{what}: no answer within {PROBE_TIMEOUT:?}")),
+        }
+    }
+}
+
+/// The variables of this process's environment `hide` names or whose value it hides.
+fn hidden_variables(hide: Hide<'_>) -> Vec<OsString> {
+    std::env::vars_os()
+        .filter(|(name, value)| {
+            hide.names.contains(name) || hide.secret.is_some_and(|s| value.as_bytes() == s)
+        })
+        .map(|(name, _)| name)
+        .collect()
+}
+
+/// `name` if it is a path to an executable file, else the first executable `name` in
+/// `PATH`.
+fn find_executable(name: &str) -> Option<PathBuf> {
+    let executable = |p: &Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if name.contains('/') {
+        let path = PathBuf::from(name);
+        return executable(&path).then_some(path);
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(name))
+        .find(|p| executable(p))
+}
+
+/// A signal for a whole process group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// Asks it to stop.
+    Term,
+    /// Stops it.
+    Kill,
+}
+
+/// Sends `signal` to process group `group`. A group that is already gone is not an error.
+pub fn signal_group(group: u32, signal: Signal) {
+    let signal = match signal {
+        Signal::Term => NixSignal::SIGTERM,
+        Signal::Kill => NixSignal::SIGKILL,
+    };
+    let Ok(group) = i32::try_from(group) else {
+        return;
+    };
+    match killpg(Pid::from_raw(group), signal) {
+        Ok(()) | Err(Errno::ESRCH) => {}
+        Err(e) => tracing::warn!(group, %e, "could not signal the agent's process group"),
+    }
+}
+
+/// The exit status as the bridge takes it.
+pub fn exit_status(status: std::process::ExitStatus) -> ExitStatus {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => ExitStatus::Code(code),
+        (None, Some(signal)) => ExitStatus::Signal(signal),
+        (None, None) => ExitStatus::Code(-1),
+    }
+}
+
+/// When to signal a run's process group, as a state machine over time: SIGTERM when the
+/// run must stop, SIGKILL one grace period later; and when the response is over but the
+/// agent is still finishing by itself, SIGTERM one grace period after that.
+#[derive(Debug, Clone)]
+pub struct Stopper {
+    grace: Duration,
+    phase: Phase,
+    deadline: Option<Instant>,
+    /// Whether the proxy signalled the group (for the log: "stopped" vs "exited").
+    signalled: Option<Signal>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Running,
+    /// The response is over; the agent may still exit by itself.
+    Finishing,
+    Terminated,
+    Killed,
+    Exited,
+}
+
+impl Stopper {
+    /// A running agent, with `grace` between the steps.
+    pub fn new(grace: Duration) -> Stopper {
+        Stopper {
+            grace,
+            phase: Phase::Running,
+            deadline: None,
+            signalled: None,
+        }
+    }
+
+    /// The run must stop now: the signal to send, unless one was already sent.
+    #[must_use]
+    pub fn stop(&mut self, now: Instant) -> Option<Signal> {
+        match self.phase {
+            Phase::Running | Phase::Finishing => {
+                self.phase = Phase::Terminated;
+                self.deadline = Some(now + self.grace);
+                self.signalled = Some(Signal::Term);
+                Some(Signal::Term)
+            }
+            Phase::Terminated | Phase::Killed | Phase::Exited => None,
+        }
+    }
+
+    /// The response is over and the agent was not asked to stop: it gets one grace
+    /// period to exit by itself.
+    pub fn response_over(&mut self, now: Instant) {
+        if self.phase == Phase::Running {
+            self.phase = Phase::Finishing;
+            self.deadline = Some(now + self.grace);
+        }
+    }
+
+    /// When [`on_deadline`](Self::on_deadline) is next due.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// A deadline passed: the signal to send now, if any.
+    #[must_use]
+    pub fn on_deadline(&mut self, now: Instant) -> Option<Signal> {
+        if self.deadline.is_none_or(|d| now < d) {
+            return None;
+        }
+        match self.phase {
+            Phase::Finishing => self.stop(now),
+            Phase::Terminated => {
+                self.phase = Phase::Killed;
+                self.deadline = None;
+                self.signalled = Some(Signal::Kill);
+                Some(Signal::Kill)
+            }
+            Phase::Running | Phase::Killed | Phase::Exited => {
+                self.deadline = None;
+                None
+            }
+        }
+    }
+
+    /// The leader exited (and was reaped).
+    pub fn exited(&mut self) {
+        self.phase = Phase::Exited;
+        self.deadline = None;
+    }
+
+    /// Whether the leader exited.
+    pub fn has_exited(&self) -> bool {
+        self.phase == Phase::Exited
+    }
+
+    /// The strongest signal the proxy sent, if any.
+    pub fn signalled(&self) -> Option<Signal> {
+        self.signalled
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_then_kill_after_grace() {
+        let t0 = Instant::now();
+        let grace = Duration::from_millis(100);
+        let mut s = Stopper::new(grace);
+        assert_eq!(s.deadline(), None);
+        assert_eq!(s.stop(t0), Some(Signal::Term));
+        assert_eq!(s.stop(t0), None, "one SIGTERM");
+        assert_eq!(s.on_deadline(t0), None, "not yet due");
+        assert_eq!(s.on_deadline(t0 + grace), Some(Signal::Kill));
+        assert_eq!(s.deadline(), None);
+        s.exited();
+        assert_eq!(s.signalled(), Some(Signal::Kill));
+    }
+
+    #[test]
+    fn a_finishing_agent_gets_a_grace_period() {
+        let t0 = Instant::now();
+        let grace = Duration::from_millis(100);
+        let mut s = Stopper::new(grace);
+        s.response_over(t0);
+        assert_eq!(s.deadline(), Some(t0 + grace));
+        assert_eq!(s.on_deadline(t0 + grace), Some(Signal::Term));
+        assert_eq!(s.on_deadline(t0 + 2 * grace), Some(Signal::Kill));
+        let mut quiet = Stopper::new(grace);
+        quiet.response_over(t0);
+        quiet.exited();
+        assert_eq!((quiet.deadline(), quiet.signalled()), (None, None));
+    }
+}

@@ -1,0 +1,1129 @@
+//! The same OpenAI-compatible server as `tokio_proxy`, with std threads, `std::process`
+//! and `std::net` (and `httparse` for request heads) — the shape for programs without an
+//! async runtime.
+//!
+//! ```text
+//! cargo run --release -p agentwire-proxy --bin blocking_proxy -- --demo
+//! cargo run --release -p agentwire-proxy --bin blocking_proxy -- [--listen ADDR] [--api-key KEY] [--agent-bin PATH] …
+//! ```
+//!
+//! Same flags, routes and behaviour as `tokio_proxy` (both are built on this package's
+//! library).
+//!
+//! One thread per connection, one request per connection (responses close it). The head
+//! must arrive within `--header-timeout-ms` and the whole request within
+//! `--request-timeout-ms` of its first byte; its body is read by the strict decoder of
+//! [`agentwire_proxy::framing`], with `100 Continue` sent when the client waits for it.
+//!
+//! For an agent run, small helper threads turn the blocking sources into messages on one
+//! channel — stdout and stderr (one thread polling both, which the run can cancel), the
+//! leader's exit, the client's socket closing, server shutdown — and the connection thread
+//! waits on that channel until the bridge's next deadline ([`Bridge::poll_timeout`], the
+//! only timer), feeds the bridge, and writes what it yields. Writes never block past a
+//! deadline: while the client does not take them, the thread stops taking messages (so
+//! the agent waits on a full pipe) and writes with a timeout up to the next deadline,
+//! serving each as it comes; a write that makes no progress for `--write-timeout-ms` means
+//! the client is gone. Every run ends the same way: the group is stopped if it still runs
+//! (SIGTERM, SIGKILL after a grace period), the leader is reaped, the slot is freed, then
+//! what is left of the response is written and the request logged.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsFd, OwnedFd};
+use std::process::{Child, ChildStderr, ChildStdout, ExitCode};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use agentwire::bridge::{Bridge, Dialect, Head, Output};
+use agentwire::cursor::ExitStatus;
+use agentwire_proxy::agent::{self, EXIT_DRAIN, Signal, Stopper, exit_status, signal_group};
+use agentwire_proxy::connections::{Admitted, Connections, Lane, OVERFLOW_TIMEOUT};
+use agentwire_proxy::framing::{BodyDecoder, BodyLength, Version, body_length};
+use agentwire_proxy::http::{self, Cors, Outcome, Reply, RequestHead, Target};
+use agentwire_proxy::models::ModelCache;
+use agentwire_proxy::record::{AgentEnd, RequestRecord, ResponseEnd};
+use agentwire_proxy::scan::{MAX_HEAD, MAX_HEADERS, may_end_head};
+use agentwire_proxy::{Clock, RequestIds, Settings, reaper};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+
+/// Bytes read from a client at a time.
+const CLIENT_READ: usize = 16 * 1024;
+/// Bytes read from the agent's stdout at a time.
+const STDOUT_READ: usize = 32 * 1024;
+/// Bytes read from its stderr at a time.
+const STDERR_READ: usize = 4 * 1024;
+/// Pipe chunks in flight between the pipe thread and the connection thread: a slow
+/// client slows the agent down instead of filling memory.
+const PIPE_CHUNKS: usize = 8;
+/// Stack of the small helper threads.
+const HELPER_STACK: usize = 64 * 1024;
+/// Longest a blocked write waits before looking at the server's shutdown again.
+const WRITE_SLICE: Duration = Duration::from_millis(100);
+
+struct Server {
+    settings: Settings,
+    clock: Clock,
+    ids: RequestIds,
+    slots: Slots,
+    models: ModelCache,
+    shutting_down: AtomicBool,
+    /// Every run in progress, to tell it about shutdown.
+    runs: Mutex<HashMap<u64, SyncSender<Event>>>,
+}
+
+fn main() -> ExitCode {
+    let settings = match agentwire_proxy::start("blocking_proxy") {
+        Ok(settings) => settings,
+        Err(code) => return code,
+    };
+    let listener = match TcpListener::bind(settings.listen) {
+        Ok(listener) => listener,
+        Err(e) => {
+            eprintln!("blocking_proxy: cannot listen on {}: {e}", settings.listen);
+            return ExitCode::FAILURE;
+        }
+    };
+    let bound = listener.local_addr().unwrap_or(settings.listen);
+    println!("{}", settings.banner(bound));
+    let _ = io::stdout().flush();
+    let connections = Connections::new(settings.max_connections);
+    let server = Arc::new(Server {
+        slots: Slots::new(settings.max_concurrent),
+        models: ModelCache::new(settings.models_ttl),
+        settings,
+        clock: Clock::new(),
+        ids: RequestIds::new(),
+        shutting_down: AtomicBool::new(false),
+        runs: Mutex::new(HashMap::new()),
+    });
+    if let Err(e) = watch_signals(Arc::clone(&server), bound) {
+        eprintln!("blocking_proxy: cannot install signal handlers: {e}");
+        return ExitCode::FAILURE;
+    }
+    for stream in listener.incoming() {
+        if server.shutting_down.load(Ordering::SeqCst) {
+            break;
+        }
+        match stream {
+            // Over every lane: closed now, so its descriptor is free again at once.
+            Ok(stream) => match connections.admit() {
+                Some(admitted) => {
+                    let server = Arc::clone(&server);
+                    let spawned = std::thread::Builder::new()
+                        .name("connection".into())
+                        .spawn(move || connection(&server, stream, admitted));
+                    if let Err(e) = spawned {
+                        tracing::warn!(%e, "cannot start a connection thread");
+                    }
+                }
+                None => drop(stream),
+            },
+            Err(e) => {
+                // Out of descriptors, most likely: back off instead of spinning.
+                tracing::warn!(%e, "accept failed");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+    drop(listener);
+    let limit = server.settings.kill_grace * 2 + Duration::from_secs(5);
+    if !server.slots.wait_idle(limit) {
+        tracing::warn!("agents still running after {limit:?}");
+    }
+    ExitCode::SUCCESS
+}
+
+/// On SIGINT or SIGTERM: stop accepting, tell every run, and wake the accept loop.
+fn watch_signals(server: Arc<Server>, bound: SocketAddr) -> io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if signals.forever().next().is_none() {
+                return;
+            }
+            tracing::info!("shutting down: ending open responses and stopping every agent");
+            server.shutting_down.store(true, Ordering::SeqCst);
+            let runs = server.runs.lock().unwrap_or_else(|e| e.into_inner());
+            for events in runs.values() {
+                // A run's channel may be full: deliver without holding up the others.
+                let events = events.clone();
+                helper(move || {
+                    let _ = events.send(Event::Shutdown);
+                });
+            }
+            drop(runs);
+            // The accept loop is blocked in accept(): one connection wakes it.
+            let mut wake = bound;
+            if wake.ip().is_unspecified() {
+                wake.set_ip(match wake {
+                    SocketAddr::V4(_) => [127, 0, 0, 1].into(),
+                    SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+                });
+            }
+            let _ = TcpStream::connect_timeout(&wake, Duration::from_secs(1));
+        })?;
+    Ok(())
+}
+
+/// Agent runs in progress, bounded by `--max-concurrent`.
+struct Slots {
+    max: u32,
+    used: Mutex<u32>,
+    freed: Condvar,
+}
+
+/// A taken slot, given back when dropped.
+struct Slot<'a>(&'a Slots);
+
+impl Slots {
+    fn new(max: u32) -> Slots {
+        Slots {
+            max,
+            used: Mutex::new(0),
+            freed: Condvar::new(),
+        }
+    }
+
+    fn try_take(&self) -> Option<Slot<'_>> {
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        if *used >= self.max {
+            return None;
+        }
+        *used += 1;
+        Some(Slot(self))
+    }
+
+    fn in_flight(&self) -> u32 {
+        *self.used.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until no slot is taken; false if `limit` passed first.
+    fn wait_idle(&self, limit: Duration) -> bool {
+        let used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        let (used, _) = self
+            .freed
+            .wait_timeout_while(used, limit, |used| *used > 0)
+            .unwrap_or_else(|e| e.into_inner());
+        *used == 0
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut used = self.0.used.lock().unwrap_or_else(|e| e.into_inner());
+        *used -= 1;
+        self.0.freed.notify_all();
+    }
+}
+
+/// A parsed request head.
+struct ReadHead {
+    method: String,
+    target: String,
+    version: Version,
+    headers: Vec<(String, Vec<u8>)>,
+    /// When its first byte arrived.
+    started: Instant,
+    /// Bytes read past the head: the start of the body.
+    rest: Vec<u8>,
+}
+
+impl ReadHead {
+    fn fields(&self) -> Vec<(&str, &[u8])> {
+        self.headers
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_slice()))
+            .collect()
+    }
+}
+
+/// Why a request could not be read.
+enum ReadError {
+    /// The peer closed or failed: drop the connection without a word.
+    Gone,
+    /// A malformed or late request: answer this and close.
+    Reply(Reply),
+}
+
+/// What a response is written for: the request's version (HTTP/1.0 clients get no
+/// chunked coding) and its CORS headers.
+struct Answer {
+    version: Version,
+    cors: Cors,
+}
+
+fn connection(server: &Server, mut stream: TcpStream, admitted: Admitted) {
+    let lane = admitted.lane();
+    let settings = &server.settings;
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_write_timeout(Some(settings.write_timeout));
+    let request_timeout = match lane {
+        Lane::Served => settings.request_timeout,
+        Lane::Overflow => OVERFLOW_TIMEOUT,
+    };
+    let head_deadline = Instant::now() + settings.header_timeout.min(request_timeout);
+    let number = server.ids.next();
+    let mut answer = Answer {
+        version: Version::Http11,
+        cors: Cors::default(),
+    };
+    let mut head = match read_head(&mut stream, head_deadline) {
+        Ok(head) => head,
+        Err(ReadError::Gone) => return,
+        Err(ReadError::Reply(reply)) => {
+            let mut record = RequestRecord::new(number, "-", "-");
+            write_reply(&mut stream, reply, false, &answer, &mut record);
+            return;
+        }
+    };
+    answer.version = head.version;
+    let Some(target) = Target::parse(&head.target) else {
+        let mut record = RequestRecord::new(number, &head.method, "-");
+        let reply = http::bad_request("Invalid request target.");
+        write_reply(&mut stream, reply, false, &answer, &mut record);
+        return;
+    };
+    let mut record = RequestRecord::new(number, &head.method, target.path);
+    let rest = std::mem::take(&mut head.rest);
+    let fields = head.fields();
+    let request = RequestHead {
+        method: &head.method,
+        target,
+        version: head.version,
+        headers: &fields,
+    };
+    let checked = http::check(settings, &request, lane);
+    answer.cors = checked.cors;
+    let reply = match checked.outcome {
+        Outcome::Reply(reply) => reply,
+        Outcome::Chat => {
+            let deadline = head.started + request_timeout;
+            return chat(server, stream, &request, rest, deadline, answer, record);
+        }
+        Outcome::Models => models(server),
+        Outcome::Health { detailed } => http::health(settings, detailed, server.slots.in_flight()),
+    };
+    write_reply(
+        &mut stream,
+        reply,
+        head.method == "HEAD",
+        &answer,
+        &mut record,
+    );
+}
+
+/// Reads bytes into `buf` before `deadline`: the count, 0 at end of stream.
+fn read_until(stream: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> io::Result<usize> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(io::ErrorKind::TimedOut.into());
+    }
+    stream.set_read_timeout(Some(left))?;
+    stream.read(buf)
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+fn read_head(stream: &mut TcpStream, deadline: Instant) -> Result<ReadHead, ReadError> {
+    let mut buf = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 4096];
+    let mut started = None;
+    loop {
+        let n = read_until(stream, &mut chunk, deadline).map_err(|_| ReadError::Gone)?;
+        if n == 0 {
+            return Err(ReadError::Gone);
+        }
+        let before = buf.len();
+        buf.extend_from_slice(&chunk[..n]);
+        // Blank lines before the request line are skipped, as hyper does.
+        let blank = buf
+            .iter()
+            .take_while(|b| matches!(b, b'\r' | b'\n'))
+            .count();
+        buf.drain(..blank);
+        if buf.is_empty() {
+            continue;
+        }
+        let started = *started.get_or_insert_with(Instant::now);
+        if !may_end_head(&buf, before.saturating_sub(blank)) {
+            if buf.len() > MAX_HEAD {
+                return Err(ReadError::Reply(http::bad_request(
+                    "Request head too large.",
+                )));
+            }
+            continue;
+        }
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut request = httparse::Request::new(&mut headers);
+        match request.parse(&buf) {
+            Ok(httparse::Status::Complete(len)) => {
+                return Ok(ReadHead {
+                    method: request.method.unwrap_or_default().to_owned(),
+                    target: request.path.unwrap_or_default().to_owned(),
+                    version: match request.version {
+                        Some(0) => Version::Http10,
+                        _ => Version::Http11,
+                    },
+                    headers: request
+                        .headers
+                        .iter()
+                        .map(|h| (h.name.to_owned(), h.value.to_vec()))
+                        .collect(),
+                    started,
+                    rest: buf[len..].to_vec(),
+                });
+            }
+            Ok(httparse::Status::Partial) if buf.len() <= MAX_HEAD => {}
+            Ok(httparse::Status::Partial) => {
+                return Err(ReadError::Reply(http::bad_request(
+                    "Request head too large.",
+                )));
+            }
+            Err(e) => {
+                return Err(ReadError::Reply(http::bad_request(&format!(
+                    "Malformed request: {e}."
+                ))));
+            }
+        }
+    }
+}
+
+/// Reads the request body framed as `length` (`rest` is what came with the head), at
+/// most `limit` bytes, before `deadline`.
+fn read_body(
+    stream: &mut TcpStream,
+    rest: &[u8],
+    length: BodyLength,
+    limit: u64,
+    deadline: Instant,
+) -> Result<Vec<u8>, ReadError> {
+    let mut decoder = BodyDecoder::new(length, limit);
+    let mut body = Vec::new();
+    let mut chunk = vec![0u8; CLIENT_READ];
+    let mut input = rest;
+    loop {
+        if !input.is_empty() {
+            decoder
+                .decode(input, |data| body.extend_from_slice(data))
+                .map_err(|e| ReadError::Reply(e.reply()))?;
+        }
+        if decoder.is_done() {
+            return Ok(body);
+        }
+        let n = match read_until(stream, &mut chunk, deadline) {
+            Ok(0) => return Err(ReadError::Gone),
+            Ok(n) => n,
+            Err(e) if is_timeout(&e) => return Err(ReadError::Reply(http::request_timeout())),
+            Err(_) => return Err(ReadError::Gone),
+        };
+        input = &chunk[..n];
+    }
+}
+
+/// Writes a complete reply and closes the connection.
+fn write_reply(
+    stream: &mut TcpStream,
+    reply: Reply,
+    head_only: bool,
+    answer: &Answer,
+    record: &mut RequestRecord,
+) {
+    let mut out = status_line(reply.status, &reply.headers, &answer.cors);
+    out.extend_from_slice(format!("content-length: {}\r\n\r\n", reply.body.len()).as_bytes());
+    if !head_only {
+        out.extend_from_slice(&reply.body);
+    }
+    record.status = reply.status;
+    if stream.write_all(&out).and_then(|()| stream.flush()).is_ok() {
+        record.bytes_out = reply.body.len() as u64;
+    } else {
+        record.end = ResponseEnd::ClientGone;
+    }
+    let _ = stream.shutdown(Shutdown::Write);
+    linger(stream);
+    record.log();
+}
+
+/// Reads (and drops) what the client still sends, briefly, before the connection is
+/// closed: closing with unread bytes resets the connection, and the client could lose the
+/// reply it has not read yet (a 413 sent before the body it is still writing).
+fn linger(stream: &mut TcpStream) {
+    let until = Instant::now() + Duration::from_millis(250);
+    let mut sink = [0u8; 16 * 1024];
+    let mut left = 1024 * 1024usize;
+    while left > 0 {
+        match read_until(stream, &mut sink, until) {
+            Ok(n) if n > 0 => left = left.saturating_sub(n),
+            _ => return,
+        }
+    }
+}
+
+/// The status line, the given headers, the CORS headers and `connection: close`; the
+/// caller adds the framing header and the blank line.
+fn status_line(status: u16, headers: &[(&'static str, String)], cors: &Cors) -> Vec<u8> {
+    let mut out = format!("HTTP/1.1 {status} {}\r\n", http::reason(status)).into_bytes();
+    let headers = headers
+        .iter()
+        .map(|(name, value)| (*name, value.as_str()))
+        .chain(cors.headers());
+    for (name, value) in headers {
+        out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+    }
+    out.extend_from_slice(b"connection: close\r\n");
+    out
+}
+
+fn models(server: &Server) -> Reply {
+    let agent = &server.settings.agent;
+    match server
+        .models
+        .get(agent::PROBE_TIMEOUT * 2, || agent.list_models())
+    {
+        Ok(body) => Reply::json(200, body.to_vec()),
+        Err(why) => http::models_unavailable(&why),
+    }
+}
+
+/// What the helper threads of a run report.
+enum Event {
+    Stdout(Vec<u8>),
+    StdoutEof,
+    Stderr(Vec<u8>),
+    StderrEof,
+    Exited(std::process::ExitStatus),
+    ClientGone,
+    Shutdown,
+}
+
+fn chat(
+    server: &Server,
+    mut stream: TcpStream,
+    request: &RequestHead<'_>,
+    rest: Vec<u8>,
+    deadline: Instant,
+    answer: Answer,
+    mut record: RequestRecord,
+) {
+    let limit = server.settings.config.request_limits.max_body_bytes;
+    let length = match body_length(request.version, request.headers, limit as u64) {
+        Ok(length) => length,
+        Err(e) => return write_reply(&mut stream, e.reply(), false, &answer, &mut record),
+    };
+    if server.shutting_down.load(Ordering::SeqCst) {
+        let reply = http::shutting_down();
+        return write_reply(&mut stream, reply, false, &answer, &mut record);
+    }
+    // The client waits for a go-ahead before sending the body.
+    if request.expects_continue() && rest.is_empty() && length != BodyLength::Length(0) {
+        let go = format!("HTTP/1.1 100 {}\r\n\r\n", http::reason(100));
+        if stream.write_all(go.as_bytes()).is_err() {
+            return;
+        }
+    }
+    let body = match read_body(&mut stream, &rest, length, limit as u64, deadline) {
+        Ok(body) => body,
+        Err(ReadError::Gone) => return,
+        Err(ReadError::Reply(reply)) => {
+            return write_reply(&mut stream, reply, false, &answer, &mut record);
+        }
+    };
+    let Some(slot) = server.slots.try_take() else {
+        let reply = http::busy(server.settings.max_concurrent);
+        return write_reply(&mut stream, reply, false, &answer, &mut record);
+    };
+    let params = server.ids.params(record.number, &server.clock);
+    let bridge = Bridge::new(Dialect::ChatCompletions, &body, &server.settings.config, params);
+    let (events_tx, events) = mpsc::sync_channel(PIPE_CHUNKS);
+    let number = record.number;
+    server
+        .runs
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(number, events_tx.clone());
+    let mut run = Run {
+        server,
+        bridge,
+        stream,
+        answer,
+        agent: None,
+        events,
+        record,
+        head: None,
+        body: Vec::new(),
+        out: Vec::new(),
+        written: 0,
+        stalled_since: None,
+        ended: false,
+        client_gone: false,
+        shutting_down: false,
+    };
+    run.start(&events_tx);
+    drop(events_tx);
+    run.serve();
+    // What the client can take now goes before the agent is reaped and the slot freed
+    // (once the slot is free, a server shutting down may exit); the rest after.
+    run.write_ready();
+    run.finish_agent();
+    server
+        .runs
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&number);
+    drop(slot);
+    run.finish_response();
+}
+
+/// One request's agent and bridge, on the connection's thread.
+struct Run<'a> {
+    server: &'a Server,
+    bridge: Bridge,
+    stream: TcpStream,
+    answer: Answer,
+    agent: Option<Agent>,
+    events: Receiver<Event>,
+    record: RequestRecord,
+    /// The head, held back for a body that is sent whole (not a stream).
+    head: Option<Head>,
+    /// A whole body being assembled.
+    body: Vec<u8>,
+    /// Bytes for the client, written from `written` on.
+    out: Vec<u8>,
+    written: usize,
+    /// Since when the writes of `out` have made no progress.
+    stalled_since: Option<Instant>,
+    ended: bool,
+    client_gone: bool,
+    shutting_down: bool,
+}
+
+/// The agent process of a run; the child itself belongs to its waiter thread, its pipes
+/// to the pipe thread.
+struct Agent {
+    group: u32,
+    stdout_open: bool,
+    stderr_open: bool,
+    status: Option<std::process::ExitStatus>,
+    reported: bool,
+    stopper: Stopper,
+    /// After the leader's exit: when to stop reading pipes something else holds open.
+    drain_until: Option<Instant>,
+    /// Dropping it stops the pipe thread.
+    cancel: Option<OwnedFd>,
+}
+
+impl Agent {
+    /// Stops reading the pipes (the pipe thread ends, closing them).
+    fn close_pipes(&mut self) {
+        self.cancel = None;
+        self.stdout_open = false;
+        self.stderr_open = false;
+    }
+}
+
+impl Run<'_> {
+    /// Spawns the agent and its helper threads, and the client watcher.
+    fn start(&mut self, events: &SyncSender<Event>) {
+        if let Some(invocation) = self.bridge.invocation() {
+            self.record.set_model(invocation);
+            let prompt = invocation.stdin.clone();
+            let mut command = self.server.settings.agent.command(invocation);
+            let spawned = reaper::spawn(|child: &Child| Some(child.id()), || command.spawn())
+                .and_then(|child| Ok((child, nix::unistd::pipe()?)));
+            match spawned {
+                Ok((mut child, (cancelled, cancel))) => {
+                    let group = child.id();
+                    if let Some(mut stdin) = child.stdin.take() {
+                        // Apart from the reads: a large prompt must not block them.
+                        helper(move || {
+                            let _ = stdin.write_all(&prompt);
+                        });
+                    }
+                    if let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take())
+                    {
+                        let tx = events.clone();
+                        helper(move || pump(stdout, stderr, cancelled, &tx));
+                    }
+                    let tx = events.clone();
+                    helper(move || {
+                        let status = child.wait().unwrap_or_default();
+                        reaper::release(group);
+                        let _ = tx.send(Event::Exited(status));
+                    });
+                    self.agent = Some(Agent {
+                        group,
+                        stdout_open: true,
+                        stderr_open: true,
+                        status: None,
+                        reported: false,
+                        stopper: Stopper::new(self.server.settings.kill_grace),
+                        drain_until: None,
+                        cancel: Some(cancel),
+                    });
+                }
+                Err(e) => {
+                    self.record.agent = AgentEnd::SpawnFailed;
+                    let now = self.server.clock.now_ms();
+                    let message = format!(
+                        "could not start {}: {e}\n",
+                        self.server.settings.agent.path.display()
+                    );
+                    let _ = self.bridge.push_stderr(message.as_bytes(), now);
+                    let _ = self.bridge.agent_exited(ExitStatus::Code(127), now);
+                }
+            }
+        }
+        // A hang-up is seen as end of stream on the socket (the request was read whole).
+        if let Ok(mut watch) = self.stream.try_clone() {
+            let _ = watch.set_read_timeout(None);
+            let tx = events.clone();
+            helper(move || {
+                let mut sink = [0u8; 512];
+                while matches!(watch.read(&mut sink), Ok(n) if n > 0) {}
+                let _ = tx.send(Event::ClientGone);
+            });
+        }
+        self.drain();
+    }
+
+    /// Feeds the bridge until its end (or the client's).
+    fn serve(&mut self) {
+        while !self.ended && !self.client_gone {
+            if self.overdue() {
+                // Before more messages: an agent that always has output ready must not
+                // keep `--max-duration-ms` (or the stop sequence) from being served.
+                self.timers();
+            } else if self.written < self.out.len() {
+                self.write_pending();
+            } else {
+                match recv_until(&self.events, self.next_due()) {
+                    Ok(event) => self.handle(event),
+                    Err(RecvTimeoutError::Timeout) => self.deadlines(),
+                    Err(RecvTimeoutError::Disconnected) => {
+                        // Nothing can report any more (no agent): end by the bridge's rules.
+                        self.bridge.client_gone(self.server.clock.now_ms());
+                        self.client_gone = true;
+                    }
+                }
+            }
+            self.report_exit();
+            self.drain();
+        }
+    }
+
+    /// Writes what is waiting for the client until it is all out or a deadline comes,
+    /// then serves the deadline. The agent's messages wait meanwhile (it is paused).
+    fn write_pending(&mut self) {
+        let now = Instant::now();
+        let stall_at = *self.stalled_since.get_or_insert(now) + self.server.settings.write_timeout;
+        if let Some(agent) = &mut self.agent {
+            // The drain time after the leader's exit runs only while its output is read.
+            if agent.drain_until.is_some() {
+                agent.drain_until = Some(now + EXIT_DRAIN);
+            }
+        }
+        let due = self
+            .next_due()
+            .map_or(stall_at, |due| due.min(stall_at))
+            .min(now + WRITE_SLICE);
+        let timeout = due
+            .saturating_duration_since(now)
+            .max(Duration::from_millis(1));
+        let _ = self.stream.set_write_timeout(Some(timeout));
+        match self.stream.write(&self.out[self.written..]) {
+            Ok(0) => self.gone(),
+            Ok(n) => {
+                self.written += n;
+                self.stalled_since = None;
+                if self.written == self.out.len() {
+                    self.out.clear();
+                    self.written = 0;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if is_timeout(&e) => {
+                if Instant::now() >= stall_at {
+                    // It has not read for --write-timeout-ms: as good as gone.
+                    self.gone();
+                    return;
+                }
+                if self.server.shutting_down.load(Ordering::SeqCst) {
+                    self.shutdown();
+                }
+                self.deadlines();
+            }
+            Err(_) => self.gone(),
+        }
+    }
+
+    /// Writes what the socket takes without waiting.
+    fn write_ready(&mut self) {
+        use nix::sys::socket::{MsgFlags, send};
+        use std::os::fd::AsRawFd;
+        while !self.client_gone && self.written < self.out.len() {
+            let pending = &self.out[self.written..];
+            match send(
+                self.stream.as_raw_fd(),
+                pending,
+                MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL,
+            ) {
+                Ok(n) if n > 0 => self.written += n,
+                Err(nix::errno::Errno::EINTR) => {}
+                // Full (the rest waits) or failed (the final write sees it).
+                _ => return,
+            }
+        }
+    }
+
+    /// The earliest of the bridge's deadline, the stop sequence's and the drain time's.
+    fn next_due(&self) -> Option<Instant> {
+        let bridge = self
+            .bridge
+            .poll_timeout()
+            .map(|ms| self.server.clock.instant(ms));
+        let agent = self.agent.as_ref();
+        let stop = agent.and_then(|a| a.stopper.deadline());
+        let drain = agent
+            .filter(|a| a.stdout_open || a.stderr_open)
+            .and_then(|a| a.drain_until);
+        [bridge, stop, drain].into_iter().flatten().min()
+    }
+
+    /// Whether the bridge's deadline or the stop sequence's has passed.
+    fn overdue(&self) -> bool {
+        let now = Instant::now();
+        let bridge = self
+            .bridge
+            .poll_timeout()
+            .map(|ms| self.server.clock.instant(ms));
+        let stop = self.agent.as_ref().and_then(|a| a.stopper.deadline());
+        [bridge, stop].into_iter().flatten().any(|at| now >= at)
+    }
+
+    /// Serves the bridge's deadline and the stop sequence's, if they have passed.
+    fn timers(&mut self) {
+        self.bridge.handle_timeout(self.server.clock.now_ms());
+        if let Some(agent) = &mut self.agent {
+            if let Some(signal) = agent.stopper.on_deadline(Instant::now()) {
+                signal_group(agent.group, signal);
+            }
+        }
+    }
+
+    /// Serves whichever deadlines have passed.
+    fn deadlines(&mut self) {
+        self.timers();
+        let now = Instant::now();
+        let Some(agent) = &mut self.agent else {
+            return;
+        };
+        if agent.drain_until.is_some_and(|at| now >= at) && (agent.stdout_open || agent.stderr_open)
+        {
+            // The leader is gone and its output with it; what still holds the pipes (a
+            // descendant out of the group's reach) does not hold the response. What the
+            // pipe thread already read is still the agent's.
+            agent.close_pipes();
+            while let Ok(event) = self.events.try_recv() {
+                self.handle(event);
+            }
+        }
+    }
+
+    /// The leader's exit, reported once both pipes are closed.
+    fn report_exit(&mut self) {
+        if let Some(agent) = &mut self.agent {
+            if let Some(exit) = agent.status {
+                if !agent.stdout_open && !agent.stderr_open && !agent.reported {
+                    agent.reported = true;
+                    let now = self.server.clock.now_ms();
+                    let _ = self.bridge.agent_exited(exit_status(exit), now);
+                }
+            }
+        }
+    }
+
+    fn handle(&mut self, event: Event) {
+        let now = self.server.clock.now_ms();
+        if matches!(event, Event::ClientGone) {
+            return self.gone();
+        }
+        if matches!(event, Event::Shutdown) {
+            return self.shutdown();
+        }
+        let Some(agent) = &mut self.agent else {
+            return;
+        };
+        match event {
+            // Read before the pipes were closed, after the exit was reported: dropped.
+            Event::Stdout(_) | Event::Stderr(_) if agent.reported => {}
+            Event::Stdout(bytes) => {
+                let _ = self.bridge.push_stdout(&bytes, now);
+            }
+            Event::Stderr(bytes) => {
+                let _ = self.bridge.push_stderr(&bytes, now);
+            }
+            Event::StdoutEof => agent.stdout_open = false,
+            Event::StderrEof => agent.stderr_open = false,
+            Event::Exited(status) => {
+                agent.status = Some(status);
+                agent.stopper.exited();
+                // Whatever the leader left behind (children holding the pipes) goes too.
+                signal_group(agent.group, Signal::Kill);
+                agent.drain_until = Some(Instant::now() + EXIT_DRAIN);
+            }
+            Event::ClientGone | Event::Shutdown => unreachable!("handled above"),
+        }
+    }
+
+    /// The server shuts down.
+    fn shutdown(&mut self) {
+        if self.shutting_down {
+            return;
+        }
+        self.shutting_down = true;
+        self.record.end = ResponseEnd::Shutdown;
+        // The bridge ends the response (in-band after the head, 503 before it) and asks
+        // for the agent to be stopped.
+        self.bridge.shutdown(self.server.clock.now_ms());
+    }
+
+    /// The client hung up, a write to it failed, or it stopped reading.
+    fn gone(&mut self) {
+        if self.ended || self.client_gone {
+            return;
+        }
+        self.client_gone = true;
+        self.out.clear();
+        self.written = 0;
+        if self.record.end == ResponseEnd::Complete {
+            self.record.end = ResponseEnd::ClientGone;
+        }
+        self.bridge.client_gone(self.server.clock.now_ms());
+        self.drain();
+    }
+
+    /// Takes every output of the bridge, as bytes for the client.
+    fn drain(&mut self) {
+        let chunked = self.answer.version == Version::Http11;
+        while let Some(output) = self.bridge.poll_output() {
+            match output {
+                Output::Head(head) => {
+                    self.record.status = head.status;
+                    if is_stream(&head) {
+                        let headers = http::head_headers(&head);
+                        let line = status_line(head.status, &headers, &self.answer.cors);
+                        self.out.extend_from_slice(&line);
+                        // HTTP/1.0 clients read to the end of the connection instead.
+                        if chunked {
+                            self.out
+                                .extend_from_slice(b"transfer-encoding: chunked\r\n");
+                        }
+                        self.out.extend_from_slice(b"\r\n");
+                    } else {
+                        self.head = Some(head);
+                    }
+                }
+                Output::Body(bytes) => {
+                    if self.head.is_some() {
+                        self.body.extend_from_slice(bytes);
+                    } else if !self.client_gone {
+                        self.record.bytes_out += bytes.len() as u64;
+                        if chunked {
+                            self.out
+                                .extend_from_slice(format!("{:x}\r\n", bytes.len()).as_bytes());
+                        }
+                        self.out.extend_from_slice(bytes);
+                        if chunked {
+                            self.out.extend_from_slice(b"\r\n");
+                        }
+                    }
+                }
+                Output::StopAgent => {
+                    if let Some(agent) = &mut self.agent {
+                        if let Some(signal) = agent.stopper.stop(Instant::now()) {
+                            signal_group(agent.group, signal);
+                        }
+                    }
+                }
+                Output::End => {
+                    self.ended = true;
+                    if self.client_gone {
+                        continue;
+                    }
+                    if let Some(head) = self.head.take() {
+                        let headers = http::head_headers(&head);
+                        let line = status_line(head.status, &headers, &self.answer.cors);
+                        self.out.extend_from_slice(&line);
+                        self.out.extend_from_slice(
+                            format!("content-length: {}\r\n\r\n", self.body.len()).as_bytes(),
+                        );
+                        self.out.extend_from_slice(&self.body);
+                        self.record.bytes_out = self.body.len() as u64;
+                    } else if chunked {
+                        self.out.extend_from_slice(b"0\r\n\r\n");
+                    }
+                }
+            }
+        }
+    }
+
+    /// After the response: stops the agent if it still runs, and reaps it.
+    fn finish_agent(&mut self) {
+        let Some(agent) = &mut self.agent else {
+            return;
+        };
+        // Nobody reads the pipes any more.
+        agent.close_pipes();
+        agent.stopper.response_over(Instant::now());
+        while agent.status.is_none() {
+            match recv_until(&self.events, agent.stopper.deadline()) {
+                Ok(Event::Exited(status)) => {
+                    agent.status = Some(status);
+                    agent.stopper.exited();
+                }
+                Ok(_) => {}
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Some(signal) = agent.stopper.on_deadline(Instant::now()) {
+                        signal_group(agent.group, signal);
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        signal_group(agent.group, Signal::Kill);
+        let status = exit_status(agent.status.unwrap_or_default());
+        self.record.agent = match agent.stopper.signalled() {
+            Some(signal) => AgentEnd::Stopped(signal, status),
+            None => AgentEnd::Exited(status),
+        };
+    }
+
+    /// Writes what is left for the client (it has `--write-timeout-ms` between
+    /// progress), closes the connection and logs the request.
+    fn finish_response(mut self) {
+        if !self.client_gone && self.written < self.out.len() {
+            let _ = self
+                .stream
+                .set_write_timeout(Some(self.server.settings.write_timeout));
+            if self.stream.write_all(&self.out[self.written..]).is_err() {
+                self.record.end = ResponseEnd::ClientGone;
+            }
+        }
+        let _ = self.stream.shutdown(Shutdown::Both);
+        self.record.log();
+    }
+}
+
+/// The next event, waiting until `due` at the most (forever without one).
+fn recv_until(events: &Receiver<Event>, due: Option<Instant>) -> Result<Event, RecvTimeoutError> {
+    match due {
+        Some(at) => events.recv_timeout(at.saturating_duration_since(Instant::now())),
+        None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
+    }
+}
+
+fn is_stream(head: &Head) -> bool {
+    head.content_type == "text/event-stream" && head.status == 200
+}
+
+/// Starts a small helper thread.
+fn helper(f: impl FnOnce() + Send + 'static) {
+    if let Err(e) = std::thread::Builder::new()
+        .stack_size(HELPER_STACK)
+        .spawn(f)
+    {
+        tracing::warn!(%e, "cannot start a helper thread");
+    }
+}
+
+/// Reads the agent's stdout and stderr until both end or `cancelled` is closed (its
+/// other end dropped), sending each chunk.
+fn pump(stdout: ChildStdout, stderr: ChildStderr, cancelled: OwnedFd, events: &SyncSender<Event>) {
+    let mut stdout = Some(stdout);
+    let mut stderr = Some(stderr);
+    let mut out_buf = vec![0u8; STDOUT_READ];
+    let mut err_buf = vec![0u8; STDERR_READ];
+    while stdout.is_some() || stderr.is_some() {
+        let (out_ready, err_ready) = {
+            let mut fds = vec![PollFd::new(cancelled.as_fd(), PollFlags::POLLIN)];
+            fds.extend(
+                stdout
+                    .as_ref()
+                    .map(|p| PollFd::new(p.as_fd(), PollFlags::POLLIN)),
+            );
+            fds.extend(
+                stderr
+                    .as_ref()
+                    .map(|p| PollFd::new(p.as_fd(), PollFlags::POLLIN)),
+            );
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(_) => return,
+            }
+            let ready = |fd: &PollFd<'_>| fd.revents().is_some_and(|r| !r.is_empty());
+            if ready(&fds[0]) {
+                return;
+            }
+            let out_ready = stdout.is_some() && ready(&fds[1]);
+            let err_ready = stderr.is_some() && ready(&fds[fds.len() - 1]);
+            (out_ready, err_ready)
+        };
+        if out_ready
+            && !read_pipe(
+                &mut stdout,
+                &mut out_buf,
+                events,
+                Event::Stdout,
+                Event::StdoutEof,
+            )
+        {
+            return;
+        }
+        if err_ready
+            && !read_pipe(
+                &mut stderr,
+                &mut err_buf,
+                events,
+                Event::Stderr,
+                Event::StderrEof,
+            )
+        {
+            return;
+        }
+    }
+}
+
+/// One read from a pipe that poll found ready, sent on; the pipe is closed at its end.
+/// False when nobody listens any more.
+fn read_pipe(
+    pipe: &mut Option<impl Read>,
+    buf: &mut [u8],
+    events: &SyncSender<Event>,
+    chunk: fn(Vec<u8>) -> Event,
+    eof: Event,
+) -> bool {
+    let Some(reader) = pipe else {
+        return true;
+    };
+    let event = match reader.read(buf) {
+        Ok(0) => eof,
+        Ok(n) => chunk(buf[..n].to_vec()),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => return true,
+        Err(_) => eof,
+    };
+    if matches!(event, Event::StdoutEof | Event::StderrEof) {
+        *pipe = None;
+    }
+    events.send(event).is_ok()
+}

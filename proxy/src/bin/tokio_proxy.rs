@@ -1,0 +1,967 @@
+//! An OpenAI-compatible server on top of cursor-agent: tokio, hyper, and agentwire's
+//! [`Bridge`] making every protocol decision.
+//!
+//! ```text
+//! cargo run --release -p agentwire-proxy -- --demo      # no Cursor account needed
+//! cargo run --release -p agentwire-proxy -- [--listen ADDR] [--api-key KEY] [--agent-bin PATH] …
+//! ```
+//!
+//! Routes: `POST /v1/chat/completions` (and `/chat/completions`), `GET /v1/models`,
+//! `GET /health`, `OPTIONS` (CORS preflight for allowed origins); OpenAI-shaped errors
+//! otherwise. Every flag is shared with `blocking_proxy` (see `--help`), and so are the
+//! checks every request passes ([`agentwire_proxy::http`]).
+//!
+//! How a request runs: the body is read (bounded in size and, with the head, in time), a
+//! concurrency slot taken, the bridge built, and cursor-agent spawned as the leader of its
+//! own process group with the prompt on stdin. Then one loop waits on the agent's stdout,
+//! its stderr, its exit, the bridge's next deadline ([`Bridge::poll_timeout`], the only
+//! timer) and server shutdown, feeds whichever comes to the bridge, and hands the outputs
+//! on: the head becomes the response head, body chunks go to the client, `StopAgent`
+//! signals the group.
+//!
+//! A stream's run is a task of its own that hands chunks to the response body through a
+//! one-slot channel. While the client does not take them it stops reading the agent's
+//! pipes (so the agent waits, and nothing piles up in memory) but keeps serving every
+//! deadline: `--max-duration-ms` and the idle timeout end the run whatever the socket
+//! does. The connection's writes have their own limit, `--write-timeout-ms`, after which
+//! hyper gives up on the client. When the client goes away (the body is dropped, or the
+//! channel closed), the run's `Drop` tells the bridge `client_gone` and stops the group; a
+//! reaper task then waits for the leader (SIGKILL after a grace period), reaps it, logs
+//! the request and only then frees the slot — so every path, finished, abandoned, timed
+//! out or shut down, ends the same way.
+
+use std::convert::Infallible;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, ready};
+use std::time::{Duration, Instant};
+
+use agentwire::bridge::{Bridge, Dialect, Head, Output};
+use agentwire::cursor::ExitStatus;
+use agentwire_proxy::agent::{EXIT_DRAIN, Signal, Stopper, exit_status, signal_group};
+use agentwire_proxy::connections::{Admitted, Connections, Lane, OVERFLOW_TIMEOUT};
+use agentwire_proxy::framing::{FramingError, Version};
+use agentwire_proxy::http::{self, Cors, Outcome, Reply, RequestHead, Target};
+use agentwire_proxy::models::ModelCache;
+use agentwire_proxy::record::{AgentEnd, RequestRecord, ResponseEnd};
+use agentwire_proxy::scan::{MAX_HEAD, MAX_HEADERS, RequestScanner};
+use agentwire_proxy::{Clock, RequestIds, Settings, agent, reaper};
+use bytes::{Bytes, BytesMut};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::rt::ReadBufCursor;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioTimer;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::process::{Child, ChildStderr, ChildStdout};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tokio::time::Sleep;
+
+type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+/// Bytes read from the agent's stdout at a time.
+const STDOUT_READ: usize = 32 * 1024;
+/// Bytes read from its stderr at a time.
+const STDERR_READ: usize = 4 * 1024;
+/// Bytes read from a client at a time.
+const CLIENT_READ: usize = 16 * 1024;
+
+struct Server {
+    settings: Settings,
+    clock: Clock,
+    ids: RequestIds,
+    slots: Arc<Semaphore>,
+    models: ModelCache,
+    connections: Arc<Connections>,
+    shutdown: watch::Receiver<bool>,
+}
+
+impl Server {
+    fn in_flight(&self) -> u32 {
+        self.settings.max_concurrent - self.slots.available_permits() as u32
+    }
+}
+
+fn main() -> ExitCode {
+    let settings = match agentwire_proxy::start("tokio_proxy") {
+        Ok(settings) => settings,
+        Err(code) => return code,
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("tokio_proxy: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(serve(settings))
+}
+
+async fn serve(settings: Settings) -> ExitCode {
+    let listener = match TcpListener::bind(settings.listen).await {
+        Ok(listener) => listener,
+        Err(e) => {
+            eprintln!("tokio_proxy: cannot listen on {}: {e}", settings.listen);
+            return ExitCode::FAILURE;
+        }
+    };
+    let bound = listener.local_addr().unwrap_or(settings.listen);
+    println!("{}", settings.banner(bound));
+    let (shutdown_tx, shutdown) = watch::channel(false);
+    let max = settings.max_concurrent;
+    let server = Arc::new(Server {
+        slots: Arc::new(Semaphore::new(max as usize)),
+        models: ModelCache::new(settings.models_ttl),
+        connections: Connections::new(settings.max_connections),
+        settings,
+        clock: Clock::new(),
+        ids: RequestIds::new(),
+        shutdown,
+    });
+    let (Ok(mut sigterm), Ok(mut sigint)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        eprintln!("tokio_proxy: cannot install signal handlers");
+        return ExitCode::FAILURE;
+    };
+    let graceful = GracefulShutdown::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => match server.connections.admit() {
+                    Some(admitted) => serve_connection(&server, &graceful, stream, peer, admitted),
+                    // Over every lane: closed now, so its descriptor is free again at once.
+                    None => drop(stream),
+                },
+                Err(e) => {
+                    // Out of descriptors, most likely: back off instead of spinning.
+                    tracing::warn!(%e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            _ = sigterm.recv() => break,
+            _ = sigint.recv() => break,
+        }
+    }
+    drop(listener);
+    tracing::info!("shutting down: ending open responses and stopping every agent");
+    let _ = shutdown_tx.send(true);
+    let limit = server.settings.kill_grace * 2 + Duration::from_secs(5);
+    if tokio::time::timeout(limit, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("connections still open after {limit:?}; closing anyway");
+    }
+    // Every slot comes back once its agent is reaped.
+    if tokio::time::timeout(limit, server.slots.acquire_many(max))
+        .await
+        .is_err()
+    {
+        tracing::warn!("agents still running after {limit:?}");
+    }
+    ExitCode::SUCCESS
+}
+
+fn serve_connection(
+    server: &Arc<Server>,
+    graceful: &GracefulShutdown,
+    stream: TcpStream,
+    peer: SocketAddr,
+    admitted: Admitted,
+) {
+    let _ = stream.set_nodelay(true);
+    let lane = admitted.lane();
+    let settings = &server.settings;
+    let scan = Arc::new(Scan::new(settings.config.request_limits.max_body_bytes));
+    let io = ClientIo::new(stream, Arc::clone(&scan), settings.write_timeout);
+    let head_timeout = match lane {
+        Lane::Served => settings.header_timeout,
+        Lane::Overflow => OVERFLOW_TIMEOUT.min(settings.header_timeout),
+    };
+    let handler = Arc::clone(server);
+    let requests = AtomicU64::new(0);
+    let connection = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(head_timeout)
+        // Heads as large and as many fields as blocking_proxy accepts.
+        .max_headers(MAX_HEADERS)
+        .max_buf_size(MAX_HEAD)
+        .keep_alive(lane == Lane::Served)
+        .serve_connection(
+            io,
+            service_fn(move |request| {
+                // hyper calls this once per request, in order.
+                let index = requests.fetch_add(1, Ordering::Relaxed);
+                handle(
+                    Arc::clone(&handler),
+                    Arc::clone(&scan),
+                    lane,
+                    index,
+                    request,
+                )
+            }),
+        );
+    let connection = graceful.watch(connection);
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!(%peer, %e, "connection ended with an error");
+        }
+        drop(admitted);
+    });
+}
+
+/// What a connection's reads tell its request handlers (see [`agentwire_proxy::scan`]).
+struct Scan {
+    scanner: Mutex<RequestScanner>,
+    /// Woken when a request's framing is refused.
+    refused: Notify,
+}
+
+impl Scan {
+    fn new(limit: usize) -> Scan {
+        Scan {
+            scanner: Mutex::new(RequestScanner::new(limit as u64)),
+            refused: Notify::new(),
+        }
+    }
+
+    fn scanner(&self) -> std::sync::MutexGuard<'_, RequestScanner> {
+        self.scanner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn read(&self, bytes: &[u8]) {
+        if self.scanner().push(bytes, Instant::now()) {
+            self.refused.notify_waiters();
+        }
+    }
+
+    /// Why request `index`'s framing was refused, as soon as it is.
+    async fn wait_refused(&self, index: u64) -> FramingError {
+        loop {
+            let notified = self.refused.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(error) = self.scanner().refused(index) {
+                return error;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// The client's socket as hyper sees it: every read also goes to the connection's
+/// [`Scan`], and a write that makes no progress for `--write-timeout-ms` fails, which
+/// ends the connection (hyper has no write timeout of its own).
+struct ClientIo {
+    stream: TcpStream,
+    scan: Arc<Scan>,
+    buf: Box<[u8]>,
+    write_timeout: Duration,
+    /// Runs while a write waits; reset whenever one makes progress.
+    stall: Pin<Box<Sleep>>,
+    stalled: bool,
+}
+
+impl ClientIo {
+    fn new(stream: TcpStream, scan: Arc<Scan>, write_timeout: Duration) -> ClientIo {
+        ClientIo {
+            stream,
+            scan,
+            buf: vec![0; CLIENT_READ].into_boxed_slice(),
+            write_timeout,
+            stall: Box::pin(tokio::time::sleep(write_timeout)),
+            stalled: false,
+        }
+    }
+
+    /// Passes on a write's result, failing it once the writes have waited too long.
+    fn limit<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        result: Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        if result.is_ready() {
+            self.stalled = false;
+            return result;
+        }
+        if !self.stalled {
+            self.stalled = true;
+            let deadline = tokio::time::Instant::now() + self.write_timeout;
+            self.stall.as_mut().reset(deadline);
+        }
+        match self.stall.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client has not read for --write-timeout-ms",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl hyper::rt::Read for ClientIo {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        mut buf: ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let want = buf.remaining().min(this.buf.len());
+        let mut read = tokio::io::ReadBuf::new(&mut this.buf[..want]);
+        ready!(Pin::new(&mut this.stream).poll_read(cx, &mut read))?;
+        let bytes = read.filled();
+        if !bytes.is_empty() {
+            this.scan.read(bytes);
+        }
+        buf.put_slice(bytes);
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl hyper::rt::Write for ClientIo {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let result = Pin::new(&mut this.stream).poll_write(cx, buf);
+        this.limit(cx, result)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let result = Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
+        this.limit(cx, result)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let result = Pin::new(&mut this.stream).poll_flush(cx);
+        this.limit(cx, result)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let result = Pin::new(&mut this.stream).poll_shutdown(cx);
+        this.limit(cx, result)
+    }
+}
+
+async fn handle(
+    server: Arc<Server>,
+    scan: Arc<Scan>,
+    lane: Lane,
+    index: u64,
+    request: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
+    // The whole request had to arrive within the limit of its first byte.
+    let started = scan.scanner().started(index).unwrap_or_else(Instant::now);
+    let deadline = started
+        + match lane {
+            Lane::Served => server.settings.request_timeout,
+            Lane::Overflow => OVERFLOW_TIMEOUT,
+        };
+    let (parts, body) = request.into_parts();
+    let path = parts.uri.path();
+    let method = parts.method.as_str();
+    let mut record = RequestRecord::new(server.ids.next(), method, path);
+    let headers: Vec<(&str, &[u8])> = parts
+        .headers
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_bytes()))
+        .collect();
+    let head = RequestHead {
+        method,
+        target: Target {
+            authority: parts.uri.authority().map(|a| a.as_str()),
+            path,
+        },
+        version: if parts.version == hyper::Version::HTTP_10 {
+            Version::Http10
+        } else {
+            Version::Http11
+        },
+        headers: &headers,
+    };
+    let checked = http::check(&server.settings, &head, lane);
+    let cors = checked.cors;
+    let mut response = match checked.outcome {
+        Outcome::Reply(reply) => reply_response(reply, &cors, &mut record),
+        Outcome::Chat => chat(&server, &scan, index, deadline, body, &cors, record).await,
+        Outcome::Models => {
+            let reply = models(&server).await;
+            reply_response(reply, &cors, &mut record)
+        }
+        Outcome::Health { detailed } => {
+            let reply = http::health(&server.settings, detailed, server.in_flight());
+            reply_response(reply, &cors, &mut record)
+        }
+    };
+    // Nothing after a request whose framing was refused can be read as a request.
+    if scan.scanner().refused(index).is_some() {
+        response
+            .headers_mut()
+            .insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    Ok(response)
+}
+
+/// A reply the proxy wrote itself, logged as the request's end.
+fn reply_response(reply: Reply, cors: &Cors, record: &mut RequestRecord) -> Response<Body> {
+    record.status = reply.status;
+    record.bytes_out = reply.body.len() as u64;
+    record.log();
+    let mut response = response(
+        reply.status,
+        &reply.headers,
+        cors,
+        Full::new(Bytes::from(reply.body)).boxed_unsync(),
+    );
+    if reply.close {
+        response
+            .headers_mut()
+            .insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
+fn response(
+    status: u16,
+    headers: &[(&'static str, String)],
+    cors: &Cors,
+    body: Body,
+) -> Response<Body> {
+    let mut response = Response::new(body);
+    *response.status_mut() =
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let map = response.headers_mut();
+    let headers = headers
+        .iter()
+        .map(|(name, value)| (*name, value.as_str()))
+        .chain(cors.headers());
+    for (name, value) in headers {
+        if let Ok(value) = HeaderValue::from_str(value) {
+            map.insert(HeaderName::from_static(name), value);
+        }
+    }
+    response
+}
+
+async fn models(server: &Arc<Server>) -> Reply {
+    let handler = Arc::clone(server);
+    // A blocking wait: at most one listing runs, the others wait for it.
+    let listed = tokio::task::spawn_blocking(move || {
+        let agent = &handler.settings.agent;
+        handler
+            .models
+            .get(agent::PROBE_TIMEOUT * 2, || agent.list_models())
+    })
+    .await
+    .unwrap_or_else(|e| Err(e.to_string()));
+    match listed {
+        Ok(body) => Reply::json(200, body.to_vec()),
+        Err(why) => http::models_unavailable(&why),
+    }
+}
+
+async fn chat(
+    server: &Arc<Server>,
+    scan: &Scan,
+    index: u64,
+    deadline: Instant,
+    body: Incoming,
+    cors: &Cors,
+    mut record: RequestRecord,
+) -> Response<Body> {
+    // The framing as blocking_proxy reads it: a declared length over the limit, or what
+    // hyper would let through (`gzip, chunked`, `Transfer-Encoding` with a length).
+    if let Some(error) = scan.scanner().refused(index) {
+        return reply_response(error.reply(), cors, &mut record);
+    }
+    if *server.shutdown.borrow() {
+        return reply_response(http::shutting_down(), cors, &mut record);
+    }
+    let limit = server.settings.config.request_limits.max_body_bytes;
+    let body = match read_body(body, limit, scan, index, deadline).await {
+        Ok(body) => body,
+        Err(reply) => return reply_response(reply, cors, &mut record),
+    };
+    let Ok(permit) = Arc::clone(&server.slots).try_acquire_owned() else {
+        let reply = http::busy(server.settings.max_concurrent);
+        return reply_response(reply, cors, &mut record);
+    };
+    let params = server.ids.params(record.number, &server.clock);
+    let bridge = Bridge::new(Dialect::ChatCompletions, &body, &server.settings.config, params);
+    let mut run = Run::start(Arc::clone(server), bridge, permit, record);
+    let Some(Step::Head(head)) = run.next().await else {
+        unreachable!("a bridge's first output is its head");
+    };
+    let headers = http::head_headers(&head);
+    if head.content_type == "text/event-stream" && head.status == 200 {
+        let (chunks, taken) = mpsc::channel(1);
+        tokio::spawn(stream(run, chunks));
+        let frames = futures_util::stream::unfold(taken, |mut taken| async move {
+            let bytes = taken.recv().await?;
+            Some((Ok(Frame::data(bytes)), taken))
+        });
+        let body = StreamBody::new(frames).boxed_unsync();
+        return response(head.status, &headers, cors, body);
+    }
+    let mut body = BytesMut::new();
+    while let Some(Step::Body(bytes)) = run.next().await {
+        body.extend_from_slice(&bytes);
+    }
+    drop(run);
+    let body = Full::new(body.freeze()).boxed_unsync();
+    response(head.status, &headers, cors, body)
+}
+
+/// The request body, within the size limit and the request's deadline. Refused as soon as
+/// the framing is (an oversize chunk is refused on its size line).
+async fn read_body(
+    body: Incoming,
+    limit: usize,
+    scan: &Scan,
+    index: u64,
+    deadline: Instant,
+) -> Result<Bytes, Reply> {
+    let mut body = Limited::new(body, limit);
+    let mut collected = BytesMut::new();
+    let refused = scan.wait_refused(index);
+    tokio::pin!(refused);
+    let late = tokio::time::sleep_until(deadline.into());
+    tokio::pin!(late);
+    loop {
+        tokio::select! {
+            frame = body.frame() => match frame {
+                None => return Ok(collected.freeze()),
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        collected.extend_from_slice(&data);
+                    }
+                }
+                Some(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
+                    return Err(http::too_large(limit));
+                }
+                Some(Err(e)) => {
+                    return Err(http::bad_request(&format!("Could not read the request body: {e}")));
+                }
+            },
+            error = &mut refused => return Err(error.reply()),
+            () = &mut late => return Err(http::request_timeout()),
+        }
+    }
+}
+
+/// Runs a stream: hands its chunks to the response body through `chunks`, one waiting at
+/// a time. While one waits, the agent's pipes are not read (it is paused, not buffered),
+/// but every deadline is still served; a closed channel is a client gone.
+async fn stream(mut run: Run, chunks: mpsc::Sender<Bytes>) {
+    loop {
+        if run.ended {
+            // The agent and the slot go now; the last bytes wait for the client alone
+            // (the connection's write limit bounds that).
+            let tail = run.take_body();
+            drop(run);
+            if !tail.is_empty() {
+                let _ = chunks.send(tail).await;
+            }
+            return;
+        }
+        if run.body.is_empty() {
+            tokio::select! {
+                biased;
+                () = chunks.closed() => return,
+                () = run.wait(Reading::Pipes) => {}
+            }
+        } else {
+            tokio::select! {
+                biased;
+                permit = chunks.reserve() => match permit {
+                    Ok(permit) => permit.send(run.take_body()),
+                    Err(_) => return,
+                },
+                () = run.wait(Reading::Paused) => {}
+            }
+        }
+    }
+}
+
+/// What a run hands to the HTTP side.
+enum Step {
+    Head(Head),
+    Body(Bytes),
+}
+
+/// Whether a wait reads the agent's pipes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    Pipes,
+    /// The client has not taken the last chunk: only deadlines, exit and shutdown.
+    Paused,
+}
+
+/// One request's agent and bridge. Dropping it before the bridge's end means the client
+/// is gone.
+struct Run {
+    server: Arc<Server>,
+    bridge: Bridge,
+    agent: Option<Agent>,
+    head: Option<Head>,
+    body: BytesMut,
+    ended: bool,
+    shutting_down: bool,
+    shutdown: watch::Receiver<bool>,
+    record: Option<RequestRecord>,
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+/// The agent process of a run.
+struct Agent {
+    child: Child,
+    group: u32,
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+    status: Option<std::process::ExitStatus>,
+    reported: bool,
+    stopper: Stopper,
+    /// After the leader's exit: when to stop reading pipes something else holds open.
+    drain_until: Option<Instant>,
+    out_buf: Box<[u8]>,
+    err_buf: Box<[u8]>,
+}
+
+/// The leader exited (`wait` returned): its status, and what follows from it.
+fn exited(
+    exit: io::Result<std::process::ExitStatus>,
+    group: u32,
+    status: &mut Option<std::process::ExitStatus>,
+    stopper: &mut Stopper,
+    drain_until: &mut Option<Instant>,
+) {
+    *status = Some(exit.unwrap_or_default());
+    stopper.exited();
+    reaper::release(group);
+    // Whatever the leader left behind in its group (children holding the pipes) goes too.
+    signal_group(group, Signal::Kill);
+    *drain_until = Some(Instant::now() + EXIT_DRAIN);
+}
+
+impl Run {
+    fn start(
+        server: Arc<Server>,
+        bridge: Bridge,
+        permit: OwnedSemaphorePermit,
+        mut record: RequestRecord,
+    ) -> Run {
+        let shutdown = server.shutdown.clone();
+        let mut run = Run {
+            server,
+            bridge,
+            agent: None,
+            head: None,
+            body: BytesMut::new(),
+            ended: false,
+            shutting_down: false,
+            shutdown,
+            record: None,
+            permit: Some(permit),
+        };
+        if let Some(invocation) = run.bridge.invocation() {
+            record.set_model(invocation);
+            let prompt = invocation.stdin.clone();
+            let mut command =
+                tokio::process::Command::from(run.server.settings.agent.command(invocation));
+            match reaper::spawn(|child: &Child| child.id(), || command.spawn()) {
+                Ok(mut child) => {
+                    if let Some(mut stdin) = child.stdin.take() {
+                        // Written apart from the read loop: a large prompt must not block
+                        // reading what the agent already answers.
+                        tokio::spawn(async move {
+                            let _ = stdin.write_all(&prompt).await;
+                        });
+                    }
+                    run.agent = Some(Agent {
+                        group: child.id().unwrap_or_default(),
+                        stdout: child.stdout.take(),
+                        stderr: child.stderr.take(),
+                        child,
+                        status: None,
+                        reported: false,
+                        stopper: Stopper::new(run.server.settings.kill_grace),
+                        drain_until: None,
+                        out_buf: vec![0; STDOUT_READ].into_boxed_slice(),
+                        err_buf: vec![0; STDERR_READ].into_boxed_slice(),
+                    });
+                }
+                Err(e) => {
+                    record.agent = AgentEnd::SpawnFailed;
+                    let now = run.server.clock.now_ms();
+                    let message = format!(
+                        "could not start {}: {e}\n",
+                        run.server.settings.agent.path.display()
+                    );
+                    let _ = run.bridge.push_stderr(message.as_bytes(), now);
+                    let _ = run.bridge.agent_exited(ExitStatus::Code(127), now);
+                }
+            }
+        }
+        run.record = Some(record);
+        run.drain();
+        run
+    }
+
+    /// The next thing to send: the head first, then body chunks; `None` at the end.
+    async fn next(&mut self) -> Option<Step> {
+        loop {
+            if let Some(head) = self.head.take() {
+                if let Some(record) = &mut self.record {
+                    record.status = head.status;
+                }
+                return Some(Step::Head(head));
+            }
+            if !self.body.is_empty() {
+                return Some(Step::Body(self.take_body()));
+            }
+            if self.ended {
+                return None;
+            }
+            self.wait(Reading::Pipes).await;
+        }
+    }
+
+    /// The body bytes yielded so far, counted as sent.
+    fn take_body(&mut self) -> Bytes {
+        let bytes = self.body.split().freeze();
+        if let Some(record) = &mut self.record {
+            record.bytes_out += bytes.len() as u64;
+        }
+        bytes
+    }
+
+    /// Waits for the next input and gives it to the bridge. Cancel-safe: every input is
+    /// taken after the only await.
+    async fn wait(&mut self, reading: Reading) {
+        let clock = self.server.clock;
+        let due = self.bridge.poll_timeout().map(|ms| clock.instant(ms));
+        let far = || Instant::now() + Duration::from_secs(86_400);
+        let Some(agent) = self.agent.as_mut() else {
+            // No agent (it could not start): only the bridge's timers remain.
+            match due {
+                Some(at) => {
+                    tokio::time::sleep_until(at.into()).await;
+                    self.bridge.handle_timeout(clock.now_ms());
+                }
+                None => self.ended = true,
+            }
+            self.drain();
+            return;
+        };
+        let Agent {
+            child,
+            group,
+            stdout,
+            stderr,
+            status,
+            reported: _,
+            stopper,
+            drain_until,
+            out_buf,
+            err_buf,
+        } = agent;
+        let group = *group;
+        let pipes_open = stdout.is_some() || stderr.is_some();
+        let drain_due = match (reading, *drain_until) {
+            (Reading::Pipes, Some(at)) if pipes_open => Some(at),
+            // Paused: the leader's last output is still to be read once the client takes
+            // more; the drain time starts over then.
+            (Reading::Paused, Some(_)) => {
+                *drain_until = Some(Instant::now() + EXIT_DRAIN);
+                None
+            }
+            _ => None,
+        };
+        let reads = reading == Reading::Pipes;
+        let stop_due = stopper.deadline();
+        tokio::select! {
+            // Deadlines first: an agent that always has output ready must not keep
+            // `--max-duration-ms` (or the stop sequence) from being served.
+            biased;
+            _ = tokio::time::sleep_until(due.unwrap_or_else(far).into()), if due.is_some() => {
+                self.bridge.handle_timeout(clock.now_ms());
+            },
+            _ = tokio::time::sleep_until(stop_due.unwrap_or_else(far).into()), if stop_due.is_some() => {
+                if let Some(signal) = stopper.on_deadline(Instant::now()) {
+                    signal_group(group, signal);
+                }
+            },
+            read = read_pipe(stdout, out_buf, reads) => match read {
+                Ok(n) if n > 0 => {
+                    let _ = self.bridge.push_stdout(&out_buf[..n], clock.now_ms());
+                }
+                _ => *stdout = None,
+            },
+            read = read_pipe(stderr, err_buf, reads) => match read {
+                Ok(n) if n > 0 => {
+                    let _ = self.bridge.push_stderr(&err_buf[..n], clock.now_ms());
+                }
+                _ => *stderr = None,
+            },
+            exit = child.wait(), if status.is_none() => {
+                exited(exit, group, status, stopper, drain_until);
+            },
+            // After the pipe reads: what the leader wrote before its exit is read first.
+            _ = tokio::time::sleep_until(drain_due.unwrap_or_else(far).into()), if drain_due.is_some() => {
+                // The leader is gone and its output with it; what still holds the pipes
+                // (a descendant out of the group's reach) does not hold the response.
+                *stdout = None;
+                *stderr = None;
+            },
+            _ = self.shutdown.changed(), if !self.shutting_down => {
+                self.shutting_down = true;
+                if let Some(record) = &mut self.record {
+                    record.end = ResponseEnd::Shutdown;
+                }
+                // The bridge ends the response (in-band after the head, 503 before it)
+                // and asks for the agent to be stopped, which `drain` does.
+                self.bridge.shutdown(clock.now_ms());
+            },
+        }
+        if let Some(agent) = &mut self.agent {
+            if let Some(exit) = agent.status {
+                if agent.stdout.is_none() && agent.stderr.is_none() && !agent.reported {
+                    agent.reported = true;
+                    let _ = self.bridge.agent_exited(exit_status(exit), clock.now_ms());
+                }
+            }
+        }
+        self.drain();
+    }
+
+    /// Takes every output of the bridge.
+    fn drain(&mut self) {
+        while let Some(output) = self.bridge.poll_output() {
+            match output {
+                Output::Head(head) => self.head = Some(head),
+                Output::Body(bytes) => self.body.extend_from_slice(bytes),
+                Output::StopAgent => {
+                    if let Some(agent) = &mut self.agent {
+                        if let Some(signal) = agent.stopper.stop(Instant::now()) {
+                            signal_group(agent.group, signal);
+                        }
+                    }
+                }
+                Output::End => self.ended = true,
+            }
+        }
+    }
+}
+
+/// Reads from a pipe that is still open; never completes for a closed one, or while not
+/// `reading`.
+async fn read_pipe<R: AsyncRead + Unpin>(
+    pipe: &mut Option<R>,
+    buf: &mut [u8],
+    reading: bool,
+) -> io::Result<usize> {
+    match pipe {
+        Some(pipe) if reading => pipe.read(buf).await,
+        _ => std::future::pending().await,
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        let mut record = self.record.take();
+        if !self.ended {
+            // Dropped before the end: the client is gone.
+            self.bridge.client_gone(self.server.clock.now_ms());
+            if let Some(record) = &mut record {
+                if !self.shutting_down {
+                    record.end = ResponseEnd::ClientGone;
+                }
+            }
+            self.drain();
+        }
+        let permit = self.permit.take();
+        match (self.agent.take(), tokio::runtime::Handle::try_current()) {
+            (Some(agent), Ok(runtime)) => {
+                runtime.spawn(reap(agent, record, permit));
+            }
+            (Some(agent), Err(_)) => {
+                // No runtime left (the process is exiting): stop the group at least.
+                signal_group(agent.group, Signal::Kill);
+            }
+            (None, _) => {
+                if let Some(record) = record {
+                    record.log();
+                }
+            }
+        }
+    }
+}
+
+/// Waits for a run's agent to end (stopping its group when due), reaps it, logs the
+/// request, and frees its slot.
+async fn reap(
+    mut agent: Agent,
+    record: Option<RequestRecord>,
+    permit: Option<OwnedSemaphorePermit>,
+) {
+    // Nobody reads any more; an agent still writing gets EPIPE.
+    agent.stdout = None;
+    agent.stderr = None;
+    agent.stopper.response_over(Instant::now());
+    let status = loop {
+        if let Some(status) = agent.status {
+            break status;
+        }
+        let stop_due = agent.stopper.deadline();
+        let far = Instant::now() + Duration::from_secs(86_400);
+        tokio::select! {
+            exit = agent.child.wait() => {
+                exited(exit, agent.group, &mut agent.status, &mut agent.stopper, &mut agent.drain_until);
+            }
+            _ = tokio::time::sleep_until(stop_due.unwrap_or(far).into()), if stop_due.is_some() => {
+                if let Some(signal) = agent.stopper.on_deadline(Instant::now()) {
+                    signal_group(agent.group, signal);
+                }
+            }
+        }
+    };
+    signal_group(agent.group, Signal::Kill);
+    if let Some(mut record) = record {
+        let status = exit_status(status);
+        record.agent = match agent.stopper.signalled() {
+            Some(signal) => AgentEnd::Stopped(signal, status),
+            None => AgentEnd::Exited(status),
+        };
+        record.log();
+    }
+    drop(permit);
+}

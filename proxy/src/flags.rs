@@ -1,0 +1,357 @@
+//! The command line both proxies take, and its checks.
+
+use std::ffi::{OsStr, OsString};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agentwire::bridge::Config;
+use agentwire::openai::chat::ReasoningField;
+use agentwire::tools::ToolStrategy;
+use clap::{CommandFactory, Parser, ValueEnum};
+
+use crate::agent::{AgentProgram, Hide};
+use crate::http::Auth;
+
+/// An OpenAI-compatible server (Chat Completions) on top of the cursor-agent CLI.
+#[derive(Debug, Parser)]
+#[command(version)]
+pub struct Flags {
+    /// Address to listen on. Binding anything but loopback needs --api-key (or
+    /// --allow-unauthenticated).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:32124")]
+    pub listen: SocketAddr,
+
+    /// Require `Authorization: Bearer KEY` on every request.
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "AGENTWIRE_API_KEY",
+        hide_env_values = true
+    )]
+    pub api_key: Option<String>,
+
+    /// Serve a non-loopback address without an API key.
+    #[arg(long)]
+    pub allow_unauthenticated: bool,
+
+    /// Let web pages from ORIGIN (`http://localhost:3000`; `*` for any) use the server:
+    /// their requests get CORS headers. Requests from any other page are refused (403).
+    /// Repeatable.
+    #[arg(long, value_name = "ORIGIN")]
+    pub cors_origin: Vec<String>,
+
+    /// Also accept requests whose Host header is NAME (`.example.com`: that domain and
+    /// every name under it). Loopback names and IP addresses are always accepted; any
+    /// other Host is refused (400), which stops DNS rebinding. Repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub allowed_host: Vec<String>,
+
+    /// The cursor-agent binary: a path, or a name looked up in PATH.
+    #[arg(long, value_name = "PATH", default_value = "cursor-agent")]
+    pub agent_bin: String,
+
+    /// Workspace directory the agent works in (`--workspace`).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+
+    /// Most agent runs at once; more requests get 429 with Retry-After.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_concurrent: u32,
+
+    /// Log format: one line per request at its end, and server events.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// Answer from an embedded transcript: no Cursor account, no cursor-agent needed.
+    #[arg(long)]
+    pub demo: bool,
+
+    /// Stop the agent and answer 504 after this long without output from it.
+    #[arg(long, value_name = "MS", default_value_t = Config::default().idle_timeout_ms)]
+    pub idle_timeout_ms: u64,
+
+    /// Stop the agent and answer 504 after this long in total.
+    #[arg(long, value_name = "MS")]
+    pub max_duration_ms: Option<u64>,
+
+    /// Streaming: commit the 200 head after this long without an answer event, then send
+    /// keep-alives.
+    #[arg(long, value_name = "MS", default_value_t = Config::default().head_deadline_ms)]
+    pub head_deadline_ms: u64,
+
+    /// Interval of SSE keep-alive comments during silence.
+    #[arg(long, value_name = "MS", default_value_t = Config::default().keep_alive_ms)]
+    pub keep_alive_ms: u64,
+
+    /// How the client's tools are executed.
+    #[arg(long, value_enum, default_value_t = ToolStrategyFlag::ReadOnly)]
+    pub tool_strategy: ToolStrategyFlag,
+
+    /// Where reasoning text goes in responses.
+    #[arg(long, value_enum, default_value_t = ReasoningFlag::ReasoningContent)]
+    pub reasoning: ReasoningFlag,
+
+    /// Do not show the agent's own tool use as notes in the reasoning channel.
+    #[arg(long)]
+    pub no_activity_notes: bool,
+
+    /// Let requests without tools run the agent with `--force` (shell and web tools run
+    /// without approval).
+    #[arg(long)]
+    pub allow_force: bool,
+
+    /// An isolated CLI configuration directory for the agent (`CURSOR_CONFIG_DIR`).
+    #[arg(long, value_name = "DIR")]
+    pub cli_config_dir: Option<PathBuf>,
+
+    /// Largest request body accepted; larger ones get 413.
+    #[arg(long, value_name = "BYTES", default_value_t = Config::default().request_limits.max_body_bytes)]
+    pub max_body_bytes: usize,
+
+    /// Drop a connection whose request head has not arrived within this long (also how
+    /// long an idle kept-alive connection stays open).
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    pub header_timeout_ms: u64,
+
+    /// The whole request, head and body, must arrive within this long of its first
+    /// byte; otherwise 408 and the connection is closed.
+    #[arg(long, value_name = "MS", default_value_t = 60_000)]
+    pub request_timeout_ms: u64,
+
+    /// Treat the client as gone (stop its agent, close the connection) when a write to
+    /// it makes no progress for this long.
+    #[arg(long, value_name = "MS", default_value_t = 60_000)]
+    pub write_timeout_ms: u64,
+
+    /// Most connections served at once. Past it, a few more are read only to answer
+    /// `/health` (anything else gets 503), and beyond those new connections are closed at
+    /// once. Lowered at startup when the descriptor limit cannot hold it.
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+
+    /// Become a child subreaper and reap orphaned processes (what an agent's detached
+    /// descendants become when it exits). On by itself when the proxy is PID 1, as in a
+    /// container started without `--init`.
+    #[arg(long)]
+    pub reap_orphans: bool,
+
+    /// Between SIGTERM and SIGKILL when the agent's process group is stopped.
+    #[arg(long, value_name = "MS", default_value_t = 2_000)]
+    pub kill_grace_ms: u64,
+
+    /// How long the model list from `cursor-agent models` is served from memory.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub models_ttl_secs: u64,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// `--tool-strategy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ToolStrategyFlag {
+    /// The agent runs read-only; its reads and searches become the client's tool calls.
+    ReadOnly,
+    /// The agent uses its own tools; its edits bypass the client.
+    Native,
+    /// Every client tool is called through a text envelope.
+    EnvelopeOnly,
+}
+
+/// `--reasoning`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReasoningFlag {
+    /// `reasoning_content` (AI SDK, LiteLLM, DeepSeek clients).
+    ReasoningContent,
+    /// `reasoning` (OpenRouter's name).
+    Reasoning,
+    /// Not sent.
+    Omitted,
+}
+
+/// The web origins `--cors-origin` allows.
+#[derive(Debug, Clone, Default)]
+pub struct CorsOrigins {
+    /// `--cors-origin '*'`: every origin.
+    pub any: bool,
+    /// The origins allowed by name (`scheme://host[:port]`, or `null`).
+    pub exact: Vec<String>,
+}
+
+impl CorsOrigins {
+    /// Checks the `--cors-origin` values.
+    fn new(values: Vec<String>) -> Result<CorsOrigins, String> {
+        let mut origins = CorsOrigins::default();
+        for value in values {
+            let value = value.trim().trim_end_matches('/').to_owned();
+            let valid = value == "null"
+                || value.split_once("://").is_some_and(|(scheme, host)| {
+                    !scheme.is_empty()
+                        && scheme
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+                        && !host.is_empty()
+                        && !host.contains(['/', '?', '#', '@', ' '])
+                });
+            if value == "*" {
+                origins.any = true;
+            } else if valid {
+                origins.exact.push(value);
+            } else {
+                return Err(format!(
+                    "--cors-origin {value:?}: give an origin such as http://localhost:3000 \
+                     (scheme, host and port; no path), `null`, or `*` for any"
+                ));
+            }
+        }
+        Ok(origins)
+    }
+}
+
+/// The checked settings a proxy runs with.
+#[derive(Debug)]
+pub struct Settings {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// The API key requests must carry, if any.
+    pub auth: Auth,
+    /// The agent binary.
+    pub agent: AgentProgram,
+    /// The bridge's configuration for every request.
+    pub config: Config,
+    /// Most agent runs at once.
+    pub max_concurrent: u32,
+    /// How logs are written.
+    pub log_format: LogFormat,
+    /// Whether the embedded transcript answers.
+    pub demo: bool,
+    /// Web origins whose pages may use the server.
+    pub cors_origins: CorsOrigins,
+    /// Host names accepted besides loopback names and IP addresses (lowercase; a leading
+    /// `.` allows a domain and the names under it).
+    pub allowed_hosts: Vec<String>,
+    /// Most time for a request head to arrive.
+    pub header_timeout: Duration,
+    /// Most time for a whole request to arrive, from its first byte.
+    pub request_timeout: Duration,
+    /// Most time a write to a client may make no progress.
+    pub write_timeout: Duration,
+    /// Most connections served at once.
+    pub max_connections: u32,
+    /// Whether orphaned processes are reaped (the proxy is their subreaper).
+    pub reap_orphans: bool,
+    /// Between SIGTERM and SIGKILL.
+    pub kill_grace: Duration,
+    /// How long a model list is served from memory.
+    pub models_ttl: Duration,
+}
+
+impl Flags {
+    /// Checks the flags and resolves the agent binary. The error is the message to print
+    /// before exiting.
+    pub fn settings(self) -> Result<Settings, String> {
+        let api_key = self.api_key.filter(|k| !k.is_empty());
+        if !self.listen.ip().is_loopback() && api_key.is_none() && !self.allow_unauthenticated {
+            return Err(format!(
+                "refusing to listen on {} without authentication: pass --api-key KEY (or set \
+                 AGENTWIRE_API_KEY), or --allow-unauthenticated to serve it open",
+                self.listen
+            ));
+        }
+        // The agent gets none of the proxy's own variables, nor the key under any name.
+        let own: Vec<OsString> = Flags::command()
+            .get_arguments()
+            .filter_map(|arg| arg.get_env().map(OsStr::to_os_string))
+            .collect();
+        let hide = Hide {
+            names: &own,
+            secret: api_key.as_deref().map(str::as_bytes),
+        };
+        let agent = if self.demo {
+            AgentProgram::demo(hide)?
+        } else {
+            AgentProgram::resolve(&self.agent_bin, hide)?
+        };
+        let mut config = Config {
+            cursor_binary: agent.path.to_string_lossy().into_owned(),
+            workspace: self.workspace.map(|p| p.to_string_lossy().into_owned()),
+            cli_config_dir: self
+                .cli_config_dir
+                .map(|p| p.to_string_lossy().into_owned()),
+            allow_force: self.allow_force,
+            tool_strategy: match self.tool_strategy {
+                ToolStrategyFlag::ReadOnly => ToolStrategy::ReadOnly,
+                ToolStrategyFlag::Native => ToolStrategy::Native,
+                ToolStrategyFlag::EnvelopeOnly => ToolStrategy::EnvelopeOnly,
+            },
+            reasoning: match self.reasoning {
+                ReasoningFlag::ReasoningContent => ReasoningField::ReasoningContent,
+                ReasoningFlag::Reasoning => ReasoningField::Reasoning,
+                ReasoningFlag::Omitted => ReasoningField::Omitted,
+            },
+            activity_notes: !self.no_activity_notes,
+            head_deadline_ms: self.head_deadline_ms,
+            keep_alive_ms: self.keep_alive_ms,
+            idle_timeout_ms: self.idle_timeout_ms,
+            max_duration_ms: self.max_duration_ms,
+            ..Config::default()
+        };
+        config.request_limits.max_body_bytes = self.max_body_bytes;
+        let allowed_hosts = self
+            .allowed_host
+            .iter()
+            .map(|h| h.trim().trim_end_matches('.').to_ascii_lowercase())
+            .filter(|h| !h.is_empty())
+            .collect();
+        let ms = |ms: u64| Duration::from_millis(ms.max(1));
+        Ok(Settings {
+            listen: self.listen,
+            auth: Auth::new(api_key),
+            agent,
+            config,
+            max_concurrent: self.max_concurrent,
+            log_format: self.log_format,
+            demo: self.demo,
+            cors_origins: CorsOrigins::new(self.cors_origin)?,
+            allowed_hosts,
+            header_timeout: ms(self.header_timeout_ms.min(self.request_timeout_ms)),
+            request_timeout: ms(self.request_timeout_ms),
+            write_timeout: ms(self.write_timeout_ms),
+            max_connections: self.max_connections,
+            reap_orphans: self.reap_orphans || std::process::id() == 1,
+            kill_grace: Duration::from_millis(self.kill_grace_ms),
+            models_ttl: Duration::from_secs(self.models_ttl_secs),
+        })
+    }
+}
+
+impl Settings {
+    /// The lines printed at startup: where to reach the server, and in demo mode a request
+    /// to try.
+    pub fn banner(&self, bound: SocketAddr) -> String {
+        let mut out = format!(
+            "agentwire {} listening on http://{bound}/v1 (agent: {} {})",
+            env!("CARGO_PKG_VERSION"),
+            self.agent.label(),
+            self.agent.version.as_deref().unwrap_or("(version unknown)"),
+        );
+        if self.demo {
+            let auth = if self.auth.is_required() {
+                " -H 'Authorization: Bearer $AGENTWIRE_API_KEY'"
+            } else {
+                ""
+            };
+            out.push_str(&format!(
+                "\nDemo mode: answers come from an embedded transcript. Try:\n  curl -N http://{bound}/v1/chat/completions{auth} -H 'Content-Type: application/json' -d '{{\"model\":\"auto\",\"stream\":true,\"messages\":[{{\"role\":\"user\",\"content\":\"Hello!\"}}]}}'"
+            ));
+        }
+        out
+    }
+}
