@@ -28,6 +28,11 @@ else
     targets=(framing decoder decoder_mutated request bridge abi)
 fi
 
+export PATH="$PWD/../.tools/bin:$PATH"
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    ../ci/setup.sh fuzz
+fi
+
 # shellcheck source=common.sh
 . ./common.sh
 
