@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use agentwire::fuzzing::{
     self, AbiInput, AbiOp, BridgeInput, BridgeOp, ClearField, Clock, ConfigOp, DecoderOp,
-    EnumField, Field, FlagField, Knobs, Number, NumberField, Op, Pass, RequestBody, ResultNumber,
-    Start, Stdout, TextField,
+    DialectArg, EnumField, Field, FlagField, KindArg, Knobs, Number, NumberField, Op, Pass,
+    ReplyOp, RequestBody, ResultNumber, Start, Stdout, TextField,
 };
 
 /// Pseudo-random inputs per body: enough to reach the bodies' deeper paths in a few
@@ -76,12 +76,15 @@ fn transcripts() -> Vec<Vec<u8>> {
     paths.iter().map(|p| std::fs::read(p).unwrap()).collect()
 }
 
-/// Request bodies: the project's and, when present, the OpenCode bodies.
+/// Request bodies: the project's in every dialect and, when present, the OpenCode bodies.
 fn requests() -> Vec<Vec<u8>> {
-    let mut bodies: Vec<Vec<u8>> = files(&root().join("tests/fixtures/requests"), &[".json"])
+    let dir = root().join("tests/fixtures/requests");
+    let mut bodies: Vec<Vec<u8>> = ["", "responses", "messages"]
         .iter()
+        .flat_map(|sub| files(&dir.join(sub), &[".json"]))
         .map(|p| std::fs::read(p).unwrap())
         .collect();
+    assert!(bodies.len() >= 9, "the request fixtures of every dialect");
     for path in files(&root().join("../shared/fixtures/opencode"), &[".jsonl"]) {
         for line in std::fs::read_to_string(path).unwrap().lines() {
             if let Ok(record) = serde_json::from_str::<serde_json::Value>(line) {
@@ -214,6 +217,7 @@ fn random_bridge_input(rng: &mut Rng) -> BridgeInput {
         })
         .collect();
     BridgeInput {
+        dialect: rng.next() as u8,
         request,
         knobs,
         transcript: rng.next() as u8,
@@ -238,7 +242,7 @@ fn seeds_bridge() {
 fn random_request(rng: &mut Rng) -> RequestBody {
     match rng.below(10) {
         0 => RequestBody::AgentStream,
-        1 => RequestBody::AgentStreamUsage,
+        1 => RequestBody::AgentStreamMore,
         2 => RequestBody::AgentPlain,
         3 | 4 => RequestBody::ClientStream,
         5 => RequestBody::ClientPlain,
@@ -342,7 +346,7 @@ fn random_config_op(rng: &mut Rng) -> ConfigOp {
             null_out: rare,
         },
         9 => ConfigOp::LastError,
-        10 if rare => ConfigOp::Panic,
+        10 if rare => [ConfigOp::Panic, ConfigOp::Overlap][rng.below(2)].clone(),
         _ => ConfigOp::New { null_out: false },
     }
 }
@@ -356,6 +360,7 @@ fn random_bridge_op(rng: &mut Rng) -> BridgeOp {
     };
     match rng.below(24) {
         0 | 1 => BridgeOp::New {
+            dialect: random_dialect(rng, rare),
             body: random_request(rng),
             pass: random_pass(rng),
             config: (rng.below(3) != 0).then(|| rng.next() as u8),
@@ -394,7 +399,7 @@ fn random_bridge_op(rng: &mut Rng) -> BridgeOp {
         },
         21 => [BridgeOp::IsEnded, BridgeOp::IsStream, BridgeOp::LastError][rng.below(3)].clone(),
         22 => BridgeOp::SessionId { null_out: rare },
-        23 if rare => BridgeOp::Panic,
+        23 if rare => [BridgeOp::Panic, BridgeOp::Overlap][rng.below(2)].clone(),
         _ => BridgeOp::Drain,
     }
 }
@@ -415,8 +420,47 @@ fn random_decoder_op(rng: &mut Rng) -> DecoderOp {
         9 => DecoderOp::SessionId { null_out: rare },
         10 => DecoderOp::Model { null_out: rare },
         11 => [DecoderOp::IsFinished, DecoderOp::LastError][rng.below(2)].clone(),
-        12 if rare => DecoderOp::Panic,
+        12 if rare => [DecoderOp::Panic, DecoderOp::Overlap][rng.below(2)].clone(),
         _ => DecoderOp::Drain,
+    }
+}
+
+/// A valid `aw_dialect` mostly; any number when `rare`.
+fn random_dialect(rng: &mut Rng, rare: bool) -> DialectArg {
+    if rare {
+        DialectArg::Any(rng.next() as u32 % 8)
+    } else {
+        DialectArg::Valid(rng.next() as u8)
+    }
+}
+
+fn random_reply_op(rng: &mut Rng) -> ReplyOp {
+    let rare = rng.below(8) == 0;
+    match rng.below(10) {
+        0 | 1 => ReplyOp::CountTokens {
+            body: (rng.below(2) == 0).then(|| random_request(rng)),
+            pass: random_pass(rng),
+            config: (rng.below(3) != 0).then(|| rng.next() as u8),
+            null_out: rare,
+        },
+        2 | 3 => ReplyOp::Error {
+            dialect: random_dialect(rng, rare),
+            kind: if rng.below(8) == 0 {
+                KindArg::Any(rng.next() as u32 % 16)
+            } else {
+                KindArg::Valid(rng.next() as u8)
+            },
+            message: random_text(rng),
+            pass: random_pass(rng),
+            null_out: rare,
+        },
+        4 if rare => ReplyOp::Free,
+        5 => ReplyOp::Status { null_out: rare },
+        6 => ReplyOp::Retryable { null_out: rare },
+        7 => ReplyOp::Body { null_out: rare },
+        8 => ReplyOp::LastError,
+        9 if rare => [ReplyOp::Panic, ReplyOp::Overlap][rng.below(2)].clone(),
+        _ => ReplyOp::Body { null_out: false },
     }
 }
 
@@ -431,7 +475,8 @@ fn random_abi_input(rng: &mut Rng) -> AbiInput {
         }
     };
     let start = Start {
-        bridge: (rng.below(4) != 0).then(|| (random_request(rng), rng.next() as u8)),
+        bridge: (rng.below(4) != 0)
+            .then(|| (rng.next() as u8, random_request(rng), rng.next() as u8)),
         decoder_transcript: rng.next() as u8,
     };
     let mut ops = Vec::new();
@@ -439,7 +484,8 @@ fn random_abi_input(rng: &mut Rng) -> AbiInput {
         ops.push(match rng.below(20) {
             0..=2 => AbiOp::Config(slot(rng), random_config_op(rng)),
             3..=11 => AbiOp::Bridge(slot(rng), random_bridge_op(rng)),
-            12..=16 => AbiOp::Decoder(slot(rng), random_decoder_op(rng)),
+            12..=14 => AbiOp::Decoder(slot(rng), random_decoder_op(rng)),
+            15 | 16 => AbiOp::Reply(slot(rng), random_reply_op(rng)),
             17 => AbiOp::Clock(match rng.below(8) {
                 0 => Clock::Jump(rng.next()),
                 1 => Clock::Far(rng.next() as u32),

@@ -30,28 +30,39 @@
 //!   unchanged by successful calls; a poisoned handle's says so;
 //! - after the end: a bridge polls nothing and schedules nothing; a poisoned handle
 //!   answers `POISONED` to everything, its predicates their documented fallback, and can
-//!   still be freed; a poisoned config cannot create a bridge or decoder.
+//!   still be freed; a poisoned config cannot create a bridge, decoder or reply;
+//! - a call made from inside another on the same handle (the `aw_*_test_overlap` hooks, as
+//!   another thread would) is `BUSY` and does nothing, the free it tries is refused and the
+//!   handle stays live, its last error untouched;
+//! - `aw_bridge_new` takes every `aw_dialect` (an invalid one is `INVALID_ENUM`, once the
+//!   pointers and the config are checked); an `aw_reply` holds exactly the status,
+//!   retryability and body the Rust API makes (`anthropic::count_tokens`,
+//!   `ErrorReply::refusal` in the dialect's error body), and its body's view stays valid
+//!   and unchanged until the free.
 
 mod bridge;
 mod config;
 mod decoder;
+mod reply;
 mod views;
 
 use std::sync::{Once, OnceLock};
 
 use arbitrary::{Arbitrary, Unstructured};
 
-use crate::bridge::Config;
+use crate::bridge::{Config, Dialect};
 use crate::ffi::config::aw_config;
 use crate::ffi::result::{aw_result, aw_result_is_status, aw_result_name};
 use crate::ffi::version::aw_version;
 use crate::ffi::views::aw_str;
 use crate::fuzzing::RequestBody;
+use crate::fuzzing::dialects::DIALECTS;
 pub use bridge::BridgeOp;
 pub use config::{
     ClearField, ConfigOp, EnumField, Field, FlagField, Number, NumberField, TextField,
 };
 pub use decoder::DecoderOp;
+pub use reply::{KindArg, ReplyOp};
 use views::{OutParam, Owner, ValidUntil, Views};
 
 /// Slots per handle type: few, so that operations meet the same handles often.
@@ -76,8 +87,9 @@ pub struct AbiInput {
 /// without bridges go faster).
 #[derive(Debug, Clone, Arbitrary)]
 pub struct Start {
-    /// The bridge's request body and built-in transcript, or no bridge.
-    pub bridge: Option<(RequestBody, u8)>,
+    /// The bridge's dialect (`n % 3`), request body and built-in transcript, or no
+    /// bridge.
+    pub bridge: Option<(u8, RequestBody, u8)>,
     /// The decoder's built-in transcript.
     pub decoder_transcript: u8,
 }
@@ -91,6 +103,8 @@ pub enum AbiOp {
     Bridge(u8, BridgeOp),
     /// A call on decoder slot `n % 3`.
     Decoder(u8, DecoderOp),
+    /// A call on reply slot `n % 3`.
+    Reply(u8, ReplyOp),
     /// The caller's clock moves.
     Clock(Clock),
     /// `aw_result_name` and `aw_result_is_status` of a number.
@@ -153,6 +167,34 @@ impl Stdout {
 /// Built-in transcript `n`, modulo their number.
 fn transcript(n: u8) -> &'static [u8] {
     super::TRANSCRIPTS[usize::from(n) % super::TRANSCRIPTS.len()].as_bytes()
+}
+
+/// An `aw_dialect` argument.
+#[derive(Debug, Clone, Copy, Arbitrary)]
+pub enum DialectArg {
+    /// A valid value: `n % 3`.
+    Valid(u8),
+    /// Any number (3 and up are `AW_RESULT_INVALID_ENUM`).
+    Any(u32),
+}
+
+impl DialectArg {
+    /// The number passed.
+    fn value(self) -> u32 {
+        match self {
+            DialectArg::Valid(n) => u32::from(n % 3),
+            DialectArg::Any(n) => n,
+        }
+    }
+
+    /// The dialect the number names in `aw_dialect` (0 Chat Completions, 1 Responses,
+    /// 2 Messages), if it names one.
+    fn dialect(self) -> Option<Dialect> {
+        usize::try_from(self.value())
+            .ok()
+            .and_then(|n| DIALECTS.get(n))
+            .copied()
+    }
 }
 
 /// How a byte or string argument is passed: the ways the header allows, valid or not.
@@ -352,6 +394,7 @@ struct World {
     configs: [Option<config::Slot>; SLOTS],
     bridges: [Option<bridge::Slot>; SLOTS],
     decoders: [Option<decoder::Slot>; SLOTS],
+    replies: [Option<reply::Slot>; SLOTS],
     views: Views,
 }
 
@@ -362,6 +405,7 @@ impl World {
             configs: Default::default(),
             bridges: Default::default(),
             decoders: Default::default(),
+            replies: Default::default(),
             views: Views::default(),
         }
     }
@@ -471,6 +515,7 @@ impl World {
             Owner::Config(slot) => self.configs[slot].as_mut().map(|s| &mut s.books),
             Owner::Bridge(slot) => self.bridges[slot].as_mut().map(|s| &mut s.books),
             Owner::Decoder(slot) => self.decoders[slot].as_mut().map(|s| &mut s.books),
+            Owner::Reply(slot) => self.replies[slot].as_mut().map(|s| &mut s.books),
         }
     }
 
@@ -488,12 +533,26 @@ impl World {
         }
     }
 
+    /// Checks what an `aw_*_test_overlap` hook returned: `AW_RESULT_BUSY`, the answer to
+    /// a call made while another is in progress on the handle (and the free it then
+    /// tries is refused: the handle stays live); `POISONED` for a poisoned handle,
+    /// `NULL_PARAMETER` for NULL. The refused call leaves the last error alone.
+    fn after_overlap(&mut self, owner: Owner, result: aw_result) {
+        let want = match self.books_mut(owner) {
+            None => aw_result::NullParameter,
+            Some(books) if books.poisoned => aw_result::Poisoned,
+            Some(_) => aw_result::Busy,
+        };
+        assert_eq!(result, want, "aw_*_test_overlap on {owner:?}");
+    }
+
     /// Frees every handle, as a caller does at the end, whatever state each is in.
     fn free_all(&mut self) {
         for slot in 0..SLOTS {
             self.config(slot, &ConfigOp::Free);
             self.bridge(slot, &BridgeOp::Free);
             self.decoder(slot, &DecoderOp::Free);
+            self.reply(slot, &ReplyOp::Free);
         }
         self.views.reread();
     }
@@ -524,6 +583,23 @@ fn header_results() -> &'static [(u32, String)] {
     })
 }
 
+/// `MAJOR.MINOR.PATCH` of the header's `#define AW_VERSION_*` lines: the version a C
+/// program compiled against it expects `aw_version` to give.
+fn header_version() -> &'static str {
+    static VERSION: OnceLock<String> = OnceLock::new();
+    VERSION.get_or_init(|| {
+        let part = |name: &str| {
+            let prefix = format!("#define AW_VERSION_{name} ");
+            include_str!("../../include/agentwire.h")
+                .lines()
+                .find_map(|line| line.strip_prefix(prefix.as_str()))
+                .and_then(|value| value.trim().parse::<u32>().ok())
+                .unwrap_or_else(|| panic!("the header defines no AW_VERSION_{name}"))
+        };
+        format!("{}.{}.{}", part("MAJOR"), part("MINOR"), part("PATCH"))
+    })
+}
+
 impl World {
     /// `aw_result_name` names the header's values and only them, in static strings;
     /// `aw_result_is_status` is the 7000–7099 range.
@@ -546,16 +622,11 @@ impl World {
         );
     }
 
-    /// `aw_version` is the crate's version, `MAJOR.MINOR.PATCH`, in a static string.
+    /// `aw_version` is the C ABI version the header defines (`AW_VERSION_MAJOR`,
+    /// `_MINOR`, `_PATCH`), `MAJOR.MINOR.PATCH`, in a static string.
     fn version(&mut self) {
         self.views.reread();
-        let version = env!("CARGO_PKG_VERSION");
-        let parts: Vec<&str> = version.split('.').collect();
-        assert!(
-            parts.len() == 3 && parts.iter().all(|p| p.parse::<u32>().is_ok()),
-            "aw_version {version:?}"
-        );
-        self.keep_static(aw_version(), version, "aw_version");
+        self.keep_static(aw_version(), header_version(), "aw_version");
     }
 
     /// Checks a static C string is `want`, and keeps it to be read again until the end.
@@ -601,8 +672,9 @@ pub fn abi(input: AbiInput) {
     let mut world = World::new();
     let start = &input.start;
     world.config(0, &ConfigOp::New { null_out: false });
-    if let Some((body, transcript)) = &start.bridge {
+    if let Some((dialect, body, transcript)) = &start.bridge {
         let bridge = BridgeOp::New {
+            dialect: DialectArg::Valid(*dialect),
             body: body.clone(),
             pass: Pass::Whole,
             config: Some(0),
@@ -632,6 +704,7 @@ pub fn abi(input: AbiInput) {
                 world.decoder(slot, op);
                 world.observe_decoder(slot);
             }
+            AbiOp::Reply(slot, op) => world.reply(usize::from(*slot) % SLOTS, op),
             AbiOp::Clock(clock) => world.clock(*clock),
             AbiOp::ResultName(number) => world.result_name(*number),
             AbiOp::Version => world.version(),

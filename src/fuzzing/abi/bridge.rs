@@ -7,13 +7,14 @@ use super::views::{
     OutParam, Owner, ValidUntil, assert_empty_bytes, assert_empty_str, bytes, c_text,
 };
 use super::{
-    Books, OK, OPTIONAL, POLL, Pass, Stdout, World, allowed, check_result, handle, null_out,
+    Books, DialectArg, OK, OPTIONAL, POLL, Pass, Stdout, World, allowed, check_result, handle,
+    null_out,
 };
-use crate::bridge::{Bridge, BridgeError, BridgeParams, Dialect, Output};
+use crate::bridge::{Bridge, BridgeError, BridgeParams, Output};
 use crate::cursor::{ExitStatus, Invocation};
 use crate::ffi::bridge::*;
 use crate::ffi::result::aw_result;
-use crate::ffi::test_hooks::aw_bridge_test_panic;
+use crate::ffi::test_hooks::{aw_bridge_test_overlap, aw_bridge_test_panic};
 use crate::ffi::views::{aw_bytes, aw_str};
 use crate::fuzzing::RequestBody;
 
@@ -37,7 +38,9 @@ pub(super) struct Slot {
 pub enum BridgeOp {
     /// `aw_bridge_new` (freeing the slot's handle first).
     New {
-        /// The request body.
+        /// The `dialect` argument.
+        dialect: DialectArg,
+        /// The request body, in that dialect (Chat Completions for an invalid one).
         body: RequestBody,
         /// How it is passed.
         pass: Pass,
@@ -136,6 +139,8 @@ pub enum BridgeOp {
     LastError,
     /// `aw_bridge_test_panic`: poisons the handle.
     Panic,
+    /// `aw_bridge_test_overlap`: a call and a free from inside a call, refused as `BUSY`.
+    Overlap,
 }
 
 /// A polled output, owned.
@@ -150,6 +155,7 @@ enum Polled {
 /// Documented results.
 const NEW: &[aw_result] = &[
     aw_result::Ok,
+    aw_result::InvalidEnum,
     aw_result::NullParameter,
     aw_result::LengthTooLarge,
     aw_result::Poisoned,
@@ -194,6 +200,7 @@ impl World {
         let now = self.now;
         match op {
             BridgeOp::New {
+                dialect,
                 body,
                 pass,
                 config,
@@ -208,7 +215,9 @@ impl World {
                     id_seed: *id_seed,
                 };
                 let transcript = super::transcript(*transcript);
-                self.bridge_new(slot, body, *pass, *config, params, transcript, *null_out);
+                self.bridge_new(
+                    slot, *dialect, body, *pass, *config, params, transcript, *null_out,
+                );
             }
             BridgeOp::Free => {
                 self.views.before_free(owner);
@@ -462,6 +471,12 @@ impl World {
                 let result = unsafe { aw_bridge_test_panic(ptr) };
                 self.after_test_panic(owner, result);
             }
+            BridgeOp::Overlap => {
+                self.before_call(owner, true);
+                // SAFETY: `ptr` is NULL or live.
+                let result = unsafe { aw_bridge_test_overlap(ptr) };
+                self.after_overlap(owner, result);
+            }
         }
     }
 
@@ -525,6 +540,7 @@ impl World {
     fn bridge_new(
         &mut self,
         slot: usize,
+        dialect: DialectArg,
         body: &RequestBody,
         pass: Pass,
         config: Option<u8>,
@@ -533,7 +549,7 @@ impl World {
         null: bool,
     ) {
         self.bridge(slot, &BridgeOp::Free);
-        let body = body.bytes();
+        let body = body.bytes(dialect.dialect().unwrap_or_default());
         let passed = pass.apply(&body);
         let (config_ptr, config, poisoned) = self.config_arg(config);
         let mut out = OutParam::<*mut aw_bridge>::new();
@@ -541,7 +557,7 @@ impl World {
         // PTRDIFF_MAX; `config_ptr` is NULL or live; `out` is a local or NULL.
         let result = unsafe {
             aw_bridge_new(
-                0,
+                dialect.value(),
                 passed.ptr,
                 passed.len,
                 config_ptr,
@@ -559,12 +575,11 @@ impl World {
         if !errors.is_empty() {
             return check_new(result, &errors, out);
         }
-        let shadow = Bridge::new(
-            Dialect::ChatCompletions,
-            passed.value.unwrap_or_default(),
-            &config,
-            params,
-        );
+        // The dialect is checked once the pointers and the config are.
+        let Some(dialect) = dialect.dialect() else {
+            return check_new(result, &[aw_result::InvalidEnum], out);
+        };
+        let shadow = Bridge::new(dialect, passed.value.unwrap_or_default(), &config, params);
         // The invocation's strings go to execvp and setenv: a NUL in one is refused.
         let nul = shadow.invocation().is_some_and(|i| {
             std::iter::once(&i.program)

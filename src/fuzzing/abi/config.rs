@@ -8,7 +8,7 @@ use super::{Books, OK, OPTIONAL, Pass, World, allowed, check_result, handle, nul
 use crate::bridge::Config;
 use crate::ffi::config::*;
 use crate::ffi::result::aw_result;
-use crate::ffi::test_hooks::aw_config_test_panic;
+use crate::ffi::test_hooks::{aw_config_test_overlap, aw_config_test_panic};
 use crate::openai::chat::ReasoningField;
 use crate::tools::ToolStrategy;
 
@@ -72,6 +72,8 @@ pub enum ConfigOp {
     LastError,
     /// `aw_config_test_panic`: poisons the handle.
     Panic,
+    /// `aw_config_test_overlap`: a call and a free from inside a call, refused as `BUSY`.
+    Overlap,
 }
 
 /// A string setting.
@@ -576,6 +578,12 @@ impl World {
                 // SAFETY: `ptr` is NULL or live.
                 let result = unsafe { aw_config_test_panic(ptr) };
                 self.after_test_panic(owner, result);
+            }
+            ConfigOp::Overlap => {
+                self.before_call(owner, true);
+                // SAFETY: `ptr` is NULL or live.
+                let result = unsafe { aw_config_test_overlap(ptr) };
+                self.after_overlap(owner, result);
             }
         }
     }

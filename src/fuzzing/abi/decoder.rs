@@ -12,7 +12,7 @@ use crate::event::{ActivityPhase, Event, Progress};
 use crate::ffi::decoder::*;
 use crate::ffi::event::*;
 use crate::ffi::result::aw_result;
-use crate::ffi::test_hooks::aw_decoder_test_panic;
+use crate::ffi::test_hooks::{aw_decoder_test_overlap, aw_decoder_test_panic};
 use crate::ffi::views::aw_str;
 
 /// Polls in a row before `Drain` gives up: `aw_decoder_poll_event` must run dry.
@@ -78,6 +78,8 @@ pub enum DecoderOp {
     LastError,
     /// `aw_decoder_test_panic`: poisons the handle.
     Panic,
+    /// `aw_decoder_test_overlap`: a call and a free from inside a call, refused as `BUSY`.
+    Overlap,
 }
 
 /// Documented results.
@@ -280,6 +282,12 @@ impl World {
                 // SAFETY: `ptr` is NULL or live.
                 let result = unsafe { aw_decoder_test_panic(ptr) };
                 self.after_test_panic(owner, result);
+            }
+            DecoderOp::Overlap => {
+                self.before_call(owner, true);
+                // SAFETY: `ptr` is NULL or live.
+                let result = unsafe { aw_decoder_test_overlap(ptr) };
+                self.after_overlap(owner, result);
             }
         }
     }

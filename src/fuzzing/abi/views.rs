@@ -143,6 +143,8 @@ pub(super) enum Owner {
     Bridge(usize),
     /// An `aw_decoder` slot.
     Decoder(usize),
+    /// An `aw_reply` slot.
+    Reply(usize),
 }
 
 /// How long a view stays valid, as the function that hands it out documents.
