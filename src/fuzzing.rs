@@ -626,7 +626,8 @@ enum OwnedOutput {
 
 /// Every dialect's request parser (Chat Completions, Responses, Messages), Anthropic's
 /// `count_tokens` and `Bridge::new` of every dialect over the same arbitrary bytes: never
-/// a panic; a valid request keeps the promises of [`assert_valid_request`]; an error is a
+/// a panic; a valid request keeps the promises every parser makes (messages and tools
+/// within the limits, a model that is no flag, a named tool choice that exists); an error is a
 /// 400 or 413 that invites no retry, in the dialect's error body; the bridge of an invalid
 /// body outputs exactly that head, that body and `End`, and spawns nothing; of a valid
 /// one, an invocation with `--model` and no `--force`, nothing before agent output, and

@@ -172,36 +172,14 @@ impl World {
                 self.replies[slot] = None;
             }
             ReplyOp::Status { null_out: null } => {
-                self.before_call(owner, false);
-                let mut out = OutParam::<u16>::new();
                 // SAFETY: `ptr` is NULL or live; `out` is a local or NULL.
-                let result = unsafe { aw_reply_status(ptr, out.ptr(*null)) };
-                let mut want = None;
-                let allowed = allowed(self.replies[slot].as_mut(), null_out(*null), |s| {
-                    want = Some(s.status);
-                    aw_result::Ok
-                });
-                check_result("aw_reply_status", result, OK, &allowed);
-                self.note(owner, result);
-                if let Some(status) = out.outcome(result, "aw_reply_status") {
-                    assert_eq!(Some(status), want, "aw_reply_status");
-                }
+                let call = |out| unsafe { aw_reply_status(ptr, out) };
+                self.reply_scalar(slot, *null, "aw_reply_status", call, |s| s.status);
             }
             ReplyOp::Retryable { null_out: null } => {
-                self.before_call(owner, false);
-                let mut out = OutParam::<bool>::new();
                 // SAFETY: `ptr` is NULL or live; `out` is a local or NULL.
-                let result = unsafe { aw_reply_retryable(ptr, out.ptr(*null)) };
-                let mut want = None;
-                let allowed = allowed(self.replies[slot].as_mut(), null_out(*null), |s| {
-                    want = Some(s.retryable);
-                    aw_result::Ok
-                });
-                check_result("aw_reply_retryable", result, OK, &allowed);
-                self.note(owner, result);
-                if let Some(retryable) = out.outcome(result, "aw_reply_retryable") {
-                    assert_eq!(Some(retryable), want, "aw_reply_retryable");
-                }
+                let call = |out| unsafe { aw_reply_retryable(ptr, out) };
+                self.reply_scalar(slot, *null, "aw_reply_retryable", call, |s| s.retryable);
             }
             ReplyOp::Body { null_out: null } => {
                 self.before_call(owner, false);
@@ -242,6 +220,31 @@ impl World {
                 let result = unsafe { aw_reply_test_overlap(ptr) };
                 self.after_overlap(owner, result);
             }
+        }
+    }
+
+    /// A getter of a number or flag of reply `slot`: `call` makes the call with the
+    /// out-pointer, which must receive what `want` reads from the slot.
+    fn reply_scalar<T: Copy + PartialEq + std::fmt::Debug>(
+        &mut self,
+        slot: usize,
+        null: bool,
+        what: &str,
+        call: impl FnOnce(*mut T) -> aw_result,
+        want: impl FnOnce(&Slot) -> T,
+    ) {
+        self.before_call(Owner::Reply(slot), false);
+        let mut out = OutParam::<T>::new();
+        let result = call(out.ptr(null));
+        let mut wanted = None;
+        let allowed = allowed(self.replies[slot].as_mut(), null_out(null), |s| {
+            wanted = Some(want(s));
+            aw_result::Ok
+        });
+        check_result(what, result, OK, &allowed);
+        self.note(Owner::Reply(slot), result);
+        if let Some(got) = out.outcome(result, what) {
+            assert_eq!(Some(got), wanted, "{what}");
         }
     }
 
