@@ -9,7 +9,7 @@ cd "$(dirname "$0")"
 
 fixtures=../tests/fixtures
 shared=../../shared/fixtures
-targets=(framing decoder decoder_mutated request bridge)
+targets=(framing decoder decoder_mutated request bridge abi)
 for target in "${targets[@]}"; do
     mkdir -p "corpus/$target"
 done
@@ -57,10 +57,13 @@ done < <(
 # Request bodies: the project's, and the OpenCode bodies of the shared fixtures (one
 # request per JSONL record's "body"; python3 extracts them when it is installed).
 requests=0
-for path in "$fixtures"/requests/*; do
-    cp "$path" "corpus/request/request-$(basename "$path")"
+# Every dialect's: the Chat Completions bodies at the top, the others in a folder each
+# (named after it, so that equal file names do not collide).
+while IFS= read -r -d '' path; do
+    name=${path#"$fixtures"/requests/}
+    cp "$path" "corpus/request/request-${name//\//-}"
     requests=$((requests + 1))
-done
+done < <(find "$fixtures/requests" -type f -print0)
 if [ -d "$shared/opencode" ] && command -v python3 >/dev/null; then
     for path in "$shared"/opencode/*.jsonl; do
         requests=$((requests + $(python3 - "$path" corpus/request <<'PY'
@@ -84,4 +87,13 @@ PY
     done
 fi
 
-echo "seeds: $count transcripts, $lines per-line seeds, $requests request bodies"
+# The C ABI's calls: structured inputs no file in the checkout is shaped like, so a small
+# corpus kept in git (minimised with -merge=1 from the long runs) starts the target.
+abi=0
+for path in seeds/abi/*; do
+    [ -f "$path" ] || continue
+    cp "$path" corpus/abi/
+    abi=$((abi + 1))
+done
+
+echo "seeds: $count transcripts, $lines per-line seeds, $requests request bodies, $abi abi inputs"

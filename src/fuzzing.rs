@@ -13,27 +13,39 @@
 //! | [`framing`] | bytes | any chunking frames the same lines and errors as whole input, which match a reference splitter; buffered bytes never exceed the limit |
 //! | [`decoder`] | bytes | events and SSE identical for whole and chunked stdout; SSE well-formed with exactly one terminal and one `[DONE]` |
 //! | [`decoder_mutated`] | bytes | real-shaped lines, some mutated: the same invariants, and when no line is mutated, exactly the events the documented rules predict |
-//! | [`request`] | bytes | `openai::chat::parse_request` and `Bridge::new` never panic; errors are OpenAI-shaped 4xx bodies that invite no retry |
-//! | [`bridge`] | [`BridgeInput`] | any interleaving of agent output, stderr, exit, time and hang-up: one head before any body, exactly one `End`, nothing after it, at most one `StopAgent`, well-formed bodies |
+//! | [`request`] | bytes | the request parsers of Chat Completions, Responses and Messages, Anthropic's `count_tokens` and `Bridge::new` in every dialect never panic; errors are 400 or 413 (`count_tokens`: 404 for a valid body) in the dialect's error body and invite no retry |
+//! | [`bridge`] | [`BridgeInput`] | any dialect, any interleaving of agent output, stderr, exit, time and hang-up: one head before any body, exactly one `End`, nothing after it, at most one `StopAgent`, bodies well formed in the dialect (its whole stream state machine, or its JSON body) |
+//! | [`abi`](fn@abi) | [`AbiInput`] | any sequence of C ABI calls over a few handles of each type (config, bridge of any `aw_dialect`, decoder, reply), NULLs, bad arguments and invalid enums included: documented results only, the same answers as the Rust API, out-parameters written only on success, views valid for their documented life, poisoning and `BUSY` as documented |
 
+// The C ABI's body is a C caller: every call it makes is `unsafe`, each with the pointer
+// rules it keeps stated (the ABI's own unsafe code stays in `ffi`).
+#[allow(unsafe_code)]
+mod abi;
 mod check;
+mod dialects;
 mod script;
 
 use arbitrary::{Arbitrary, Unstructured};
 use serde_json::Value;
 
-use crate::api::{ErrorReply, RequestError, RequestLimits};
+use crate::anthropic;
+use crate::api::{ErrorReply, Request, RequestError, RequestLimits};
 use crate::bridge::{Bridge, BridgeError, BridgeParams, Config, Dialect, Output};
 use crate::conversation::ToolChoice;
 use crate::cursor::{Decoder, DecoderConfig, DecoderError, DecoderStats, ExitStatus};
 use crate::event::{ActivityPhase, Event, FailureKind, FinishReason, Progress, Usage};
 use crate::framing::{LineError, LineFramer};
 use crate::openai::ApiError;
-use crate::openai::chat::{
-    ChunkEncoder, OutputOptions, ReasoningField, ResponseMeta, parse_request,
-};
+use crate::openai::chat::{ChunkEncoder, OutputOptions, ReasoningField, ResponseMeta};
 use crate::tools::ToolStrategy;
+pub use abi::{
+    AbiInput, AbiOp, BridgeOp, ClearField, Clock, ConfigOp, DecoderOp, DialectArg, EnumField,
+    Field, FlagField, KindArg, Number, NumberField, Pass, ReplyOp, ResultNumber, Start, Stdout,
+    TextField, abi, abi_bytes,
+};
 use check::Ending;
+pub use dialects::RequestBody;
+use dialects::{DIALECTS, check_error_body, error_body};
 use script::{Expected, Script};
 
 /// Line limits of the [`framing`] body: small, so that inputs within libFuzzer's
@@ -494,39 +506,99 @@ fn shorten(text: &str) -> String {
 // ---------------------------------------------------------------------------------------
 // request
 
-/// Tight limits, so that the limit errors are reached by small inputs.
+/// Tight limits, so that the limit errors are reached by small inputs; attachments
+/// refused, so that both ways of taking them are reached.
 fn tight_limits() -> RequestLimits {
     RequestLimits {
         max_body_bytes: 2048,
         max_messages: 3,
         max_tools: 2,
-        reject_attachments: false,
+        reject_attachments: true,
     }
 }
 
-/// The OpenAI error body of a request error.
-fn api_error(error: &RequestError) -> ApiError {
-    ApiError::from(&ErrorReply::from(error))
+/// Asserts a request error of `dialect` is a 400 or 413 that invites no retry, with a
+/// code, rendered as exactly the dialect's error body (for the OpenAI dialects, an
+/// `invalid_request_error`).
+fn assert_request_error(dialect: Dialect, error: &RequestError) {
+    let reply = ErrorReply::from(error);
+    let status = reply.status();
+    assert!(
+        status == 400 || status == 413,
+        "{dialect:?} request error with status {status}"
+    );
+    assert_eq!(status, error.status(), "the reply's status is the error's");
+    assert!(!reply.retryable(), "request error marked retryable");
+    assert!(!reply.code.is_empty(), "request error without a code");
+    assert!(
+        !crate::event::invites_retry(&reply.message),
+        "request error invites a retry: {}",
+        reply.message
+    );
+    let body = error_body(dialect, &reply);
+    check_error_body(dialect, status, &body);
+    if dialect != Dialect::Messages {
+        let api = ApiError::from(&reply);
+        assert_eq!(api.kind, "invalid_request_error");
+        assert!(api.code.is_some(), "request error without a code");
+    }
 }
 
-/// Asserts a request error is a 400 or 413, OpenAI-shaped and retry-safe.
-fn assert_request_error(error: &RequestError) {
-    let error = &api_error(error);
+/// Asserts what every dialect's parser promises of a valid request: messages within the
+/// limits, a body within them, a model that cannot be read as a flag, an echoed model of
+/// at most 256 bytes with no control character, a named tool choice that exists.
+fn assert_valid_request(dialect: Dialect, request: &Request, data: &[u8], limits: &RequestLimits) {
     assert!(
-        error.status == 400 || error.status == 413,
-        "request error with status {}",
-        error.status
+        !request.conversation.messages.is_empty(),
+        "{dialect:?}: a request without messages"
     );
-    assert_eq!(error.kind, "invalid_request_error");
-    assert!(error.code.is_some(), "request error without a code");
-    assert!(!error.retryable(), "request error marked retryable");
+    assert!(request.conversation.messages.len() <= limits.max_messages);
+    assert!(request.conversation.tools.len() <= limits.max_tools);
+    assert!(data.len() <= limits.max_body_bytes);
     assert!(
-        !crate::event::invites_retry(&error.message),
-        "request error invites a retry: {}",
-        error.message
+        !request.model.is_empty() && !request.model.starts_with('-'),
+        "{dialect:?}: model {:?}",
+        request.model
     );
-    let body: Value = serde_json::from_slice(&error.to_json()).expect("error body is JSON");
-    check::error_body(&body);
+    assert!(
+        request.response_model.len() <= 256
+            && !request.response_model.chars().any(char::is_control),
+        "{dialect:?}: echoed model {:?}",
+        request.response_model
+    );
+    if dialect == Dialect::ChatCompletions {
+        assert!(!request.include_usage || request.stream);
+    }
+    if let ToolChoice::Named(name) = &request.conversation.tool_choice {
+        assert!(
+            request.conversation.tools.iter().any(|t| &t.name == name),
+            "{dialect:?}: tool_choice names an unknown tool {name:?}"
+        );
+    }
+}
+
+/// `POST /v1/messages/count_tokens`: never an agent, never a 5xx, never retryable; a
+/// 404 `count_tokens_unavailable` for a valid body, else the 400 or 413 of the field;
+/// always an Anthropic error body.
+fn assert_count_tokens(data: &[u8], limits: &RequestLimits) {
+    let reply = anthropic::count_tokens(data, limits);
+    let status = reply.status();
+    assert!(!reply.retryable(), "count_tokens retryable");
+    match status {
+        404 => assert_eq!(reply.code, "count_tokens_unavailable"),
+        400 | 413 => assert!(!reply.code.is_empty()),
+        other => panic!("count_tokens answered {other}"),
+    }
+    assert!(
+        !crate::event::invites_retry(&reply.message),
+        "count_tokens invites a retry: {}",
+        reply.message
+    );
+    check_error_body(
+        Dialect::Messages,
+        status,
+        &error_body(Dialect::Messages, &reply),
+    );
 }
 
 /// Outputs polled until `None`, owned.
@@ -552,64 +624,51 @@ enum OwnedOutput {
     End,
 }
 
-/// `openai::chat::parse_request` and `Bridge::new` over arbitrary bodies: never a panic; a valid
-/// request has messages within the limits, a model that cannot be read as a flag and an
-/// echoed model of at most 256 printable bytes; an
-/// error is a retry-safe OpenAI error body with a 400 or 413 status, and the bridge of
-/// an invalid body outputs exactly that head, that body and `End`, and spawns nothing.
+/// Every dialect's request parser (Chat Completions, Responses, Messages), Anthropic's
+/// `count_tokens` and `Bridge::new` of every dialect over the same arbitrary bytes: never
+/// a panic; a valid request keeps the promises every parser makes (messages and tools
+/// within the limits, a model that is no flag, a named tool choice that exists); an error is a
+/// 400 or 413 that invites no retry, in the dialect's error body; the bridge of an invalid
+/// body outputs exactly that head, that body and `End`, and spawns nothing; of a valid
+/// one, an invocation with `--model` and no `--force`, nothing before agent output, and
+/// `StopAgent`, `End` on a hang-up.
 pub fn request(data: &[u8]) {
     for limits in [RequestLimits::default(), tight_limits()] {
-        match parse_request(data, &limits) {
-            Ok(request) => {
-                assert!(
-                    !request.conversation.messages.is_empty(),
-                    "a request without messages"
-                );
-                assert!(request.conversation.messages.len() <= limits.max_messages);
-                assert!(request.conversation.tools.len() <= limits.max_tools);
-                assert!(data.len() <= limits.max_body_bytes);
-                assert!(
-                    !request.model.is_empty() && !request.model.starts_with('-'),
-                    "model {:?}",
-                    request.model
-                );
-                assert!(
-                    request.response_model.len() <= 256
-                        && !request.response_model.chars().any(char::is_control),
-                    "echoed model {:?}",
-                    request.response_model
-                );
-                assert!(!request.include_usage || request.stream);
-                if let ToolChoice::Named(name) = &request.conversation.tool_choice {
-                    assert!(
-                        request.conversation.tools.iter().any(|t| &t.name == name),
-                        "tool_choice names an unknown tool {name:?}"
-                    );
-                }
+        for dialect in DIALECTS {
+            match dialects::parse(dialect, data, &limits) {
+                Ok(request) => assert_valid_request(dialect, &request, data, &limits),
+                Err(error) => assert_request_error(dialect, &error),
             }
-            Err(error) => assert_request_error(&error),
         }
+        assert_count_tokens(data, &limits);
     }
+    for dialect in DIALECTS {
+        request_bridge(dialect, data);
+    }
+}
+
+/// `Bridge::new` of `data` in `dialect`: see [`request`].
+fn request_bridge(dialect: Dialect, data: &[u8]) {
     let params = BridgeParams {
         now_ms: 0,
         created_unix: 1_700_000_000,
         id_seed: 42,
     };
     let config = Config::default();
-    let mut bridge = Bridge::new(Dialect::ChatCompletions, data, &config, params);
+    let mut bridge = Bridge::new(dialect, data, &config, params);
     let outputs = drain_owned(&mut bridge);
-    match parse_request(data, &config.request_limits) {
+    match dialects::parse(dialect, data, &config.request_limits) {
         Err(error) => {
-            let error = api_error(&error);
+            let reply = ErrorReply::from(&error);
             assert!(bridge.invocation().is_none(), "an invalid request spawns");
             assert_eq!(
                 outputs,
                 [
-                    OwnedOutput::Head(error.status, "application/json", Some(false)),
-                    OwnedOutput::Body(error.to_json()),
+                    OwnedOutput::Head(reply.status(), "application/json", Some(false)),
+                    OwnedOutput::Body(error_body(dialect, &reply)),
                     OwnedOutput::End
                 ],
-                "outputs of an invalid request"
+                "outputs of an invalid {dialect:?} request"
             );
             assert!(bridge.is_ended());
         }
@@ -658,63 +717,6 @@ const TRANSCRIPTS: &[&str] = &[
     include_str!("../tests/fixtures/no_usage.jsonl"),
     include_str!("../tests/fixtures/repeated_tokens.jsonl"),
 ];
-
-/// Which request body the bridge is built from.
-#[derive(Debug, Clone, Arbitrary)]
-pub enum RequestBody {
-    /// Agent mode, streaming.
-    AgentStream,
-    /// Agent mode, streaming with `include_usage`.
-    AgentStreamUsage,
-    /// Agent mode, one JSON body.
-    AgentPlain,
-    /// Client tools, streaming (the project's OpenCode-shaped body).
-    ClientStream,
-    /// Client tools, one JSON body.
-    ClientPlain,
-    /// Tools listed with `tool_choice: "none"`: agent mode.
-    ToolsNone,
-    /// A named `tool_choice`.
-    ToolsNamed,
-    /// An invalid body.
-    Invalid,
-    /// Any bytes.
-    Raw(Vec<u8>),
-}
-
-impl RequestBody {
-    fn bytes(&self) -> Vec<u8> {
-        const CLIENT: &str = include_str!("../tests/fixtures/requests/client_tools.json");
-        const CLIENT_PLAIN: &str =
-            include_str!("../tests/fixtures/requests/client_tools_nostream.json");
-        let hi = r#"[{"role":"user","content":"hi"}]"#;
-        let tools = r#"[{"type":"function","function":{"name":"read","parameters":{"type":"object","properties":{"filePath":{"type":"string"}},"required":["filePath"]}}},{"type":"function","function":{"name":"bash","parameters":{"type":"object","properties":{"command":{"type":"string"}}}}}]"#;
-        match self {
-            RequestBody::AgentStream => {
-                format!(r#"{{"model":"auto","stream":true,"messages":{hi}}}"#).into_bytes()
-            }
-            RequestBody::AgentStreamUsage => format!(
-                r#"{{"model":"auto","stream":true,"stream_options":{{"include_usage":true}},"messages":{hi}}}"#
-            )
-            .into_bytes(),
-            RequestBody::AgentPlain => {
-                format!(r#"{{"model":"auto","messages":{hi}}}"#).into_bytes()
-            }
-            RequestBody::ClientStream => CLIENT.as_bytes().to_vec(),
-            RequestBody::ClientPlain => CLIENT_PLAIN.as_bytes().to_vec(),
-            RequestBody::ToolsNone => format!(
-                r#"{{"model":"auto","stream":true,"tool_choice":"none","tools":{tools},"messages":{hi}}}"#
-            )
-            .into_bytes(),
-            RequestBody::ToolsNamed => format!(
-                r#"{{"model":"auto","stream":true,"tool_choice":{{"type":"function","function":{{"name":"read"}}}},"tools":{tools},"messages":{hi}}}"#
-            )
-            .into_bytes(),
-            RequestBody::Invalid => br#"{"model":"auto","messages":"nope"}"#.to_vec(),
-            RequestBody::Raw(bytes) => bytes.clone(),
-        }
-    }
-}
 
 /// Configuration knobs, mapped onto a [`Config`] with short timeouts so that deadlines
 /// fall within a run.
@@ -813,7 +815,9 @@ pub enum Op {
 /// from, and what happens.
 #[derive(Debug, Clone, Arbitrary)]
 pub struct BridgeInput {
-    /// The request body.
+    /// The dialect (`n % 3`: Chat Completions, Responses, Messages).
+    pub dialect: u8,
+    /// The request body, in that dialect.
     pub request: RequestBody,
     /// Configuration knobs.
     pub knobs: Knobs,
@@ -898,8 +902,9 @@ impl Contract {
         }
     }
 
-    /// Checks the whole body once the run is over.
-    fn finish(&self, stream: bool, tool_names: &[String]) {
+    /// Checks the whole body once the run is over: a stream or a JSON body well formed
+    /// in `dialect`, echoing `model`, calling only the client's tools.
+    fn finish(&self, dialect: Dialect, stream: bool, model: &str, tool_names: &[String]) {
         assert_eq!(self.ends, 1, "exactly one End");
         let Some((status, content_type, _)) = self.head else {
             assert!(self.gone, "no head, and the client did not leave");
@@ -911,14 +916,9 @@ impl Contract {
             } else {
                 Ending::Complete
             };
-            let summary = check::stream(&self.body, ending);
-            for (_, name, _) in &summary.tool_calls {
-                assert!(
-                    tool_names.contains(name),
-                    "a tool call of {name:?}, not a client tool"
-                );
-            }
-            if !summary.tool_calls.is_empty() && !self.gone && !self.exited_at_end {
+            let called = dialects::check_stream(dialect, &self.body, ending, model);
+            assert_client_tools(&called, tool_names);
+            if !called.is_empty() && !self.gone && !self.exited_at_end {
                 assert_eq!(self.stops, 1, "client tool calls end the turn: StopAgent");
             }
             return;
@@ -931,17 +931,28 @@ impl Contract {
             assert!(self.gone, "a JSON response without a body");
             return;
         }
+        if status >= 400 {
+            check_error_body(dialect, status, &self.body);
+            return;
+        }
         let value: Value = serde_json::from_slice(&self.body).unwrap_or_else(|e| {
             panic!(
                 "JSON body does not parse ({e}): {}",
                 String::from_utf8_lossy(&self.body)
             )
         });
-        if status >= 400 {
-            check::error_body(&value);
-        } else {
-            check::completion(&value);
-        }
+        let called = dialects::check_body(dialect, &value, model);
+        assert_client_tools(&called, tool_names);
+    }
+}
+
+/// Every tool called is one of the client's.
+fn assert_client_tools(called: &[String], tool_names: &[String]) {
+    for name in called {
+        assert!(
+            tool_names.contains(name),
+            "a tool call of {name:?}, not a client tool"
+        );
     }
 }
 
@@ -953,16 +964,20 @@ impl Contract {
 /// the exit is refused; the body is a well-formed stream (whole unless the client left)
 /// or one OpenAI JSON body.
 pub fn bridge(input: BridgeInput) {
-    let body = input.request.bytes();
-    let tool_names = tool_names(&body);
+    let dialect = dialects::dialect(input.dialect);
+    let body = input.request.bytes(dialect);
+    let tool_names = dialects::tool_names(&body);
     let config = input.knobs.config();
+    let model = dialects::parse(dialect, &body, &config.request_limits)
+        .map(|request| request.response_model)
+        .unwrap_or_default();
     let start = 1_000u64;
     let params = BridgeParams {
         now_ms: start,
         created_unix: 1_700_000_000,
         id_seed: 7,
     };
-    let mut bridge = Bridge::new(Dialect::ChatCompletions, &body, &config, params);
+    let mut bridge = Bridge::new(dialect, &body, &config, params);
     let stream = bridge.is_stream();
     let transcript = TRANSCRIPTS[usize::from(input.transcript) % TRANSCRIPTS.len()].as_bytes();
     let mut contract = Contract::default();
@@ -1023,7 +1038,7 @@ pub fn bridge(input: BridgeInput) {
     // Once the agent has exited, the response ends at once: nothing is left to wait for.
     let left_over = run_deadlines(&mut bridge, &mut contract, stream, &mut now, u64::MAX, 10);
     assert!(!left_over, "deadlines keep coming after the agent exited");
-    contract.finish(stream, &tool_names);
+    contract.finish(dialect, stream, &model, &tool_names);
 }
 
 /// Pushes stdout, which is refused after the exit and accepted (maybe ignored) before.
@@ -1079,22 +1094,6 @@ fn run_deadlines(
         handled += 1;
     }
     false
-}
-
-/// The function names of a request body's tools.
-fn tool_names(body: &[u8]) -> Vec<String> {
-    let Ok(value) = serde_json::from_slice::<Value>(body) else {
-        return Vec::new();
-    };
-    value["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Builds a [`BridgeInput`] from bytes, as libFuzzer's `arbitrary` glue does, and runs

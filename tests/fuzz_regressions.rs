@@ -56,3 +56,34 @@ fn json_arrays_are_not_events() {
     assert_eq!(decoder.stats().non_json, 1, "events: {events:?}");
     assert!(!decoder.saw_result(), "events: {events:?}");
 }
+
+/// Found by the `request` target. A Responses request whose `input` items are all of
+/// kinds the agent cannot read (hosted-tool artefacts, reasoning, item references) and
+/// that has no `instructions` was accepted with an empty conversation: an agent would
+/// start with nothing to answer. Every dialect refuses a request without messages with a
+/// 400 naming the field.
+#[test]
+fn responses_input_of_unreadable_items_only_is_refused() {
+    use agentwire::api::RequestLimits;
+    use agentwire::openai::responses::parse_request;
+
+    let limits = RequestLimits::default();
+    for input in [
+        r#"[{"type":"web_search"}]"#,
+        r#"[{"type":"reasoning","summary":[]},{"type":"item_reference","id":"msg_1"}]"#,
+        r#"[{"id":"msg_1"}]"#,
+    ] {
+        let body = format!(r#"{{"model":"auto","input":{input}}}"#);
+        let error = parse_request(body.as_bytes(), &limits).expect_err(input);
+        assert_eq!(error.status(), 400, "{input}");
+        assert_eq!(error.param.as_deref(), Some("input"), "{input}");
+    }
+    // The same items beside instructions, or beside a message, are a conversation.
+    for body in [
+        r#"{"model":"auto","instructions":"Be brief.","input":[{"type":"web_search"}]}"#,
+        r#"{"model":"auto","input":[{"type":"web_search"},{"role":"user","content":"hi"}]}"#,
+    ] {
+        let request = parse_request(body.as_bytes(), &limits).expect(body);
+        assert!(!request.conversation.messages.is_empty(), "{body}");
+    }
+}

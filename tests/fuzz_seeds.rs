@@ -10,7 +10,11 @@ mod shared;
 
 use std::path::{Path, PathBuf};
 
-use agentwire::fuzzing::{self, BridgeInput, Knobs, Op, RequestBody};
+use agentwire::fuzzing::{
+    self, AbiInput, AbiOp, BridgeInput, BridgeOp, ClearField, Clock, ConfigOp, DecoderOp,
+    DialectArg, EnumField, Field, FlagField, KindArg, Knobs, Number, NumberField, Op, Pass,
+    ReplyOp, RequestBody, ResultNumber, Start, Stdout, TextField,
+};
 
 /// Pseudo-random inputs per body: enough to reach the bodies' deeper paths in a few
 /// seconds of an unoptimised build.
@@ -70,12 +74,15 @@ fn transcripts() -> Vec<Vec<u8>> {
     paths.iter().map(|p| std::fs::read(p).unwrap()).collect()
 }
 
-/// Request bodies: the project's and, when present, the OpenCode bodies.
+/// Request bodies: the project's in every dialect and, when present, the OpenCode bodies.
 fn requests() -> Vec<Vec<u8>> {
-    let mut bodies: Vec<Vec<u8>> = files(&root().join("tests/fixtures/requests"), &[".json"])
+    let dir = root().join("tests/fixtures/requests");
+    let mut bodies: Vec<Vec<u8>> = ["", "responses", "messages"]
         .iter()
+        .flat_map(|sub| files(&dir.join(sub), &[".json"]))
         .map(|p| std::fs::read(p).unwrap())
         .collect();
+    assert!(bodies.len() >= 9, "the request fixtures of every dialect");
     if let Some(fixtures) = shared::fixtures("fuzz_seeds: the OpenCode bodies") {
         for path in fixtures.files("opencode", ".jsonl") {
             let relative = format!("opencode/{}", path.file_name().unwrap().to_string_lossy());
@@ -178,17 +185,7 @@ fn seeds_request() {
 /// A bridge run with many operations, mostly transcript bytes and time, which raw
 /// pseudo-random bytes rarely decode to.
 fn random_bridge_input(rng: &mut Rng) -> BridgeInput {
-    let request = match rng.below(10) {
-        0 => RequestBody::AgentStream,
-        1 => RequestBody::AgentStreamUsage,
-        2 => RequestBody::AgentPlain,
-        3 | 4 => RequestBody::ClientStream,
-        5 => RequestBody::ClientPlain,
-        6 => RequestBody::ToolsNone,
-        7 => RequestBody::ToolsNamed,
-        8 => RequestBody::Invalid,
-        _ => RequestBody::Raw(rng.some_bytes(64)),
-    };
+    let request = random_request(rng);
     let knobs = Knobs {
         strategy: rng.next() as u8,
         reasoning: rng.next() as u8,
@@ -217,6 +214,7 @@ fn random_bridge_input(rng: &mut Rng) -> BridgeInput {
         })
         .collect();
     BridgeInput {
+        dialect: rng.next() as u8,
         request,
         knobs,
         transcript: rng.next() as u8,
@@ -235,5 +233,283 @@ fn seeds_bridge() {
         let len = rng.below(2048);
         fuzzing::bridge_bytes(&rng.bytes(len));
         fuzzing::bridge(random_bridge_input(&mut rng));
+    }
+}
+
+fn random_request(rng: &mut Rng) -> RequestBody {
+    match rng.below(10) {
+        0 => RequestBody::AgentStream,
+        1 => RequestBody::AgentStreamMore,
+        2 => RequestBody::AgentPlain,
+        3 | 4 => RequestBody::ClientStream,
+        5 => RequestBody::ClientPlain,
+        6 => RequestBody::ToolsNone,
+        7 => RequestBody::ToolsNamed,
+        8 => RequestBody::Invalid,
+        _ => RequestBody::Raw(rng.some_bytes(64)),
+    }
+}
+
+/// Mostly whole arguments; each documented misuse now and then.
+fn random_pass(rng: &mut Rng) -> Pass {
+    match rng.below(16) {
+        0 => Pass::Prefix(rng.next() as u16),
+        1 => Pass::Empty,
+        2 => Pass::Null,
+        3 => Pass::NullWithLength(rng.next() as u16),
+        4 => Pass::TooLarge(rng.next()),
+        5 => Pass::NullTooLarge(rng.next()),
+        _ => Pass::Whole,
+    }
+}
+
+fn random_stdout(rng: &mut Rng) -> Stdout {
+    match rng.below(8) {
+        0 => Stdout::Lines(rng.some_bytes(64)),
+        1 => Stdout::Raw(rng.some_bytes(32)),
+        _ => Stdout::Transcript(rng.below(1500) as u16),
+    }
+}
+
+fn random_text(rng: &mut Rng) -> Vec<u8> {
+    match rng.below(4) {
+        0 => b"/usr/bin/cursor-agent".to_vec(),
+        1 => b"dir\0name".to_vec(),
+        2 => vec![b'a', 0xff, b'b'],
+        _ => "r\u{e9}pertoire".as_bytes().to_vec(),
+    }
+}
+
+fn random_number(rng: &mut Rng) -> Number {
+    match rng.below(4) {
+        0 => Number::Any(rng.next()),
+        1 => Number::Max,
+        _ => Number::Small(rng.next() as u16),
+    }
+}
+
+fn random_config_op(rng: &mut Rng) -> ConfigOp {
+    let text_field = [
+        TextField::CursorBinary,
+        TextField::Workspace,
+        TextField::CliConfigDir,
+    ][rng.below(3)];
+    let enum_field = [EnumField::ToolStrategy, EnumField::Reasoning][rng.below(2)];
+    let flag_field = [
+        FlagField::AllowForce,
+        FlagField::PartialOutput,
+        FlagField::ActivityNotes,
+    ][rng.below(3)];
+    let number_field = NumberField::ALL[rng.below(NumberField::ALL.len())];
+    let rare = rng.below(8) == 0;
+    match rng.below(12) {
+        0 => ConfigOp::New { null_out: rare },
+        1 => ConfigOp::Free,
+        2 => ConfigOp::SetText {
+            field: text_field,
+            text: random_text(rng),
+            pass: random_pass(rng),
+        },
+        3 => ConfigOp::Clear(
+            [
+                ClearField::Workspace,
+                ClearField::CliConfigDir,
+                ClearField::MaxDuration,
+            ][rng.below(3)],
+        ),
+        4 => ConfigOp::SetEnum {
+            field: enum_field,
+            value: if rare {
+                Err(rng.next() as u32)
+            } else {
+                Ok(rng.next() as u8)
+            },
+        },
+        5 | 6 => ConfigOp::SetNumber {
+            field: number_field,
+            value: random_number(rng),
+        },
+        7 => ConfigOp::SetFlag {
+            field: flag_field,
+            value: rng.below(2) == 0,
+        },
+        8 => ConfigOp::Get {
+            field: match rng.below(4) {
+                0 => Field::Text(text_field),
+                1 => Field::Enum(enum_field),
+                2 => Field::Flag(flag_field),
+                _ => Field::Number(number_field),
+            },
+            null_out: rare,
+        },
+        9 => ConfigOp::LastError,
+        10 if rare => [ConfigOp::Panic, ConfigOp::Overlap][rng.below(2)].clone(),
+        _ => ConfigOp::New { null_out: false },
+    }
+}
+
+fn random_bridge_op(rng: &mut Rng) -> BridgeOp {
+    let rare = rng.below(8) == 0;
+    let index = if rare {
+        Err(rng.next())
+    } else {
+        Ok(rng.next() as u8)
+    };
+    match rng.below(24) {
+        0 | 1 => BridgeOp::New {
+            dialect: random_dialect(rng, rare),
+            body: random_request(rng),
+            pass: random_pass(rng),
+            config: (rng.below(3) != 0).then(|| rng.next() as u8),
+            transcript: rng.next() as u8,
+            created_unix: 1_700_000_000,
+            id_seed: rng.next(),
+            null_out: rare,
+        },
+        2 if rare => BridgeOp::Free,
+        3 => BridgeOp::Program { null_out: rare },
+        4 => BridgeOp::ArgCount { null_out: rare },
+        5 => BridgeOp::Arg {
+            index,
+            null_out: rare,
+        },
+        6 => BridgeOp::Stdin { null_out: rare },
+        7 => BridgeOp::EnvCount { null_out: rare },
+        8 => BridgeOp::Env {
+            index,
+            null_name: rare && rng.below(2) == 0,
+            null_value: rare && rng.below(2) == 0,
+        },
+        9..=12 => BridgeOp::Stdout(random_stdout(rng), random_pass(rng)),
+        13 => BridgeOp::Stderr(b"Error: not logged in\n".to_vec(), random_pass(rng)),
+        14 => BridgeOp::ExitCode(rng.below(3) as i32),
+        15 if rare => BridgeOp::ExitSignal(9),
+        16 => BridgeOp::HandleTimeout {
+            due: rng.below(4) != 0,
+        },
+        17 if rare => BridgeOp::ClientGone,
+        18 if rare => BridgeOp::Shutdown,
+        19 => BridgeOp::Poll { null_out: rare },
+        20 => BridgeOp::PollTimeout {
+            null_has: rare,
+            null_deadline: rare && rng.below(2) == 0,
+        },
+        21 => [BridgeOp::IsEnded, BridgeOp::IsStream, BridgeOp::LastError][rng.below(3)].clone(),
+        22 => BridgeOp::SessionId { null_out: rare },
+        23 if rare => [BridgeOp::Panic, BridgeOp::Overlap][rng.below(2)].clone(),
+        _ => BridgeOp::Drain,
+    }
+}
+
+fn random_decoder_op(rng: &mut Rng) -> DecoderOp {
+    let rare = rng.below(8) == 0;
+    match rng.below(14) {
+        0 => DecoderOp::New {
+            config: (rng.below(3) != 0).then(|| rng.next() as u8),
+            transcript: rng.next() as u8,
+            null_out: rare,
+        },
+        1 if rare => DecoderOp::Free,
+        2..=5 => DecoderOp::Stdout(random_stdout(rng), random_pass(rng)),
+        6 => DecoderOp::Eof,
+        7 => DecoderOp::Poll { null_out: rare },
+        8 => DecoderOp::Stats { null_out: rare },
+        9 => DecoderOp::SessionId { null_out: rare },
+        10 => DecoderOp::Model { null_out: rare },
+        11 => [DecoderOp::IsFinished, DecoderOp::LastError][rng.below(2)].clone(),
+        12 if rare => [DecoderOp::Panic, DecoderOp::Overlap][rng.below(2)].clone(),
+        _ => DecoderOp::Drain,
+    }
+}
+
+/// A valid `aw_dialect` mostly; any number when `rare`.
+fn random_dialect(rng: &mut Rng, rare: bool) -> DialectArg {
+    if rare {
+        DialectArg::Any(rng.next() as u32 % 8)
+    } else {
+        DialectArg::Valid(rng.next() as u8)
+    }
+}
+
+fn random_reply_op(rng: &mut Rng) -> ReplyOp {
+    let rare = rng.below(8) == 0;
+    match rng.below(10) {
+        0 | 1 => ReplyOp::CountTokens {
+            body: (rng.below(2) == 0).then(|| random_request(rng)),
+            pass: random_pass(rng),
+            config: (rng.below(3) != 0).then(|| rng.next() as u8),
+            null_out: rare,
+        },
+        2 | 3 => ReplyOp::Error {
+            dialect: random_dialect(rng, rare),
+            kind: if rng.below(8) == 0 {
+                KindArg::Any(rng.next() as u32 % 16)
+            } else {
+                KindArg::Valid(rng.next() as u8)
+            },
+            message: random_text(rng),
+            pass: random_pass(rng),
+            null_out: rare,
+        },
+        4 if rare => ReplyOp::Free,
+        5 => ReplyOp::Status { null_out: rare },
+        6 => ReplyOp::Retryable { null_out: rare },
+        7 => ReplyOp::Body { null_out: rare },
+        8 => ReplyOp::LastError,
+        9 if rare => [ReplyOp::Panic, ReplyOp::Overlap][rng.below(2)].clone(),
+        _ => ReplyOp::Body { null_out: false },
+    }
+}
+
+/// A C caller's run: handles created early and used a lot, one slot of each type most of
+/// the time, the misuse the ABI documents now and then.
+fn random_abi_input(rng: &mut Rng) -> AbiInput {
+    let slot = |rng: &mut Rng| {
+        if rng.below(4) == 0 {
+            rng.next() as u8
+        } else {
+            0
+        }
+    };
+    let start = Start {
+        bridge: (rng.below(4) != 0)
+            .then(|| (rng.next() as u8, random_request(rng), rng.next() as u8)),
+        decoder_transcript: rng.next() as u8,
+    };
+    let mut ops = Vec::new();
+    for _ in 0..rng.below(120) {
+        ops.push(match rng.below(20) {
+            0..=2 => AbiOp::Config(slot(rng), random_config_op(rng)),
+            3..=11 => AbiOp::Bridge(slot(rng), random_bridge_op(rng)),
+            12..=14 => AbiOp::Decoder(slot(rng), random_decoder_op(rng)),
+            15 | 16 => AbiOp::Reply(slot(rng), random_reply_op(rng)),
+            17 => AbiOp::Clock(match rng.below(8) {
+                0 => Clock::Jump(rng.next()),
+                1 => Clock::Far(rng.next() as u32),
+                _ => Clock::Forward(rng.next() as u16),
+            }),
+            18 => AbiOp::ResultName(if rng.below(2) == 0 {
+                ResultNumber::Near(rng.next() as u8)
+            } else {
+                ResultNumber::Any(rng.next() as u32)
+            }),
+            _ => AbiOp::Version,
+        });
+    }
+    AbiInput { start, ops }
+}
+
+#[test]
+fn seeds_abi() {
+    for seed in files(&root().join("fuzz/seeds/abi"), &[""]) {
+        fuzzing::abi_bytes(&std::fs::read(seed).unwrap());
+    }
+    let mut rng = Rng(6);
+    // Fewer: every run creates bridges twice over (the handle and the Rust bridge it is
+    // compared with), which an unoptimised build makes slow.
+    for _ in 0..RANDOM_INPUTS / 4 {
+        let len = rng.below(4096);
+        fuzzing::abi_bytes(&rng.bytes(len));
+        fuzzing::abi(random_abi_input(&mut rng));
     }
 }

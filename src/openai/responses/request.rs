@@ -97,6 +97,15 @@ pub fn parse_request(body: &[u8], limits: &RequestLimits) -> Result<Request, Req
     let mut tools = Tools::default();
     tools.add(object.get("tools"), "tools", limits)?;
     let references = parse_input(object.get("input"), limits, &mut messages, &mut tools)?;
+    if messages.is_empty() {
+        // Every item was one the agent cannot read (reasoning, references, hosted-tool
+        // artefacts) and there are no instructions: nothing to answer, as a Chat
+        // Completions request without messages, which is refused the same way.
+        return Err(RequestError::invalid_value(
+            "'input' holds no message, tool call or tool output the agent can read, and there are no 'instructions': include at least one message.",
+            "input",
+        ));
+    }
     let mut tools = tools.specs;
     let tool_choice = tool_choice(object.get("tool_choice"), &mut tools)?;
     let reasoning = reasoning(object.get("reasoning"))?;
