@@ -300,7 +300,7 @@ fn random_config_op(rng: &mut Rng) -> ConfigOp {
         FlagField::PartialOutput,
         FlagField::ActivityNotes,
     ][rng.below(3)];
-    let number_field = NumberField::ALL[rng.below(NumberField::ALL.len())];
+    let number_field = NumberField::all()[rng.below(NumberField::all().len())];
     let rare = rng.below(8) == 0;
     match rng.below(12) {
         0 => ConfigOp::New { null_out: rare },

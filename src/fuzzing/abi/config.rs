@@ -187,7 +187,7 @@ impl Number {
 
 impl NumberField {
     /// Every numeric setting.
-    pub const ALL: [NumberField; 14] = [
+    const ALL: [NumberField; 14] = [
         NumberField::MaxDuration,
         NumberField::HeadDeadline,
         NumberField::KeepAlive,
@@ -203,6 +203,13 @@ impl NumberField {
         NumberField::LoopGuardMaxFailedRepeats,
         NumberField::LoopGuardMaxRepeats,
     ];
+
+    /// Every numeric setting. (A function, not a public constant: cbindgen, which reads
+    /// the whole crate for the C header, would declare the type of a public associated
+    /// constant there.)
+    pub fn all() -> [NumberField; 14] {
+        NumberField::ALL
+    }
 
     /// The value as the setter's type takes it, widened back.
     fn truncate(self, value: u64) -> u64 {
