@@ -79,7 +79,7 @@ node - "$scratch/pack.json" <<'JS'
 const { readFileSync } = require('node:fs');
 const [pack] = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const files = pack.files.map((f) => f.path).sort();
-const required = ['package.json', 'README.md', 'wasm/agentwire_js_bg.wasm', 'wasm/agentwire_js.js', 'wasm/agentwire_js.d.ts',
+const required = ['package.json', 'README.md', 'LICENSE-MIT', 'LICENSE-APACHE', 'wasm/agentwire_js_bg.wasm', 'wasm/agentwire_js.js', 'wasm/agentwire_js.d.ts',
   'dist/index.js', 'dist/index.d.ts', 'dist/web.js', 'dist/web.d.ts', 'dist/node/index.js', 'dist/node/index.d.ts'];
 const missing = required.filter((f) => !files.includes(f));
 const unwanted = files.filter((f) => /^(test|examples|scripts|src|ts)\/|testing\.|\.test\.|\.rs$|Cargo|tsconfig|node_modules/.test(f));

@@ -13,7 +13,7 @@
 // installs both (the CLI into <repository>/.tools). $AGENTWIRE_WASM_BINDGEN names another
 // CLI binary; its version is checked all the same.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -83,3 +83,6 @@ if (!args.has('--wasm-only')) {
   rmSync(join(pkg, 'dist'), { recursive: true, force: true });
   run(process.execPath, [tsc, '-p', pkg]);
 }
+
+// The licence texts live at the repository root; the package carries copies of them.
+for (const licence of ['LICENSE-MIT', 'LICENSE-APACHE']) copyFileSync(join(root, licence), join(pkg, licence));
