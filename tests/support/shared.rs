@@ -70,7 +70,13 @@ impl Env {
     pub fn shared_dir(&self) -> PathBuf {
         match &self.dir {
             Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-            _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"),
+            // Beside the repository: the workspace root is the manifest directory's
+            // first ancestor with the lock file (the proxies' tests are in `proxy/`).
+            _ => Path::new(env!("CARGO_MANIFEST_DIR"))
+                .ancestors()
+                .find(|dir| dir.join("Cargo.lock").is_file())
+                .unwrap_or(Path::new(env!("CARGO_MANIFEST_DIR")))
+                .join("../shared"),
         }
     }
 }
