@@ -160,11 +160,13 @@ impl Warm {
     /// refused unless `--allow-force` lets tool-less requests run such tools on the
     /// per-request path too.
     pub fn config(workspace: Option<&str>, allow_force: bool) -> AcpConfig {
-        let mut config = AcpConfig::default();
-        config.permission = if allow_force {
-            PermissionChoice::AllowOnce
-        } else {
-            PermissionChoice::RejectOnce
+        let mut config = AcpConfig {
+            permission: if allow_force {
+                PermissionChoice::AllowOnce
+            } else {
+                PermissionChoice::RejectOnce
+            },
+            ..AcpConfig::default()
         };
         let cwd = workspace
             .map(std::path::PathBuf::from)
