@@ -3,7 +3,8 @@
 # directories (all ignored by git), and nothing that is already there at its pinned
 # version. ci/test.sh runs it first; a second run installs nothing and needs no network.
 #
-#   ci/setup.sh [python] [clients] [fuzz] [crates]      (default: all of them)
+#   ci/setup.sh [python] [clients] [fuzz] [crates]      (default: all but fuzz, which
+#                                                       fuzz/run-smoke.sh installs when run)
 #
 #   python   .venv: the Python package's build and test tools
 #            (bindings/python/requirements-dev.txt), and .tools/wheelhouse: the wheels the
@@ -79,7 +80,7 @@ crates() {
 }
 
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(python clients fuzz crates)
+[ ${#parts[@]} -gt 0 ] || parts=(python clients crates)
 for part in "${parts[@]}"; do
     case "$part" in
         python) python_tools ;;
