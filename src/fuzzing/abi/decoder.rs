@@ -5,7 +5,7 @@ use arbitrary::Arbitrary;
 
 use super::views::{OutParam, Owner, ValidUntil, assert_empty_str, text};
 use super::{
-    Books, OK, OPTIONAL, POLL, Pass, Stdout, World, allowed, check_result, handle, null_out,
+    Books, Hook, OK, OPTIONAL, POLL, Pass, Stdout, World, allowed, check_result, handle, null_out,
 };
 use crate::cursor::{Decoder, DecoderError};
 use crate::event::{ActivityPhase, Event, Progress};
@@ -270,22 +270,19 @@ impl World {
                 assert_eq!(got, want, "aw_decoder_is_finished");
             }
             DecoderOp::LastError => {
-                self.before_call(owner, false);
                 // SAFETY: `ptr` is NULL or live.
-                let message = unsafe { aw_decoder_last_error(ptr) };
-                self.check_last_error(owner, message, "aw_decoder_last_error");
+                let call = || unsafe { aw_decoder_last_error(ptr) };
+                self.last_error_of(owner, "aw_decoder_last_error", call);
             }
             DecoderOp::Panic => {
-                self.before_call(owner, true);
                 // SAFETY: `ptr` is NULL or live.
-                let result = unsafe { aw_decoder_test_panic(ptr) };
-                self.after_test_panic(owner, result);
+                let call = || unsafe { aw_decoder_test_panic(ptr) };
+                self.test_hook(owner, Hook::Panic, call);
             }
             DecoderOp::Overlap => {
-                self.before_call(owner, true);
                 // SAFETY: `ptr` is NULL or live.
-                let result = unsafe { aw_decoder_test_overlap(ptr) };
-                self.after_overlap(owner, result);
+                let call = || unsafe { aw_decoder_test_overlap(ptr) };
+                self.test_hook(owner, Hook::Overlap, call);
             }
         }
     }
