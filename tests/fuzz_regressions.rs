@@ -87,3 +87,24 @@ fn responses_input_of_unreadable_items_only_is_refused() {
         assert!(!request.conversation.messages.is_empty(), "{body}");
     }
 }
+
+/// Found by the `abi` target, a wrong rule of its own: it required that a decoder never
+/// finish after a failure. A `result` ends a turn, an error result with a failure, and
+/// the next turn's `result` finishes it; the events of both turns come out in order.
+#[test]
+fn a_turn_after_an_error_result_finishes() {
+    let stdout = concat!(
+        r#"{"type":"result","subtype":"error","is_error":true,"result":"boom"}"#,
+        "\n",
+        r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"hi"}]}}"#,
+        "\n",
+        r#"{"type":"result","subtype":"success","is_error":false,"result":"hi"}"#,
+        "\n",
+    );
+    let events = decode(&DecoderConfig::default(), &[stdout.as_bytes()]);
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e.split(['(', ' ']).next().unwrap())
+        .collect();
+    assert_eq!(kinds, ["Failed", "TextDelta", "Finish"], "{events:?}");
+}

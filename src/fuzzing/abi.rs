@@ -333,6 +333,15 @@ fn handle<S: Slot>(slot: &Option<S>) -> *mut S::Handle {
     slot.as_ref().map_or(std::ptr::null_mut(), Slot::ptr)
 }
 
+/// The test hooks every handle type has.
+#[derive(Debug, Clone, Copy)]
+enum Hook {
+    /// `aw_*_test_panic`: a panic inside a call, which poisons the handle.
+    Panic,
+    /// `aw_*_test_overlap`: a call and a free from inside a call, refused as `BUSY`.
+    Overlap,
+}
+
 /// Results documented by several functions.
 const OK: &[aw_result] = &[aw_result::Ok];
 const POLL: &[aw_result] = &[aw_result::Ok, aw_result::Drained];
@@ -516,6 +525,29 @@ impl World {
             Owner::Bridge(slot) => self.bridges[slot].as_mut().map(|s| &mut s.books),
             Owner::Decoder(slot) => self.decoders[slot].as_mut().map(|s| &mut s.books),
             Owner::Reply(slot) => self.replies[slot].as_mut().map(|s| &mut s.books),
+        }
+    }
+
+    /// `aw_*_last_error` of the handle `owner` names, made by `call`: see
+    /// [`check_last_error`](Self::check_last_error).
+    fn last_error_of(
+        &mut self,
+        owner: Owner,
+        what: &str,
+        call: impl FnOnce() -> *const std::ffi::c_char,
+    ) {
+        self.before_call(owner, false);
+        let message = call();
+        self.check_last_error(owner, message, what);
+    }
+
+    /// A test hook on the handle `owner` names, made by `call`, and its result checked.
+    fn test_hook(&mut self, owner: Owner, hook: Hook, call: impl FnOnce() -> aw_result) {
+        self.before_call(owner, true);
+        let result = call();
+        match hook {
+            Hook::Panic => self.after_test_panic(owner, result),
+            Hook::Overlap => self.after_overlap(owner, result),
         }
     }
 

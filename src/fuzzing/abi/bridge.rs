@@ -7,8 +7,8 @@ use super::views::{
     OutParam, Owner, ValidUntil, assert_empty_bytes, assert_empty_str, bytes, c_text,
 };
 use super::{
-    Books, DialectArg, OK, OPTIONAL, POLL, Pass, Stdout, World, allowed, check_result, handle,
-    null_out,
+    Books, DialectArg, Hook, OK, OPTIONAL, POLL, Pass, Stdout, World, allowed, check_result,
+    handle, null_out,
 };
 use crate::bridge::{Bridge, BridgeError, BridgeParams, Output};
 use crate::cursor::{ExitStatus, Invocation};
@@ -460,22 +460,19 @@ impl World {
                 self.text_getter(owner, *null, "aw_bridge_session_id", OPTIONAL, want, call);
             }
             BridgeOp::LastError => {
-                self.before_call(owner, false);
                 // SAFETY: `ptr` is NULL or live.
-                let message = unsafe { aw_bridge_last_error(ptr) };
-                self.check_last_error(owner, message, "aw_bridge_last_error");
+                let call = || unsafe { aw_bridge_last_error(ptr) };
+                self.last_error_of(owner, "aw_bridge_last_error", call);
             }
             BridgeOp::Panic => {
-                self.before_call(owner, true);
                 // SAFETY: `ptr` is NULL or live.
-                let result = unsafe { aw_bridge_test_panic(ptr) };
-                self.after_test_panic(owner, result);
+                let call = || unsafe { aw_bridge_test_panic(ptr) };
+                self.test_hook(owner, Hook::Panic, call);
             }
             BridgeOp::Overlap => {
-                self.before_call(owner, true);
                 // SAFETY: `ptr` is NULL or live.
-                let result = unsafe { aw_bridge_test_overlap(ptr) };
-                self.after_overlap(owner, result);
+                let call = || unsafe { aw_bridge_test_overlap(ptr) };
+                self.test_hook(owner, Hook::Overlap, call);
             }
         }
     }

@@ -4,7 +4,7 @@
 use arbitrary::Arbitrary;
 
 use super::views::{OutParam, Owner};
-use super::{Books, OK, OPTIONAL, Pass, World, allowed, check_result, handle, null_out};
+use super::{Books, Hook, OK, OPTIONAL, Pass, World, allowed, check_result, handle, null_out};
 use crate::bridge::Config;
 use crate::ffi::config::*;
 use crate::ffi::result::aw_result;
@@ -575,22 +575,19 @@ impl World {
             }
             ConfigOp::Get { field, null_out } => self.config_get(slot, *field, *null_out),
             ConfigOp::LastError => {
-                self.before_call(owner, false);
                 // SAFETY: `ptr` is NULL or live.
-                let message = unsafe { aw_config_last_error(ptr) };
-                self.check_last_error(owner, message, "aw_config_last_error");
+                let call = || unsafe { aw_config_last_error(ptr) };
+                self.last_error_of(owner, "aw_config_last_error", call);
             }
             ConfigOp::Panic => {
-                self.before_call(owner, true);
                 // SAFETY: `ptr` is NULL or live.
-                let result = unsafe { aw_config_test_panic(ptr) };
-                self.after_test_panic(owner, result);
+                let call = || unsafe { aw_config_test_panic(ptr) };
+                self.test_hook(owner, Hook::Panic, call);
             }
             ConfigOp::Overlap => {
-                self.before_call(owner, true);
                 // SAFETY: `ptr` is NULL or live.
-                let result = unsafe { aw_config_test_overlap(ptr) };
-                self.after_overlap(owner, result);
+                let call = || unsafe { aw_config_test_overlap(ptr) };
+                self.test_hook(owner, Hook::Overlap, call);
             }
         }
     }

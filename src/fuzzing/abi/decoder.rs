@@ -5,7 +5,7 @@ use arbitrary::Arbitrary;
 
 use super::views::{OutParam, Owner, ValidUntil, assert_empty_str, text};
 use super::{
-    Books, OK, OPTIONAL, POLL, Pass, Stdout, World, allowed, check_result, handle, null_out,
+    Books, Hook, OK, OPTIONAL, POLL, Pass, Stdout, World, allowed, check_result, handle, null_out,
 };
 use crate::cursor::{Decoder, DecoderError};
 use crate::event::{ActivityPhase, Event, Progress};
@@ -25,7 +25,6 @@ pub(super) struct Slot {
     pub(super) books: Books,
     transcript: &'static [u8],
     offset: usize,
-    failed: bool,
     /// `aw_decoder_push_eof` returned OK.
     eof: bool,
     /// `aw_decoder_poll_event` returned DRAINED since the end of stdout.
@@ -139,7 +138,6 @@ impl World {
                         books: Books::new(),
                         transcript: super::transcript(*transcript),
                         offset: 0,
-                        failed: false,
                         eof: false,
                         drained_after_eof: false,
                     });
@@ -272,22 +270,19 @@ impl World {
                 assert_eq!(got, want, "aw_decoder_is_finished");
             }
             DecoderOp::LastError => {
-                self.before_call(owner, false);
                 // SAFETY: `ptr` is NULL or live.
-                let message = unsafe { aw_decoder_last_error(ptr) };
-                self.check_last_error(owner, message, "aw_decoder_last_error");
+                let call = || unsafe { aw_decoder_last_error(ptr) };
+                self.last_error_of(owner, "aw_decoder_last_error", call);
             }
             DecoderOp::Panic => {
-                self.before_call(owner, true);
                 // SAFETY: `ptr` is NULL or live.
-                let result = unsafe { aw_decoder_test_panic(ptr) };
-                self.after_test_panic(owner, result);
+                let call = || unsafe { aw_decoder_test_panic(ptr) };
+                self.test_hook(owner, Hook::Panic, call);
             }
             DecoderOp::Overlap => {
-                self.before_call(owner, true);
                 // SAFETY: `ptr` is NULL or live.
-                let result = unsafe { aw_decoder_test_overlap(ptr) };
-                self.after_overlap(owner, result);
+                let call = || unsafe { aw_decoder_test_overlap(ptr) };
+                self.test_hook(owner, Hook::Overlap, call);
             }
         }
     }
@@ -341,14 +336,9 @@ impl World {
                     format!("{what} ({got})"),
                 );
             }
-            let s = self.decoders[slot].as_mut().expect("a live decoder");
-            match event.kind {
-                aw_event_kind::Failed => s.failed = true,
-                aw_event_kind::Finish => {
-                    assert!(!s.failed, "{what}: a finish after a failure");
-                }
-                _ => {}
-            }
+            // The order of events is the Rust decoder's, compared above. A failure is not
+            // the end of the decoder: a `result` ends a turn, an error result with a
+            // failure, and a later turn's `result` may finish it.
         }
         result
     }

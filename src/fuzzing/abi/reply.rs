@@ -5,7 +5,7 @@
 use arbitrary::Arbitrary;
 
 use super::views::{OutParam, Owner, ValidUntil, bytes};
-use super::{Books, DialectArg, OK, Pass, World, allowed, check_result, handle, null_out};
+use super::{Books, DialectArg, Hook, OK, Pass, World, allowed, check_result, handle, null_out};
 use crate::anthropic;
 use crate::api::{ErrorKind, ErrorReply};
 use crate::bridge::Dialect;
@@ -204,22 +204,19 @@ impl World {
                 }
             }
             ReplyOp::LastError => {
-                self.before_call(owner, false);
                 // SAFETY: `ptr` is NULL or live.
-                let message = unsafe { aw_reply_last_error(ptr) };
-                self.check_last_error(owner, message, "aw_reply_last_error");
+                let call = || unsafe { aw_reply_last_error(ptr) };
+                self.last_error_of(owner, "aw_reply_last_error", call);
             }
             ReplyOp::Panic => {
-                self.before_call(owner, true);
                 // SAFETY: `ptr` is NULL or live.
-                let result = unsafe { aw_reply_test_panic(ptr) };
-                self.after_test_panic(owner, result);
+                let call = || unsafe { aw_reply_test_panic(ptr) };
+                self.test_hook(owner, Hook::Panic, call);
             }
             ReplyOp::Overlap => {
-                self.before_call(owner, true);
                 // SAFETY: `ptr` is NULL or live.
-                let result = unsafe { aw_reply_test_overlap(ptr) };
-                self.after_overlap(owner, result);
+                let call = || unsafe { aw_reply_test_overlap(ptr) };
+                self.test_hook(owner, Hook::Overlap, call);
             }
         }
     }
