@@ -574,3 +574,82 @@ fn an_agent_that_cancels_by_itself_fails_the_turn() {
         "nothing left to cancel"
     );
 }
+
+#[test]
+fn the_agents_models_are_known_from_its_first_session() {
+    let mut connection = ready(AcpConfig::default());
+    assert_eq!(connection.models(), None, "no session yet");
+    assert_eq!(written(&mut connection)[0]["method"], "session/new");
+    connection
+        .push_stdout(
+            br#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1","configOptions":[{"id":"model","category":"model","currentValue":"gpt-5.5","options":[{"value":"gpt-5.5"},{"value":"gpt-5.4"}]}]}}
+"#,
+            2,
+        )
+        .unwrap();
+    assert_eq!(
+        connection.models(),
+        Some(&["gpt-5.5".to_string(), "gpt-5.4".to_string()][..])
+    );
+    assert_eq!(connection.current_model(), Some("gpt-5.5"));
+}
+
+#[test]
+fn poll_ready_names_each_turn_with_output_once_per_input() {
+    let mut connection = ready(AcpConfig {
+        pool_size: 0,
+        ..AcpConfig::default()
+    });
+    assert_eq!(connection.poll_ready(), None);
+    let request = acp_replay::request(Dialect::ChatCompletions, "auto");
+    let turns: Vec<_> = (0..3)
+        .map(|i| {
+            connection.start_turn(
+                Dialect::ChatCompletions,
+                &request,
+                &Config::default(),
+                params(2 + i),
+            )
+        })
+        .collect();
+    assert!(turns.windows(2).all(|w| w[0].get() < w[1].get()));
+    assert_eq!(connection.poll_ready(), None, "nothing to say yet");
+    let _ = written(&mut connection);
+    for (i, id) in [1, 2, 3].iter().enumerate() {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"sessionId":"s{i}"}}}}"#);
+        connection
+            .push_stdout(format!("{line}\n").as_bytes(), 5)
+            .unwrap();
+    }
+    let _ = written(&mut connection);
+    // The first and last sessions speak; the middle one does not.
+    for session in ["s0", "s2"] {
+        let update = format!(
+            r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{session}","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"hi"}}}}}}}}"#
+        );
+        connection
+            .push_stdout(format!("{update}\n").as_bytes(), 6)
+            .unwrap();
+    }
+    assert_eq!(connection.poll_ready(), Some(turns[0]));
+    assert_eq!(
+        connection.poll_ready(),
+        Some(turns[2]),
+        "the idle turn is skipped"
+    );
+    assert_eq!(
+        connection.poll_ready(),
+        None,
+        "each once, even left undrained"
+    );
+    let (status, body, _) = drain_turn(&mut connection, turns[2]);
+    assert_eq!(status, Some(200));
+    assert!(!body.is_empty());
+    connection.handle_timeout(7);
+    assert_eq!(
+        connection.poll_ready(),
+        Some(turns[0]),
+        "undrained: named after the next input"
+    );
+    assert_eq!(connection.poll_ready(), None);
+}

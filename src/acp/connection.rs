@@ -42,7 +42,15 @@ use crate::framing::{self, LineFramer};
 
 /// A turn's handle: one client request served by the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TurnId(u64);
+pub struct TurnId(pub(crate) u64);
+
+impl TurnId {
+    /// The number behind the handle: unique within its [`Connection`], rising in the
+    /// order turns were started.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
 
 /// A connection-level decision.
 #[non_exhaustive]
@@ -134,18 +142,21 @@ struct Turn {
 ///
 /// Methods, like the bridge's:
 /// - **getters**: [`is_ready`](Self::is_ready), [`is_dead`](Self::is_dead),
-///   [`active_turns`](Self::active_turns), [`malformed_lines`](Self::malformed_lines);
+///   [`active_turns`](Self::active_turns), [`models`](Self::models),
+///   [`current_model`](Self::current_model), [`malformed_lines`](Self::malformed_lines);
 /// - **inputs**, all taking `now_ms`: [`start_turn`](Self::start_turn),
 ///   [`push_stdout`](Self::push_stdout), [`push_stderr`](Self::push_stderr),
 ///   [`agent_exited`](Self::agent_exited), [`handle_timeout`](Self::handle_timeout),
 ///   [`client_gone`](Self::client_gone), [`shutdown`](Self::shutdown);
 /// - **outputs**: [`poll_transmit`](Self::poll_transmit) (bytes for the agent's stdin),
+///   [`poll_ready`](Self::poll_ready) (which turn has output),
 ///   [`poll_output`](Self::poll_output) (per turn: [`Output`] as from a bridge, never
 ///   `StopAgent`), [`poll_decision`](Self::poll_decision), then
 ///   [`poll_timeout`](Self::poll_timeout).
 ///
-/// **After every input, drain `poll_transmit`, `poll_decision` and every live turn's
-/// `poll_output` until each returns `None`, then ask `poll_timeout`.**
+/// **After every input, drain `poll_transmit`, `poll_decision`, and `poll_output` of
+/// every turn `poll_ready` names (or of every live turn) until each returns `None`,
+/// then ask `poll_timeout`.**
 ///
 /// Rules it keeps: a request with client tools is refused (400 naming `tools`: the
 /// agent's own tools would run instead); an unknown model is a 404 before the head; a
@@ -170,6 +181,10 @@ pub struct Connection {
     malformed: u64,
     /// Cancelled prompts that never ended: their slots stay taken.
     stuck: usize,
+    /// What the latest fresh session offered.
+    models: Option<ModelChoice>,
+    /// The last turn `poll_ready` named since the last input.
+    ready_after: Option<TurnId>,
 }
 
 impl Connection {
@@ -191,6 +206,8 @@ impl Connection {
             exited: false,
             malformed: 0,
             stuck: 0,
+            models: None,
+            ready_after: None,
         };
         let params = json!({
             "protocolVersion": 1,
@@ -225,6 +242,18 @@ impl Connection {
         self.turns.iter().filter(|t| !t.bridge.is_ended()).count()
     }
 
+    /// The models the agent offers, from its latest `session/new` answer, in its order;
+    /// `None` until a session was created. An agent that lists none gives `Some(&[])`:
+    /// then only its default is served.
+    pub fn models(&self) -> Option<&[String]> {
+        self.models.as_ref().map(ModelChoice::available)
+    }
+
+    /// The model a fresh session uses unless told otherwise, when the agent says.
+    pub fn current_model(&self) -> Option<&str> {
+        self.models.as_ref().and_then(ModelChoice::current)
+    }
+
     /// Agent stdout lines that were not JSON-RPC (ignored: the protocol forbids them, and
     /// cursor-agent swallows ours the same way).
     pub fn malformed_lines(&self) -> u64 {
@@ -242,6 +271,7 @@ impl Connection {
         config: &Config,
         params: BridgeParams,
     ) -> TurnId {
+        self.ready_after = None;
         let id = TurnId(self.next_turn);
         self.next_turn += 1;
         let mut bridge = Bridge::new(dialect, body, config, params);
@@ -277,6 +307,7 @@ impl Connection {
 
     /// Agent stdout, in any chunking.
     pub fn push_stdout(&mut self, bytes: &[u8], now_ms: u64) -> Result<(), ConnectionError> {
+        self.ready_after = None;
         if self.exited {
             return Err(ConnectionError::AfterExit);
         }
@@ -300,6 +331,7 @@ impl Connection {
 
     /// Agent stderr, in any chunking. Only its tail is kept, for failure messages.
     pub fn push_stderr(&mut self, bytes: &[u8], now_ms: u64) -> Result<(), ConnectionError> {
+        self.ready_after = None;
         let _ = now_ms;
         if self.exited {
             return Err(ConnectionError::AfterExit);
@@ -315,6 +347,7 @@ impl Connection {
     /// The agent exited (after its stdout and stderr were pushed to the end): every open
     /// turn fails with the stderr tail, and a restart is decided.
     pub fn agent_exited(&mut self, status: ExitStatus, now_ms: u64) -> Result<(), ConnectionError> {
+        self.ready_after = None;
         if self.exited {
             return Err(ConnectionError::ExitedTwice);
         }
@@ -333,6 +366,7 @@ impl Connection {
     /// A deadline from [`poll_timeout`](Self::poll_timeout) passed. Spurious calls do
     /// nothing.
     pub fn handle_timeout(&mut self, now_ms: u64) {
+        self.ready_after = None;
         let expired: Vec<PendingKind> = self
             .pending
             .iter()
@@ -407,6 +441,7 @@ impl Connection {
     /// The HTTP client of `turn` hung up: its prompt is cancelled and nothing more is
     /// written for it.
     pub fn client_gone(&mut self, turn: TurnId, now_ms: u64) {
+        self.ready_after = None;
         if let Some(index) = self.index(turn) {
             self.turns[index].bridge.client_gone(now_ms);
             self.after_turn_input(index, now_ms);
@@ -417,6 +452,7 @@ impl Connection {
     /// The adapter is shutting down: every turn ends now as a failure the client may
     /// retry, and every running prompt is cancelled.
     pub fn shutdown(&mut self, now_ms: u64) {
+        self.ready_after = None;
         for index in 0..self.turns.len() {
             self.turns[index].bridge.shutdown(now_ms);
             self.after_turn_input(index, now_ms);
@@ -452,6 +488,22 @@ impl Connection {
             return None;
         }
         self.turns[index].bridge.poll_output()
+    }
+
+    /// A turn that has output for [`poll_output`](Self::poll_output), each named at most
+    /// once between two inputs, in the order turns were started; `None` when no other
+    /// turn has any. A hint that spares polling every turn after each input: a turn the
+    /// caller leaves undrained (its client is slow) is not named again until the next
+    /// input.
+    #[must_use]
+    pub fn poll_ready(&mut self) -> Option<TurnId> {
+        let start = match self.ready_after {
+            Some(after) => self.turns.partition_point(|t| t.id <= after),
+            None => 0,
+        };
+        let turn = self.turns[start..].iter().find(|t| t.bridge.has_output())?;
+        self.ready_after = Some(turn.id);
+        Some(turn.id)
     }
 
     /// The next connection-level decision, or `None`.
@@ -854,10 +906,14 @@ impl Connection {
                     .and_then(|r| r.as_ref())
                     .and_then(|r| serde_json::from_str::<NewSession>(r.get()).ok());
                 match (session, result) {
-                    (Some(session), _) => self.idle.push_back(IdleSession {
-                        models: session.model_choice(),
-                        id: session.session_id,
-                    }),
+                    (Some(session), _) => {
+                        let models = session.model_choice();
+                        self.models = Some(models.clone());
+                        self.idle.push_back(IdleSession {
+                            models,
+                            id: session.session_id,
+                        });
+                    }
                     (None, result) => {
                         // Nothing is queued on a particular session/new: the oldest queued
                         // turn takes the failure (a pool refill failing fails no one).

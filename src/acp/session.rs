@@ -109,6 +109,16 @@ impl NewSession {
 }
 
 impl ModelChoice {
+    /// The model the session uses, when the agent says.
+    pub(crate) fn current(&self) -> Option<&str> {
+        self.current.as_deref()
+    }
+
+    /// The models the session offers, in the agent's order.
+    pub(crate) fn available(&self) -> &[String] {
+        &self.available
+    }
+
     /// What to do for `model`. An unlisted model is refused before anything is sent:
     /// agents accept unknown ids and fail later (codex-acp and gemini-cli at the prompt,
     /// as an error or as answer text), so the list is the only early answer.

@@ -484,6 +484,16 @@ impl Bridge {
         due
     }
 
+    /// Whether `poll_output` would return something now.
+    pub(crate) fn has_output(&self) -> bool {
+        let core = &self.core;
+        core.end != Once::Done
+            && (core.emitter.head.is_some()
+                || (core.emitter.head_sent && self.unsent_len() > 0)
+                || core.stop == Once::Due
+                || (core.end == Once::Due && (core.emitter.head_sent || core.emitter.discarded)))
+    }
+
     /// Response bytes produced and not yet handed out by `poll_output`.
     pub(crate) fn unsent_len(&self) -> usize {
         if self.core.emitter.lent {
