@@ -111,6 +111,40 @@ fn check_recording(
         outcome.restarts, 1,
         "the exit at the end decides one restart"
     );
+    // Agents that offer `session/close` are told to close each answered session, once.
+    let offers_close = records.iter().any(|r| {
+        !r.to_agent
+            && r.msg["result"]["agentCapabilities"]["sessionCapabilities"]["close"].is_object()
+    });
+    let prompted: Vec<&Value> = records
+        .iter()
+        .filter(|r| r.to_agent && r.msg["method"] == "session/prompt")
+        .map(|r| &r.msg["params"]["sessionId"])
+        .collect();
+    let mut closed = outcome.closed.clone();
+    closed.dedup();
+    assert_eq!(closed.len(), outcome.closed.len(), "{file}: each once");
+    if offers_close && outcome.stopped.is_none() {
+        let answered = outcome
+            .turns
+            .iter()
+            .filter(|t| t.status == Some(200))
+            .count();
+        assert_eq!(
+            outcome.closed.len(),
+            answered,
+            "{file}: {:?}",
+            outcome.closed
+        );
+        assert!(
+            outcome
+                .closed
+                .iter()
+                .all(|s| prompted.iter().any(|p| *p == s))
+        );
+    } else if !offers_close {
+        assert!(outcome.closed.is_empty(), "{file}");
+    }
 }
 
 #[test]
@@ -652,4 +686,76 @@ fn poll_ready_names_each_turn_with_output_once_per_input() {
         "undrained: named after the next input"
     );
     assert_eq!(connection.poll_ready(), None);
+}
+
+#[test]
+fn an_agent_offering_session_close_is_told_to_close_each_finished_session() {
+    for offered in [true, false] {
+        let mut connection = Connection::new(
+            AcpConfig {
+                pool_size: 0,
+                ..AcpConfig::default()
+            },
+            0,
+        );
+        let _ = written(&mut connection);
+        let capabilities = if offered {
+            r#","agentCapabilities":{"sessionCapabilities":{"close":{}}}"#
+        } else {
+            r#","agentCapabilities":{"sessionCapabilities":{"close":null}}"#
+        };
+        let init = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{{\"protocolVersion\":1{capabilities}}}}}\n"
+        );
+        connection.push_stdout(init.as_bytes(), 1).unwrap();
+        let request = acp_replay::request(Dialect::ChatCompletions, "auto");
+        let turn = connection.start_turn(
+            Dialect::ChatCompletions,
+            &request,
+            &Config::default(),
+            params(2),
+        );
+        assert_eq!(written(&mut connection)[0]["method"], "session/new");
+        connection
+            .push_stdout(
+                b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"sessionId\":\"s1\"}}\n",
+                3,
+            )
+            .unwrap();
+        let sent = written(&mut connection);
+        assert_eq!(sent[0]["method"], "session/prompt");
+        assert!(
+            sent.iter().all(|m| m["method"] != "session/close"),
+            "not while the prompt runs"
+        );
+        connection
+            .push_stdout(
+                b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"stopReason\":\"end_turn\"}}\n",
+                4,
+            )
+            .unwrap();
+        let (status, _, ends) = drain_turn(&mut connection, turn);
+        assert_eq!((status, ends), (Some(200), 1));
+        let sent = written(&mut connection);
+        let closes: Vec<_> = sent
+            .iter()
+            .filter(|m| m["method"] == "session/close")
+            .collect();
+        if offered {
+            assert_eq!(closes.len(), 1, "{sent:?}");
+            assert_eq!(closes[0]["params"]["sessionId"], "s1");
+            assert_eq!(connection.sessions_closed(), 1);
+            // Its answer (an error too) changes nothing, and no deadline is left behind.
+            let id = closes[0]["id"].as_u64().unwrap();
+            let answer = format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32603,\"message\":\"gone\"}}}}\n"
+            );
+            connection.push_stdout(answer.as_bytes(), 5).unwrap();
+            assert!(connection.is_ready());
+            assert_eq!(connection.poll_timeout(), None);
+        } else {
+            assert!(closes.is_empty(), "{sent:?}");
+            assert_eq!(connection.sessions_closed(), 0);
+        }
+    }
 }

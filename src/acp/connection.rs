@@ -18,9 +18,12 @@
 //!   (codex-acp, gemini-cli), one of them with a warning as answer text first.
 //! - Usage is mapped where an agent reports it exactly (claude-agent-acp, gemini-cli);
 //!   the sketch, written from cursor-agent alone, expected none.
-//! - Sessions are used once and then forgotten; `session/close` is not sent (not every
-//!   agent offers it, and the recordings hold none): cleaning up an agent's stored
-//!   sessions is the adapter's.
+//! - Sessions are used once. An agent that advertises `session/close`
+//!   (`agentCapabilities.sessionCapabilities.close` in its `initialize` answer) is told
+//!   to close each session whose turn is over, so that a warm agent serving thousands of
+//!   requests does not keep them all; its answer is awaited (with a deadline) but changes
+//!   nothing. Other agents' sessions are forgotten: the recordings hold no agent that
+//!   offers it, and cleaning up an agent's stored sessions is then the adapter's.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -100,6 +103,8 @@ enum PendingKind {
     NewSession,
     SetModel(TurnId),
     Prompt(TurnId),
+    /// `session/close`: its answer changes nothing.
+    Close,
 }
 
 /// A fresh session, not yet given to a turn.
@@ -142,7 +147,8 @@ struct Turn {
 ///
 /// Methods, like the bridge's:
 /// - **getters**: [`is_ready`](Self::is_ready), [`is_dead`](Self::is_dead),
-///   [`active_turns`](Self::active_turns), [`models`](Self::models),
+///   [`active_turns`](Self::active_turns), [`queued_turns`](Self::queued_turns),
+///   [`sessions_closed`](Self::sessions_closed), [`models`](Self::models),
 ///   [`current_model`](Self::current_model), [`malformed_lines`](Self::malformed_lines);
 /// - **inputs**, all taking `now_ms`: [`start_turn`](Self::start_turn),
 ///   [`push_stdout`](Self::push_stdout), [`push_stderr`](Self::push_stderr),
@@ -185,6 +191,10 @@ pub struct Connection {
     models: Option<ModelChoice>,
     /// The last turn `poll_ready` named since the last input.
     ready_after: Option<TurnId>,
+    /// Whether the agent offers `session/close`.
+    closes_sessions: bool,
+    /// `session/close` requests sent.
+    sessions_closed: u64,
 }
 
 impl Connection {
@@ -208,6 +218,8 @@ impl Connection {
             stuck: 0,
             models: None,
             ready_after: None,
+            closes_sessions: false,
+            sessions_closed: 0,
         };
         let params = json!({
             "protocolVersion": 1,
@@ -240,6 +252,21 @@ impl Connection {
     /// Turns whose response has not ended yet.
     pub fn active_turns(&self) -> usize {
         self.turns.iter().filter(|t| !t.bridge.is_ended()).count()
+    }
+
+    /// Turns waiting for a prompt slot or a session (a subset of
+    /// [`active_turns`](Self::active_turns)).
+    pub fn queued_turns(&self) -> usize {
+        self.turns
+            .iter()
+            .filter(|t| matches!(t.phase, Phase::Queued { .. }) && !t.bridge.is_ended())
+            .count()
+    }
+
+    /// `session/close` requests sent so far: one per session whose turn is over, when
+    /// the agent advertised `sessionCapabilities.close`; always 0 otherwise.
+    pub fn sessions_closed(&self) -> u64 {
+        self.sessions_closed
     }
 
     /// The models the agent offers, from its latest `session/new` answer, in its order;
@@ -396,7 +423,7 @@ impl Connection {
                     );
                     self.fail_turn(turn, failure, now_ms);
                 }
-                PendingKind::Prompt(_) => {}
+                PendingKind::Prompt(_) | PendingKind::Close => {}
             }
         }
         for index in 0..self.turns.len() {
@@ -878,13 +905,32 @@ impl Connection {
                 #[serde(rename_all = "camelCase")]
                 struct Initialized {
                     protocol_version: u64,
+                    #[serde(default)]
+                    agent_capabilities: Option<Capabilities>,
                 }
-                let version = result
+                #[derive(serde::Deserialize)]
+                #[serde(rename_all = "camelCase")]
+                struct Capabilities {
+                    #[serde(default)]
+                    session_capabilities: Option<SessionCapabilities>,
+                }
+                #[derive(serde::Deserialize)]
+                struct SessionCapabilities {
+                    // Present (an object, possibly empty) when offered; `null` is not.
+                    #[serde(default)]
+                    close: Option<serde_json::Value>,
+                }
+                let initialized = result
                     .as_ref()
                     .ok()
                     .and_then(|r| r.as_ref())
-                    .and_then(|r| serde_json::from_str::<Initialized>(r.get()).ok())
-                    .map(|i| i.protocol_version);
+                    .and_then(|r| serde_json::from_str::<Initialized>(r.get()).ok());
+                self.closes_sessions = initialized
+                    .as_ref()
+                    .and_then(|i| i.agent_capabilities.as_ref())
+                    .and_then(|c| c.session_capabilities.as_ref())
+                    .is_some_and(|s| s.close.as_ref().is_some_and(|c| !c.is_null()));
+                let version = initialized.map(|i| i.protocol_version);
                 match (result, version) {
                     (Ok(_), Some(1)) => self.handshake = Handshake::Ready,
                     (Err(error), _) => {
@@ -956,11 +1002,13 @@ impl Connection {
                     || self.turns[index].phase != Phase::SettingModel
                 {
                     self.turns[index].phase = Phase::Done;
+                    self.close_session(index, now_ms);
                     return;
                 }
                 match result {
                     Ok(_) => self.prompt(index),
                     Err(error) => {
+                        self.close_session(index, now_ms);
                         let model = self.turns[index].bridge.model().to_owned();
                         let failure = Failure::new(
                             FailureKind::ModelUnavailable,
@@ -1005,6 +1053,7 @@ impl Connection {
                             );
                             t.bridge.push_event(&Event::Failed(failure), now_ms);
                             let _ = t.bridge.take_stop();
+                            self.close_session(index, now_ms);
                             return;
                         };
                         if let Some(usage) = result.usage(t.cost) {
@@ -1035,8 +1084,29 @@ impl Connection {
                 }
                 // The prompt is over: nothing is left to cancel.
                 let _ = self.turns[index].bridge.take_stop();
+                self.close_session(index, now_ms);
             }
+            PendingKind::Close => {}
         }
+    }
+
+    /// The turn at `index` is done with its session: `session/close` for an agent that
+    /// offers it.
+    fn close_session(&mut self, index: usize, now_ms: u64) {
+        if !self.closes_sessions || self.handshake != Handshake::Ready {
+            return;
+        }
+        let Some(session) = self.turns[index].session.take() else {
+            return;
+        };
+        let deadline = now_ms.saturating_add(self.config.cancel_timeout_ms);
+        self.request(
+            PendingKind::Close,
+            "session/close",
+            json!({"sessionId": session}),
+            Some(deadline),
+        );
+        self.sessions_closed += 1;
     }
 }
 

@@ -52,6 +52,9 @@ pub struct Outcome {
     /// client's there), if it did.
     pub stopped: Option<String>,
     pub restarts: usize,
+    /// The sessions the core closed (`session/close`, which the recorded agents offer
+    /// and the recorded clients never sent), in order.
+    pub closed: Vec<String>,
 }
 
 /// The real ACP recordings (`fixtures/acp` of the real captures), found by the one finder
@@ -136,6 +139,7 @@ struct Driver {
     unread: usize,
     turns: Vec<(TurnId, TurnResponse)>,
     restarts: usize,
+    closed: Vec<String>,
 }
 
 impl Driver {
@@ -144,8 +148,14 @@ impl Driver {
             let text = std::str::from_utf8(bytes).expect("the core writes UTF-8");
             assert!(text.ends_with('\n'), "every message ends its line");
             for line in text.lines() {
-                self.written
-                    .push(serde_json::from_str(line).expect("the core writes JSON"));
+                let msg: Value = serde_json::from_str(line).expect("the core writes JSON");
+                // Not in the recordings: kept apart from what is checked against them.
+                if msg["method"] == "session/close" {
+                    let session = msg["params"]["sessionId"].as_str().expect("a session id");
+                    self.closed.push(session.to_owned());
+                } else {
+                    self.written.push(msg);
+                }
             }
         }
         while self.connection.poll_decision().is_some() {
@@ -229,6 +239,7 @@ pub fn replay(records: &[Record], dialect: Dialect, split: Split) -> Outcome {
         unread: 0,
         turns: Vec::new(),
         restarts: 0,
+        closed: Vec::new(),
     };
     driver.drain();
     // Recorded client id → the core's id, for the agent's responses.
@@ -367,6 +378,7 @@ pub fn replay(records: &[Record], dialect: Dialect, split: Split) -> Outcome {
             .collect(),
         stopped,
         restarts: driver.restarts,
+        closed: driver.closed,
     }
 }
 
