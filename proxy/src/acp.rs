@@ -26,7 +26,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use agentwire::acp::{AcpConfig, Connection, Decision, PermissionChoice, TurnId};
+use agentwire::acp::{AcpConfig, Connection, Decision, TurnId};
 use agentwire::bridge::{BridgeParams, Config, Dialect, Output};
 use agentwire::cursor::ExitStatus;
 
@@ -144,37 +144,11 @@ impl Warm {
     /// The warm agent `settings` ask for (`--agent-protocol acp`), started; `None` for
     /// per-request agents.
     pub fn for_settings(settings: &Settings, clock: Clock) -> std::io::Result<Option<Arc<Warm>>> {
-        let Some(args) = settings.acp.clone() else {
+        let Some(acp) = settings.acp.clone() else {
             return Ok(None);
         };
-        let config = Warm::config(
-            settings.config.workspace.as_deref(),
-            settings.config.allow_force,
-        );
         let program = settings.agent.clone();
-        Warm::start(program, args, config, settings.kill_grace, clock).map(Some)
-    }
-
-    /// The ACP settings of a proxy: sessions in the agent's workspace (else the proxy's
-    /// working directory), and the agent's permission requests (a shell command, an edit)
-    /// refused unless `--allow-force` lets tool-less requests run such tools on the
-    /// per-request path too.
-    pub fn config(workspace: Option<&str>, allow_force: bool) -> AcpConfig {
-        let mut config = AcpConfig {
-            permission: if allow_force {
-                PermissionChoice::AllowOnce
-            } else {
-                PermissionChoice::RejectOnce
-            },
-            ..AcpConfig::default()
-        };
-        let cwd = workspace
-            .map(std::path::PathBuf::from)
-            .or_else(|| std::env::current_dir().ok());
-        if let Some(cwd) = cwd.and_then(|p| std::path::absolute(p).ok()) {
-            config.cwd = cwd.to_string_lossy().into_owned();
-        }
-        config
+        Warm::start(program, acp.args, acp.config, settings.kill_grace, clock).map(Some)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -660,21 +634,4 @@ fn thread(name: &str, f: impl FnOnce() + Send + 'static) -> std::io::Result<()> 
         .stack_size(THREAD_STACK)
         .spawn(f)
         .map(drop)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn permission_requests_are_refused_unless_force_is_allowed() {
-        // A request cannot ask for the agent's shell on the per-request path without
-        // --allow-force; the warm agent's permission prompts follow the same rule.
-        let refused = Warm::config(Some("/tmp"), false);
-        assert_eq!(refused.permission, PermissionChoice::RejectOnce);
-        assert_eq!(refused.cwd, "/tmp");
-        let allowed = Warm::config(None, true);
-        assert_eq!(allowed.permission, PermissionChoice::AllowOnce);
-        assert!(std::path::Path::new(&allowed.cwd).is_absolute());
-    }
 }

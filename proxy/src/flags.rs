@@ -2,9 +2,10 @@
 
 use std::ffi::{OsStr, OsString};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use agentwire::acp::{AcpConfig, PermissionChoice};
 use agentwire::bridge::Config;
 use agentwire::openai::chat::ReasoningField;
 use agentwire::tools::ToolStrategy;
@@ -64,6 +65,28 @@ pub struct Flags {
     /// gemini). Repeatable; only with --agent-protocol acp.
     #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
     pub agent_arg: Vec<String>,
+
+    /// ACP: most prompts running at once on the warm agent; more requests wait in a
+    /// queue (--acp-queue-timeout-ms). Only with --agent-protocol acp.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub acp_max_prompts: Option<u32>,
+
+    /// ACP: fresh sessions kept ready ahead of need (0: each request waits for its
+    /// `session/new`; the model list is known after the first request). Only with
+    /// --agent-protocol acp.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=64))]
+    pub acp_pool_size: Option<u32>,
+
+    /// ACP: how long a request may wait for a prompt slot before it gets 503. Only with
+    /// --agent-protocol acp.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub acp_queue_timeout_ms: Option<u64>,
+
+    /// ACP: the directory the agent's sessions work in (`session/new` `cwd`); default
+    /// --workspace, else the proxy's working directory, made absolute. Only with
+    /// --agent-protocol acp.
+    #[arg(long, value_name = "DIR")]
+    pub acp_cwd: Option<PathBuf>,
 
     /// Workspace directory the agent works in (`--workspace`).
     #[arg(long, value_name = "DIR")]
@@ -282,8 +305,65 @@ pub struct Settings {
     pub models_ttl: Duration,
     /// `--model-alias`.
     pub model_aliases: ModelAliases,
-    /// With `--agent-protocol acp`: the arguments of the warm agent's command line.
-    pub acp: Option<Vec<String>>,
+    /// With `--agent-protocol acp`: the warm agent's command line and connection.
+    pub acp: Option<AcpSettings>,
+}
+
+/// The `--acp-*` values (and `--allow-force`) a connection's settings are made of.
+struct AcpFlags {
+    max_prompts: Option<u32>,
+    pool_size: Option<u32>,
+    queue_timeout_ms: Option<u64>,
+    allow_force: bool,
+}
+
+/// The warm agent `--agent-protocol acp` asks for.
+#[derive(Debug, Clone)]
+pub struct AcpSettings {
+    /// The arguments of its command line (`--agent-arg`).
+    pub args: Vec<String>,
+    /// Its connection's settings (`--acp-*`, `--allow-force`, `--workspace`).
+    pub config: AcpConfig,
+}
+
+impl AcpSettings {
+    /// The connection settings: the `--acp-*` values over the core's defaults; sessions
+    /// in `cwd` (made absolute); the agent's permission requests (a shell command, an
+    /// edit) refused unless `--allow-force` lets tool-less requests run such tools on the
+    /// per-request path too.
+    fn config(flags: &AcpFlags, cwd: &Path) -> Result<AcpConfig, String> {
+        let defaults = AcpConfig::default();
+        let cwd =
+            std::path::absolute(cwd).map_err(|e| format!("--acp-cwd {}: {e}", cwd.display()))?;
+        if !cwd.is_dir() {
+            return Err(format!(
+                "--acp-cwd {}: not a directory (the agent's sessions work there)",
+                cwd.display()
+            ));
+        }
+        let cwd = cwd.to_str().ok_or_else(|| {
+            format!(
+                "--acp-cwd {}: ACP sends the directory as a JSON string; give a UTF-8 path",
+                cwd.display()
+            )
+        })?;
+        Ok(AcpConfig {
+            cwd: cwd.to_owned(),
+            permission: if flags.allow_force {
+                PermissionChoice::AllowOnce
+            } else {
+                PermissionChoice::RejectOnce
+            },
+            max_concurrent_prompts: flags
+                .max_prompts
+                .map_or(defaults.max_concurrent_prompts, |n| n as usize),
+            pool_size: flags
+                .pool_size
+                .map_or(defaults.pool_size, |n| n as usize),
+            queue_timeout_ms: flags.queue_timeout_ms.unwrap_or(defaults.queue_timeout_ms),
+            ..defaults
+        })
+    }
 }
 
 impl Flags {
@@ -307,6 +387,22 @@ impl Flags {
             names: &own,
             secret: api_key.as_deref().map(str::as_bytes),
         };
+        let acp_flags = AcpFlags {
+            max_prompts: self.acp_max_prompts,
+            pool_size: self.acp_pool_size,
+            queue_timeout_ms: self.acp_queue_timeout_ms,
+            allow_force: self.allow_force,
+        };
+        let acp_only = [
+            ("--agent-arg", !self.agent_arg.is_empty()),
+            ("--acp-max-prompts", self.acp_max_prompts.is_some()),
+            ("--acp-pool-size", self.acp_pool_size.is_some()),
+            (
+                "--acp-queue-timeout-ms",
+                self.acp_queue_timeout_ms.is_some(),
+            ),
+            ("--acp-cwd", self.acp_cwd.is_some()),
+        ];
         let acp = match self.agent_protocol {
             AgentProtocol::Acp if self.demo => {
                 return Err(
@@ -314,11 +410,23 @@ impl Flags {
                         .into(),
                 );
             }
-            AgentProtocol::Acp => Some(self.agent_arg),
-            AgentProtocol::StreamJson if !self.agent_arg.is_empty() => {
-                return Err("--agent-arg is only for --agent-protocol acp".into());
+            AgentProtocol::Acp => {
+                let cwd = match (&self.acp_cwd, &self.workspace) {
+                    (Some(dir), _) | (None, Some(dir)) => dir.clone(),
+                    (None, None) => std::env::current_dir()
+                        .map_err(|e| format!("the working directory: {e}; give --acp-cwd"))?,
+                };
+                Some(AcpSettings {
+                    config: AcpSettings::config(&acp_flags, &cwd)?,
+                    args: self.agent_arg.clone(),
+                })
             }
-            AgentProtocol::StreamJson => None,
+            AgentProtocol::StreamJson => {
+                if let Some((flag, _)) = acp_only.iter().find(|(_, given)| *given) {
+                    return Err(format!("{flag} is only for --agent-protocol acp"));
+                }
+                None
+            }
         };
         let agent = if self.demo {
             AgentProgram::demo(hide)?
@@ -401,5 +509,87 @@ impl Settings {
             ));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Settings, String> {
+        let argv = ["proxy", "--agent-bin", "/bin/sh"].iter().chain(args);
+        Flags::try_parse_from(argv)
+            .map_err(|e| e.to_string())?
+            .settings()
+    }
+
+    #[test]
+    fn acp_flags_set_the_connection_and_are_checked() {
+        let dir = std::env::temp_dir();
+        let settings = parse(&["--agent-protocol", "acp"]).unwrap();
+        let acp = settings.acp.unwrap();
+        let defaults = AcpConfig::default();
+        assert_eq!(
+            acp.config.max_concurrent_prompts,
+            defaults.max_concurrent_prompts
+        );
+        assert_eq!(acp.config.pool_size, defaults.pool_size);
+        assert_eq!(acp.config.queue_timeout_ms, defaults.queue_timeout_ms);
+        assert!(Path::new(&acp.config.cwd).is_absolute());
+        // The agent's permission prompts follow --allow-force, as tool-less requests do
+        // on the per-request path.
+        assert_eq!(acp.config.permission, PermissionChoice::RejectOnce);
+
+        let settings = parse(&[
+            "--agent-protocol",
+            "acp",
+            "--allow-force",
+            "--acp-max-prompts",
+            "1",
+            "--acp-pool-size",
+            "0",
+            "--acp-queue-timeout-ms",
+            "250",
+            "--acp-cwd",
+            dir.to_str().unwrap(),
+        ])
+        .unwrap();
+        let config = settings.acp.unwrap().config;
+        assert_eq!(config.permission, PermissionChoice::AllowOnce);
+        assert_eq!(
+            (
+                config.max_concurrent_prompts,
+                config.pool_size,
+                config.queue_timeout_ms
+            ),
+            (1, 0, 250)
+        );
+        assert_eq!(Path::new(&config.cwd), std::path::absolute(&dir).unwrap());
+
+        for (args, says) in [
+            (&["--acp-max-prompts", "0"][..], "--acp-max-prompts"),
+            (&["--acp-max-prompts", "x"], "--acp-max-prompts"),
+            (&["--acp-pool-size", "65"], "--acp-pool-size"),
+            (&["--acp-queue-timeout-ms", "0"], "--acp-queue-timeout-ms"),
+            (&["--acp-cwd", "/no/such/dir"], "not a directory"),
+        ] {
+            let args: Vec<&str> = ["--agent-protocol", "acp"]
+                .iter()
+                .chain(args)
+                .copied()
+                .collect();
+            let error = parse(&args).unwrap_err();
+            assert!(error.contains(says), "{args:?}: {error}");
+        }
+        for flag in [
+            "--acp-max-prompts",
+            "--acp-pool-size",
+            "--acp-queue-timeout-ms",
+        ] {
+            let error = parse(&[flag, "1"]).unwrap_err();
+            assert!(error.contains("only for --agent-protocol acp"), "{error}");
+        }
+        let error = parse(&["--acp-cwd", dir.to_str().unwrap()]).unwrap_err();
+        assert!(error.contains("--acp-cwd is only for"), "{error}");
     }
 }
