@@ -31,11 +31,12 @@ use agentwire::bridge::{BridgeParams, Config, Dialect, Output};
 use agentwire::cursor::ExitStatus;
 
 use crate::agent::{AgentProgram, EXIT_DRAIN, Signal, exit_status, signal_group};
+use crate::http::{self, Reply};
 use crate::{Clock, Settings, reaper};
 
-/// Why `/v1/models` answers 503 over ACP: the core keeps each session's model list to
-/// itself.
-pub const NO_MODEL_LIST: &str = "the model list is not available with --agent-protocol acp (the ACP connection does not expose the agent's list); send the agent's model ids, or `default`";
+/// How long `/v1/models` waits for the agent's list when it is not known yet (the
+/// handshake and the pool's first session of a process just started or restarted).
+pub const MODELS_WAIT: Duration = Duration::from_secs(10);
 
 /// Bytes read from the agent's stdout at a time.
 const STDOUT_READ: usize = 32 * 1024;
@@ -81,6 +82,8 @@ struct State {
     /// Bumped on every change, for [`Warm::wait_change`].
     epoch: u64,
     restart: Option<String>,
+    /// Processes replaced so far.
+    restarts: u64,
     shutting_down: bool,
     stopped: bool,
     processes_started: u64,
@@ -121,6 +124,7 @@ impl Warm {
                 process: None,
                 epoch: 0,
                 restart: None,
+                restarts: 0,
                 shutting_down: false,
                 stopped: false,
                 processes_started: 0,
@@ -238,6 +242,81 @@ impl Warm {
         self.notify.notified()
     }
 
+    /// The agent's models (as [`Connection::models`]) followed by the default names the
+    /// connection accepts that the agent does not list; `None` when the list is not known
+    /// within `wait` (no session yet: the agent starts, restarts, or the pool is empty).
+    pub fn models(&self, wait: Duration) -> Option<Vec<String>> {
+        let until = Instant::now() + wait;
+        let mut state = self.lock();
+        loop {
+            if let Some(models) = state.connection.models() {
+                let mut names = models.to_vec();
+                for name in &self.config.default_model_names {
+                    if !names.contains(name) {
+                        names.push(name.clone());
+                    }
+                }
+                return Some(names);
+            }
+            // Without a pool no session is made before a request, and after shutdown
+            // none at all: nothing to wait for.
+            let left = until.saturating_duration_since(Instant::now());
+            if self.config.pool_size == 0 || state.shutting_down || left.is_zero() {
+                return None;
+            }
+            state = self
+                .changed
+                .wait_timeout(state, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// `/v1/models` from the agent's list ([`models`](Self::models)); blocks up to
+    /// [`MODELS_WAIT`] while it is not known yet, then 503 with `Retry-After`.
+    pub fn models_reply(&self) -> Reply {
+        match self.models(MODELS_WAIT) {
+            Some(ids) => Reply::json(200, crate::models::acp_models_json(&ids)),
+            None => {
+                let mut reply = http::models_unavailable(
+                    "the ACP agent has not created a session yet (it is starting or restarting, or --acp-pool-size is 0 and no request has run); retry shortly",
+                );
+                reply.headers.push(("retry-after", "1".to_owned()));
+                reply
+            }
+        }
+    }
+
+    /// What an authenticated `/health` says of the warm agent.
+    pub fn health(&self) -> serde_json::Value {
+        let state = self.lock();
+        let connection = &state.connection;
+        let status = if state.shutting_down {
+            "stopping"
+        } else if connection.is_ready() {
+            "ready"
+        } else if state.restarts == 0 && !connection.is_dead() {
+            "starting"
+        } else {
+            "restarting"
+        };
+        let active = connection.active_turns()
+            + state
+                .retired
+                .values()
+                .map(Connection::active_turns)
+                .sum::<usize>();
+        serde_json::json!({
+            "protocol": "acp",
+            "status": status,
+            "restarts": state.restarts,
+            "active_turns": active,
+            "queued_turns": connection.queued_turns(),
+            "models": connection.models().map(<[String]>::len),
+            "sessions_closed": connection.sessions_closed(),
+        })
+    }
+
     /// Agent processes started so far.
     pub fn processes_started(&self) -> u64 {
         self.lock().processes_started
@@ -346,6 +425,7 @@ impl Warm {
                 state.retired.insert(old_generation, old);
             }
             state.generation += 1;
+            state.restarts += 1;
         }
         state.restart = None;
         let generation = state.generation;

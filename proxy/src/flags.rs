@@ -357,9 +357,7 @@ impl AcpSettings {
             max_concurrent_prompts: flags
                 .max_prompts
                 .map_or(defaults.max_concurrent_prompts, |n| n as usize),
-            pool_size: flags
-                .pool_size
-                .map_or(defaults.pool_size, |n| n as usize),
+            pool_size: flags.pool_size.map_or(defaults.pool_size, |n| n as usize),
             queue_timeout_ms: flags.queue_timeout_ms.unwrap_or(defaults.queue_timeout_ms),
             ..defaults
         })

@@ -734,10 +734,16 @@ fn options(preflight: bool, requested_headers: Option<&str>) -> Reply {
 }
 
 /// `GET /health`: that the server is up, and for `detailed` callers what it runs (never
-/// where the agent binary lives).
-pub fn health(settings: &Settings, detailed: bool, in_flight: u32) -> Reply {
+/// where the agent binary lives) and the warm agent's state (`warm`, with
+/// `--agent-protocol acp`).
+pub fn health(
+    settings: &Settings,
+    detailed: bool,
+    in_flight: u32,
+    warm: Option<serde_json::Value>,
+) -> Reply {
     let body = if detailed {
-        serde_json::json!({
+        let mut body = serde_json::json!({
             "status": "ok",
             "agentwire": env!("CARGO_PKG_VERSION"),
             "agent": {
@@ -746,7 +752,11 @@ pub fn health(settings: &Settings, detailed: bool, in_flight: u32) -> Reply {
             },
             "in_flight": in_flight,
             "max_concurrent": settings.max_concurrent,
-        })
+        });
+        if let Some(warm) = warm {
+            body["acp"] = warm;
+        }
+        body
     } else {
         serde_json::json!({"status": "ok"})
     };

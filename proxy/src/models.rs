@@ -169,6 +169,37 @@ pub fn models_json(models: &[ModelEntry]) -> Vec<u8> {
         .into_bytes()
 }
 
+/// The warm ACP agent's model list, in one body both SDKs read: OpenAI's
+/// (`object: "list"`, entries with `id`, `object`, `created`, `owned_by`) and
+/// Anthropic's (`data` entries with `type`, `id`, `display_name`, `created_at`;
+/// `has_more`, `first_id`, `last_id`). `/v1/models` is one path for every dialect's
+/// clients, and each reads only its own fields.
+pub fn acp_models_json(ids: &[String]) -> Vec<u8> {
+    let data: Vec<serde_json::Value> = ids
+        .iter()
+        .map(|id| {
+            serde_json::json!({
+                "id": id,
+                "object": "model",
+                "created": 0,
+                "owned_by": "acp-agent",
+                "type": "model",
+                "display_name": id,
+                "created_at": "1970-01-01T00:00:00Z",
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "object": "list",
+        "data": data,
+        "has_more": false,
+        "first_id": ids.first(),
+        "last_id": ids.last(),
+    })
+    .to_string()
+    .into_bytes()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use agentwire::bridge::{Bridge, Dialect, Head, Output};
 use agentwire::cursor::ExitStatus;
-use agentwire_proxy::acp::{self, Ticket, Warm};
+use agentwire_proxy::acp::{Ticket, Warm};
 use agentwire_proxy::agent::{self, EXIT_DRAIN, Signal, Stopper, exit_status, signal_group};
 use agentwire_proxy::connections::{Admitted, Connections, Lane, OVERFLOW_TIMEOUT};
 use agentwire_proxy::framing::{BodyDecoder, BodyLength, Version, body_length};
@@ -350,9 +350,18 @@ fn connection(server: &Server, mut stream: TcpStream, admitted: Admitted) {
             } = arriving;
             return write_reply(&mut stream, reply, false, &answer, &mut record);
         }
-        Outcome::Models if server.warm.is_some() => http::models_unavailable(acp::NO_MODEL_LIST),
-        Outcome::Models => models(server),
-        Outcome::Health { detailed } => http::health(settings, detailed, server.slots.in_flight()),
+        Outcome::Models => match &server.warm {
+            Some(warm) => warm.models_reply(),
+            None => models(server),
+        },
+        Outcome::Health { detailed } => {
+            let warm = server
+                .warm
+                .as_ref()
+                .filter(|_| detailed)
+                .map(|w| w.health());
+            http::health(settings, detailed, server.slots.in_flight(), warm)
+        }
     };
     write_reply(
         &mut stream,

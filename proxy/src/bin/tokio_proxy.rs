@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 
 use agentwire::bridge::{Bridge, Dialect, Head, Output};
 use agentwire::cursor::ExitStatus;
-use agentwire_proxy::acp::{self, Ticket, Warm};
+use agentwire_proxy::acp::{Ticket, Warm};
 use agentwire_proxy::agent::{EXIT_DRAIN, Signal, Stopper, exit_status, signal_group};
 use agentwire_proxy::connections::{Admitted, Connections, Lane, OVERFLOW_TIMEOUT};
 use agentwire_proxy::framing::{FramingError, Version};
@@ -459,14 +459,22 @@ async fn handle(
             count_tokens(&server, request, record).await
         }
         Outcome::Models => {
-            let reply = match server.warm {
-                Some(_) => http::models_unavailable(acp::NO_MODEL_LIST),
+            let reply = match server.warm.clone() {
+                // A blocking wait while the agent's first session is made.
+                Some(warm) => tokio::task::spawn_blocking(move || warm.models_reply())
+                    .await
+                    .unwrap_or_else(|e| http::models_unavailable(&e.to_string())),
                 None => models(&server).await,
             };
             reply_response(reply, &context, &mut record)
         }
         Outcome::Health { detailed } => {
-            let reply = http::health(&server.settings, detailed, server.in_flight());
+            let warm = server
+                .warm
+                .as_ref()
+                .filter(|_| detailed)
+                .map(|w| w.health());
+            let reply = http::health(&server.settings, detailed, server.in_flight(), warm);
             reply_response(reply, &context, &mut record)
         }
     };
