@@ -679,6 +679,11 @@ both!(
     acp_scripted_failures_reach_the_client,
     acp_stand_in_plays_the_recorded_agents,
     acp_an_agent_that_never_serves_fails_requests_fast,
+    acp_models_are_the_agents_list_in_both_shapes,
+    acp_models_follow_a_restarted_agent,
+    acp_prompt_cap_queues_then_fails_with_503_in_the_routes_dialect,
+    acp_health_shows_the_warm_agent_to_authenticated_callers,
+    acp_finished_sessions_are_closed_when_the_agent_offers_it,
 );
 
 // ---------------------------------------------------------------------------------------
@@ -2482,6 +2487,17 @@ fn replay_agent_plays_the_turn_the_prompt_is_at() {
 
 /// A proxy whose warm ACP agent is `acp_agent` playing `recording` with `flags`.
 fn acp_proxy(kind: Kind, scratch: &Scratch, recording: &str, flags: &[&str]) -> Proxy {
+    acp_proxy_with(kind, scratch, recording, flags, &[])
+}
+
+/// [`acp_proxy`] with `proxy_flags` for the proxy.
+fn acp_proxy_with(
+    kind: Kind,
+    scratch: &Scratch,
+    recording: &str,
+    flags: &[&str],
+    proxy_flags: &[&str],
+) -> Proxy {
     let quoted: Vec<String> = flags.iter().map(|f| format!("'{f}'")).collect();
     let script = format!(
         "#!/bin/sh\nexec '{}' --recording '{recording}' {} \"$@\"\n",
@@ -2489,7 +2505,8 @@ fn acp_proxy(kind: Kind, scratch: &Scratch, recording: &str, flags: &[&str]) -> 
         quoted.join(" ")
     );
     let agent = scratch.script("acp.sh", &script);
-    let flags = ["--agent-protocol", "acp", "--agent-arg", "acp"];
+    let mut flags = vec!["--agent-protocol", "acp", "--agent-arg", "acp"];
+    flags.extend_from_slice(proxy_flags);
     Proxy::start(kind, &agent, scratch, &flags)
 }
 
@@ -2566,10 +2583,12 @@ fn acp_one_warm_process_serves_every_dialect(kind: Kind) {
     assert_eq!(summary.terminal, "response.completed");
     assert_eq!(summary.text, "Beta two, second.");
 
-    // The agent's model list is not exposed over ACP: a clear 503.
-    let reply = proxy.request("GET", "/v1/models", &[], b"");
-    assert_eq!(reply.status, 503);
-    assert_eq!(reply.error_code(), "models_unavailable");
+    // The recording's session offers `default` alone; `auto` is accepted besides.
+    assert_eq!(model_ids(&proxy), ["default", "auto"]);
+    assert!(
+        acp_events(&scratch, "close").is_empty(),
+        "no session/close for an agent that does not offer it"
+    );
 
     assert_eq!(acp_events(&scratch, "start").len(), 1, "one warm process");
     assert_eq!(
@@ -2808,4 +2827,339 @@ fn acp_an_agent_that_never_serves_fails_requests_fast(kind: Kind) {
     let groups = acp_groups(&scratch);
     assert!(proxy.stop().success());
     assert_groups_gone(&groups, Duration::from_secs(1), "after shutdown");
+}
+
+/// The ids `/v1/models` lists.
+fn model_ids(proxy: &Proxy) -> Vec<String> {
+    let reply = proxy.request("GET", "/v1/models", &[], b"");
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let body = reply.json();
+    assert_eq!(body["object"], "list", "{body}");
+    assert_eq!(body["has_more"], false, "{body}");
+    let data = body["data"].as_array().unwrap();
+    for model in data {
+        // What the OpenAI and the Anthropic SDKs read of each.
+        assert_eq!(model["object"], "model");
+        assert_eq!(model["type"], "model");
+        assert!(model["created"].is_u64() && model["created_at"].is_string());
+        assert_eq!(model["display_name"], model["id"]);
+    }
+    assert_eq!(body["first_id"], data[0]["id"]);
+    assert_eq!(body["last_id"], data[data.len() - 1]["id"]);
+    data.iter()
+        .map(|m| m["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The stand-in offers its models as a `model` config option and as the older `models`
+/// table: `/v1/models` lists them (asked before the first session exists, it waits for
+/// it), a listed model is served, and an unknown one is a 404 before the head in every
+/// dialect, sent to no agent.
+fn acp_models_are_the_agents_list_in_both_shapes(kind: Kind) {
+    for shape in ["config", "table"] {
+        let scratch = Scratch::new("acp-models");
+        let flags = [
+            "--delay-ms",
+            "1",
+            "--models",
+            "gpt-a,gpt-b",
+            "--models-shape",
+            shape,
+        ];
+        let proxy = acp_proxy(kind, &scratch, &two_prompts(), &flags);
+        assert_eq!(
+            model_ids(&proxy),
+            ["gpt-a", "gpt-b", "auto", "default"],
+            "{shape}"
+        );
+        let body = serde_json::json!({"model": "gpt-b", "stream": true,
+            "messages": [{"role": "user", "content": "Ask alpha"}]});
+        assert_eq!(
+            chat_content(&proxy.chat(&body.to_string())),
+            "Alpha one, first."
+        );
+        for stream in [false, true] {
+            let body = serde_json::json!({"model": "no-such-model", "stream": stream,
+                "messages": [{"role": "user", "content": "Ask beta"}]});
+            let reply = proxy.chat(&body.to_string());
+            assert_eq!(reply.status, 404, "{shape} {stream}: {}", reply.text());
+            assert!(reply.text().contains("gpt-a, gpt-b"), "{}", reply.text());
+            let body = serde_json::json!({"model": "no-such-model", "max_tokens": 10,
+                "stream": stream, "messages": [{"role": "user", "content": "Ask beta"}]});
+            let json = ("content-type", "application/json");
+            let reply = proxy.request("POST", "/v1/messages", &[json], body.to_string().as_bytes());
+            assert_eq!(reply.status, 404, "{}", reply.text());
+            assert_eq!(
+                reply.json()["type"],
+                "error",
+                "Anthropic's shape: {}",
+                reply.text()
+            );
+        }
+        assert_eq!(
+            acp_events(&scratch, "prompt").len(),
+            1,
+            "only the known model ran"
+        );
+        proxy.wait_idle();
+    }
+}
+
+/// The list is the current agent's: after the agent exits and is restarted, the new
+/// process's list is served (the stand-in reads it from a file at each `session/new`).
+fn acp_models_follow_a_restarted_agent(kind: Kind) {
+    let scratch = Scratch::new("acp-models-restart");
+    let list = scratch.0.join("models.txt");
+    std::fs::write(&list, "first-model").unwrap();
+    let crash = format!("{ROOT}/tests/fixtures/acp/synthetic__exit-mid-turn.jsonl");
+    let models = format!("@{}", list.display());
+    let flags = ["--delay-ms", "1", "--models", &models, "--once", &crash];
+    let proxy = acp_proxy(kind, &scratch, &two_prompts(), &flags);
+    assert_eq!(model_ids(&proxy), ["first-model", "auto", "default"]);
+    std::fs::write(&list, "second-model,third-model").unwrap();
+    let reply = proxy.chat(&plain_body("Ask alpha"));
+    assert!(reply.status >= 500, "the agent died: {}", reply.text());
+    assert!(
+        wait_until(Duration::from_secs(10), || acp_events(&scratch, "start")
+            .len()
+            == 2),
+        "restarted"
+    );
+    assert_eq!(
+        model_ids(&proxy),
+        ["second-model", "third-model", "auto", "default"]
+    );
+    // Without --api-key every caller is authenticated, and sees the detail.
+    let acp = &proxy.health()["acp"];
+    assert_eq!(
+        (acp["restarts"].as_u64(), acp["models"].as_u64()),
+        (Some(1), Some(2))
+    );
+    proxy.wait_idle();
+}
+
+/// `--acp-max-prompts 1`: a second request waits for the first prompt to end, then runs;
+/// with a short `--acp-queue-timeout-ms` it fails with 503 in its route's dialect.
+fn acp_prompt_cap_queues_then_fails_with_503_in_the_routes_dialect(kind: Kind) {
+    let scratch = Scratch::new("acp-cap");
+    let proxy = acp_proxy_with(
+        kind,
+        &scratch,
+        &two_prompts(),
+        &["--delay-ms", "300"],
+        &["--acp-max-prompts", "1", "--api-key", "sk-cap"],
+    );
+    let auth = ("authorization", "Bearer sk-cap");
+    let json = ("content-type", "application/json");
+    let detail = || proxy.request("GET", "/health", &[auth], b"").json()["acp"].clone();
+    std::thread::scope(|s| {
+        let proxy = &proxy;
+        let first = s.spawn(move || {
+            let reply = proxy.request(
+                "POST",
+                "/v1/chat/completions",
+                &[json, auth],
+                plain_body("Ask alpha").as_bytes(),
+            );
+            assert_eq!(reply.status, 200, "{}", reply.text());
+        });
+        assert!(
+            wait_until(Duration::from_secs(10), || acp_events(&scratch, "prompt")
+                .len()
+                == 1),
+            "the first prompt runs"
+        );
+        let second = s.spawn(move || {
+            let reply = proxy.request(
+                "POST",
+                "/v1/chat/completions",
+                &[json, auth],
+                plain_body("Ask beta").as_bytes(),
+            );
+            assert_eq!(reply.status, 200, "{}", reply.text());
+            reply.json()["choices"][0]["message"]["content"].clone()
+        });
+        assert!(
+            wait_until(Duration::from_secs(10), || detail()["queued_turns"] == 1),
+            "the second waits: {}",
+            detail()
+        );
+        assert_eq!(detail()["active_turns"], 2);
+        first.join().unwrap();
+        assert_eq!(second.join().unwrap(), "Beta two, second.");
+    });
+    let order: Vec<String> = acp_events_all(&scratch)
+        .iter()
+        .filter(|e| e["event"] == "prompt" || e["event"] == "answered")
+        .map(|e| e["event"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        order,
+        ["prompt", "answered", "prompt", "answered"],
+        "one at a time"
+    );
+    drop(proxy);
+
+    let scratch = Scratch::new("acp-cap-timeout");
+    let proxy = acp_proxy_with(
+        kind,
+        &scratch,
+        &two_prompts(),
+        &["--delay-ms", "400"],
+        &["--acp-max-prompts", "1", "--acp-queue-timeout-ms", "100"],
+    );
+    let mut held = proxy.open_stream();
+    let chat = proxy.chat(&plain_body("Ask beta"));
+    assert_eq!(chat.status, 503, "{}", chat.text());
+    assert!(chat.text().contains("prompt slots"), "{}", chat.text());
+    assert!(
+        chat.json()["error"]["message"].is_string(),
+        "OpenAI's shape"
+    );
+    let message = serde_json::json!({"model": "auto", "max_tokens": 10,
+        "messages": [{"role": "user", "content": "Ask beta"}]});
+    let reply = proxy.request(
+        "POST",
+        "/v1/messages",
+        &[json],
+        message.to_string().as_bytes(),
+    );
+    assert_eq!(reply.status, 503, "{}", reply.text());
+    let body = reply.json();
+    assert_eq!(body["type"], "error", "Anthropic's shape: {body}");
+    assert!(body["error"]["type"].is_string(), "{body}");
+    let response = serde_json::json!({"model": "auto", "input": "Ask beta"});
+    let reply = proxy.request(
+        "POST",
+        "/v1/responses",
+        &[json],
+        response.to_string().as_bytes(),
+    );
+    assert_eq!(reply.status, 503, "{}", reply.text());
+    assert!(
+        reply.json()["error"]["message"].is_string(),
+        "{}",
+        reply.text()
+    );
+    assert_eq!(
+        acp_events(&scratch, "prompt").len(),
+        1,
+        "none of them reached the agent"
+    );
+    while held.chunk().is_some() {}
+    proxy.wait_idle();
+}
+
+/// Every line of the stand-ins' log.
+fn acp_events_all(scratch: &Scratch) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(scratch.log()).unwrap_or_default();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// `/health` with the key: the warm agent's protocol, state, restarts, turns and model
+/// count; without it: `{"status":"ok"}` and nothing else.
+fn acp_health_shows_the_warm_agent_to_authenticated_callers(kind: Kind) {
+    let scratch = Scratch::new("acp-health");
+    let crash = format!("{ROOT}/tests/fixtures/acp/synthetic__exit-mid-turn.jsonl");
+    let proxy = acp_proxy_with(
+        kind,
+        &scratch,
+        &two_prompts(),
+        &[
+            "--delay-ms",
+            "300",
+            "--once",
+            &crash,
+            "--models",
+            "m1,m2,m3",
+        ],
+        &["--api-key", "sk-health"],
+    );
+    let auth = ("authorization", "Bearer sk-health");
+    for headers in [vec![], vec![("authorization", "Bearer sk-wrong")]] {
+        let reply = proxy.request("GET", "/health", &headers, b"");
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.json(), serde_json::json!({"status": "ok"}));
+    }
+    let detail = || {
+        let reply = proxy.request("GET", "/health", &[auth], b"");
+        assert_eq!(reply.status, 200);
+        reply.json()["acp"].clone()
+    };
+    assert!(
+        wait_until(Duration::from_secs(10), || detail()["models"] == 3),
+        "ready with its list: {}",
+        detail()
+    );
+    let acp = detail();
+    assert_eq!(acp["protocol"], "acp");
+    assert_eq!(acp["status"], "ready");
+    assert_eq!(acp["restarts"], 0);
+    assert_eq!(
+        (acp["active_turns"].as_u64(), acp["queued_turns"].as_u64()),
+        (Some(0), Some(0))
+    );
+    // The first prompt crashes the agent: one restart, then ready again.
+    let json = ("content-type", "application/json");
+    let reply = proxy.request(
+        "POST",
+        "/v1/chat/completions",
+        &[json, auth],
+        plain_body("Ask alpha").as_bytes(),
+    );
+    assert!(reply.status >= 500, "{}", reply.text());
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            let acp = detail();
+            acp["restarts"] == 1 && acp["status"] == "ready" && acp["models"] == 3
+        }),
+        "{}",
+        detail()
+    );
+    // A turn in flight is counted.
+    let mut conn = proxy.connect();
+    let body = stream_body("Ask beta");
+    conn.send(&raw(
+        "POST",
+        "/v1/chat/completions",
+        &[json, auth],
+        body.as_bytes(),
+    ));
+    let (status, _) = conn.head();
+    assert_eq!(status, 200);
+    assert_eq!(detail()["active_turns"], 1);
+    while conn.chunk().is_some() {}
+    assert!(wait_until(
+        Duration::from_secs(10),
+        || detail()["active_turns"] == 0
+    ));
+}
+
+/// An agent that offers `session/close` is told to close each session whose turn is
+/// over, once.
+fn acp_finished_sessions_are_closed_when_the_agent_offers_it(kind: Kind) {
+    let scratch = Scratch::new("acp-close");
+    let flags = ["--delay-ms", "1", "--session-close"];
+    let proxy = acp_proxy(kind, &scratch, &two_prompts(), &flags);
+    assert_eq!(
+        chat_content(&proxy.chat(&stream_body("Ask alpha"))),
+        "Alpha one, first."
+    );
+    let reply = proxy.chat(&plain_body("Ask beta"));
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let session = |e: &serde_json::Value| e["session"].as_str().unwrap().to_owned();
+    assert!(
+        wait_until(Duration::from_secs(10), || acp_events(&scratch, "close")
+            .len()
+            == 2),
+        "{:?}",
+        acp_events_all(&scratch)
+    );
+    let prompted: Vec<String> = acp_events(&scratch, "prompt").iter().map(session).collect();
+    let closed: Vec<String> = acp_events(&scratch, "close").iter().map(session).collect();
+    assert_eq!(closed, prompted);
+    proxy.wait_idle();
+    assert_eq!(proxy.health()["acp"]["sessions_closed"], 2);
 }

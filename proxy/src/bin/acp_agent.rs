@@ -3,7 +3,8 @@
 //! fixtures) for as many sessions and prompts as arrive, interleaved on the one pipe.
 //!
 //! ```text
-//! acp_agent --recording FILE [--delay-ms N] [--once FILE] [--version] [other args…]
+//! acp_agent --recording FILE [--delay-ms N] [--once FILE] [--models IDS|@FILE]
+//!           [--models-shape config|table] [--session-close] [--version] [other args…]
 //! ```
 //!
 //! - `initialize`, `session/new`, `session/set_model` and `session/set_config_option`
@@ -17,13 +18,21 @@
 //! - `session/cancel` ends that session's prompt at once with `stopReason: cancelled`.
 //! - `--once FILE`: the first prompt over every run logged in `AGENTWIRE_REPLAY_LOG` plays
 //!   FILE's first prompt instead (a crash on the first process only, say).
+//! - `--models a,b`: every `session/new` answer offers these models (the first current)
+//!   instead of the recording's, as a `model` config option (`--models-shape config`,
+//!   the default) or as the older `models` table (`--models-shape table`);
+//!   `--models @FILE` reads the list from FILE at every `session/new`, so that a test
+//!   can change it between processes.
+//! - `--session-close`: `initialize` advertises `sessionCapabilities.close`, and
+//!   `session/close` is answered `{}`.
 //! - End of stdin ends the process.
 //!
 //! With env `AGENTWIRE_REPLAY_LOG=FILE`, each process appends
 //! `{"event":"start","pid":…,"argv":[…]}` when it starts,
 //! `{"event":"prompt","pid":…,"session":…,"prompt":…}` per prompt and
 //! `{"event":"answered","pid":…,"session":…}` when a prompt's answer is written and
-//! `{"event":"cancel","pid":…,"session":…}` per cancellation.
+//! `{"event":"cancel","pid":…,"session":…}` per cancellation and
+//! `{"event":"close","pid":…,"session":…}` per `session/close`.
 
 use std::collections::VecDeque;
 use std::fs::OpenOptions;
@@ -172,7 +181,62 @@ struct Args {
     recording: PathBuf,
     once: Option<PathBuf>,
     delay: Duration,
+    models: Option<Models>,
+    session_close: bool,
     argv: Vec<String>,
+}
+
+/// The model list `--models` offers.
+#[derive(Debug, Clone)]
+struct Models {
+    /// `a,b`, or `@FILE` holding it.
+    list: String,
+    /// As the older `models` table rather than a `model` config option.
+    table: bool,
+}
+
+impl Models {
+    fn ids(&self) -> Vec<String> {
+        let list = match self.list.strip_prefix('@') {
+            Some(path) => std::fs::read_to_string(path).unwrap_or_default(),
+            None => self.list.clone(),
+        };
+        list.split(',')
+            .map(str::trim)
+            .filter(|id| !id.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Puts the list into a `session/new` result, in its shape.
+    fn offer(&self, result: &mut Value) {
+        let ids = self.ids();
+        let Some(object) = result.as_object_mut() else {
+            return;
+        };
+        object.remove("models");
+        object.remove("configOptions");
+        if self.table {
+            let available: Vec<Value> = ids
+                .iter()
+                .map(|id| json!({"modelId": id, "name": id}))
+                .collect();
+            object.insert(
+                "models".into(),
+                json!({"currentModelId": ids.first(), "availableModels": available}),
+            );
+        } else {
+            let options: Vec<Value> = ids
+                .iter()
+                .map(|id| json!({"value": id, "name": id}))
+                .collect();
+            object.insert(
+                "configOptions".into(),
+                json!([{"id": "model", "name": "Model", "category": "model", "type": "select",
+                    "currentValue": ids.first(), "options": options}]),
+            );
+        }
+    }
 }
 
 fn parse_args() -> Result<Option<Args>, String> {
@@ -180,6 +244,9 @@ fn parse_args() -> Result<Option<Args>, String> {
     let mut recording = None;
     let mut once = None;
     let mut delay = Duration::from_millis(5);
+    let mut models = None;
+    let mut table = false;
+    let mut session_close = false;
     let mut it = argv.iter();
     while let Some(arg) = it.next() {
         let mut value = |name: &str| {
@@ -191,6 +258,15 @@ fn parse_args() -> Result<Option<Args>, String> {
             "--version" => return Ok(None),
             "--recording" => recording = Some(PathBuf::from(value("--recording")?)),
             "--once" => once = Some(PathBuf::from(value("--once")?)),
+            "--models" => models = Some(value("--models")?),
+            "--models-shape" => {
+                table = match value("--models-shape")?.as_str() {
+                    "config" => false,
+                    "table" => true,
+                    other => return Err(format!("--models-shape {other}: config or table")),
+                }
+            }
+            "--session-close" => session_close = true,
             "--delay-ms" => {
                 let ms = value("--delay-ms")?;
                 delay =
@@ -205,6 +281,8 @@ fn parse_args() -> Result<Option<Args>, String> {
         recording,
         once,
         delay,
+        models: models.map(|list| Models { list, table }),
+        session_close,
         argv,
     }))
 }
@@ -244,6 +322,8 @@ struct Agent {
     script: Script,
     once: Option<Script>,
     delay: Duration,
+    models: Option<Models>,
+    session_close: bool,
     sessions: u64,
     turn: usize,
     plays: Vec<Play>,
@@ -280,14 +360,29 @@ impl Agent {
         match msg["method"].as_str() {
             None => Ok(()), // an answer to one of our requests
             Some("initialize") => {
-                let answer = self.script.initialize.clone();
+                let mut answer = self.script.initialize.clone();
+                if let Some(result) = answer
+                    .as_mut()
+                    .and_then(|a| a.get_mut("result"))
+                    .filter(|_| self.session_close)
+                {
+                    result["agentCapabilities"]["sessionCapabilities"]["close"] = json!({});
+                }
                 self.answer(&id, answer.as_ref())
+            }
+            Some("session/close") if self.session_close => {
+                let session = params["sessionId"].as_str().unwrap_or_default().to_owned();
+                log(&json!({"event": "close", "pid": std::process::id(), "session": session}));
+                self.answer(&id, Some(&json!({"result": {}})))
             }
             Some("session/new") => {
                 let mut answer = self.script.new_session.clone();
                 if let Some(result) = answer.as_mut().and_then(|a| a.get_mut("result")) {
                     self.sessions += 1;
                     result["sessionId"] = json!(format!("s-{}", self.sessions));
+                    if let Some(models) = &self.models {
+                        models.offer(result);
+                    }
                 }
                 self.answer(&id, answer.as_ref())
             }
@@ -422,6 +517,8 @@ fn run(args: Args) -> Result<u8, String> {
         script,
         once,
         delay: args.delay,
+        models: args.models,
+        session_close: args.session_close,
         sessions: 0,
         turn: 0,
         plays: Vec::new(),
