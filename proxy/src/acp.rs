@@ -4,14 +4,17 @@
 //! ```text
 //!  request handler ── start_turn ──► Warm (the Connection, under one lock) ──► writer thread ──► agent stdin
 //!        ▲   poll(ticket) ◄── outputs stay in the turn until taken      ◄── stdout / stderr threads
-//!        └── woken on every change (Condvar for threads, Notify for tasks) ◄── waiter thread (exit)
+//!        └── woken when its turn has output (Connection::poll_ready) ◄── waiter thread (exit)
 //!                                    supervisor thread: timeouts, restarts with back-off, shutdown
 //! ```
 //!
 //! The agent side is the same for both proxies: one process for the server needs a
 //! handful of threads (its pipes, its exit, the supervisor), not one per request. The
-//! request side keeps each proxy's I/O model: `tokio_proxy` awaits [`Warm::notified`],
-//! `blocking_proxy` blocks in [`Warm::wait_change`].
+//! request side keeps each proxy's I/O model: `tokio_proxy` awaits its turn's
+//! [`Warm::notify`], `blocking_proxy` blocks in [`Warm::wait_turn`]. After every input
+//! only the handlers of the turns [`Connection::poll_ready`] names are woken, not every
+//! handler; a handler always polls its turn before it waits, so a turn left undrained
+//! while its client could not take more is drained when the client can again.
 //!
 //! A turn's output stays in the connection until its handler takes it, so the
 //! connection's per-turn output budget holds for a client that reads slowly. A client
@@ -49,7 +52,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 const THREAD_STACK: usize = 128 * 1024;
 
 /// One request's turn on the warm agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Ticket {
     generation: u64,
     turn: TurnId,
@@ -58,10 +61,8 @@ pub struct Ticket {
 /// The warm agent: its connection, its process, and everyone waiting on them.
 pub struct Warm {
     state: Mutex<State>,
-    /// Wakes blocked threads (request handlers, the supervisor) on every change.
+    /// Wakes blocked threads (the supervisor, `/v1/models`, shutdown) on every change.
     changed: Condvar,
-    /// Wakes tasks on every change.
-    notify: tokio::sync::Notify,
     clock: Clock,
     program: AgentProgram,
     args: Vec<String>,
@@ -79,8 +80,8 @@ struct State {
     /// Tickets not yet finished, per generation.
     tickets: HashMap<u64, usize>,
     process: Option<Process>,
-    /// Bumped on every change, for [`Warm::wait_change`].
-    epoch: u64,
+    /// The wake-up of every ticket not yet finished.
+    signals: HashMap<Ticket, Wakeup>,
     restart: Option<String>,
     /// Processes replaced so far.
     restarts: u64,
@@ -90,6 +91,17 @@ struct State {
     /// The connection has not met a process yet: the first one takes it over, with the
     /// turns that arrived before it was spawned.
     fresh: bool,
+}
+
+/// How a request handler is woken when its turn has output.
+struct Wakeup {
+    /// Set when woken, cleared when the handler polls.
+    woken: bool,
+    /// For a blocked thread ([`Warm::wait_turn`]).
+    condvar: Arc<Condvar>,
+    /// For a task ([`Warm::notify`]); `notify_one` keeps a wake-up that comes before
+    /// the task waits.
+    notify: Arc<tokio::sync::Notify>,
 }
 
 /// The live agent process.
@@ -122,7 +134,7 @@ impl Warm {
                 retired: HashMap::new(),
                 tickets: HashMap::new(),
                 process: None,
-                epoch: 0,
+                signals: HashMap::new(),
                 restart: None,
                 restarts: 0,
                 shutting_down: false,
@@ -131,7 +143,6 @@ impl Warm {
                 fresh: true,
             }),
             changed: Condvar::new(),
-            notify: tokio::sync::Notify::new(),
             clock,
             program,
             args,
@@ -175,8 +186,15 @@ impl Warm {
         let turn = state.connection.start_turn(dialect, body, config, params);
         let generation = state.generation;
         *state.tickets.entry(generation).or_default() += 1;
+        let ticket = Ticket { generation, turn };
+        let signal = Wakeup {
+            woken: false,
+            condvar: Arc::new(Condvar::new()),
+            notify: Arc::new(tokio::sync::Notify::new()),
+        };
+        state.signals.insert(ticket, signal);
         self.settle(&mut state);
-        Some(Ticket { generation, turn })
+        Some(ticket)
     }
 
     /// Hands every output `ticket` has now to `each`; whether the response has ended.
@@ -184,6 +202,9 @@ impl Warm {
     pub fn poll(&self, ticket: &Ticket, mut each: impl FnMut(Output<'_>)) -> bool {
         let mut state = self.lock();
         let state = &mut *state;
+        if let Some(signal) = state.signals.get_mut(ticket) {
+            signal.woken = false;
+        }
         let connection = if ticket.generation == state.generation {
             &mut state.connection
         } else if let Some(connection) = state.retired.get_mut(&ticket.generation) {
@@ -214,32 +235,39 @@ impl Warm {
         self.settle(&mut state);
     }
 
-    /// Wakes everyone waiting, as a change would (a client watcher saw its client go).
-    pub fn wake(&self) {
+    /// Wakes the handler of `ticket` (a client watcher saw its client go).
+    pub fn wake(&self, ticket: &Ticket) {
+        self.lock().wake(ticket);
+    }
+
+    /// Blocks until `ticket`'s turn may have output (or [`wake`](Self::wake)) or `until`
+    /// passed.
+    pub fn wait_turn(&self, ticket: &Ticket, until: Instant) {
         let mut state = self.lock();
-        state.epoch += 1;
-        self.changed.notify_all();
-        self.notify.notify_waiters();
+        let Some(condvar) = state.signals.get(ticket).map(|s| Arc::clone(&s.condvar)) else {
+            return;
+        };
+        loop {
+            let woken = state.signals.get(ticket).is_none_or(|s| s.woken);
+            let left = until.saturating_duration_since(Instant::now());
+            if woken || left.is_zero() {
+                return;
+            }
+            state = condvar
+                .wait_timeout(state, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
     }
 
-    /// The current change count, for [`wait_change`](Self::wait_change).
-    pub fn epoch(&self) -> u64 {
-        self.lock().epoch
-    }
-
-    /// Blocks until something changed after `epoch` or `until` passed.
-    pub fn wait_change(&self, epoch: u64, until: Instant) {
-        let state = self.lock();
-        let timeout = until.saturating_duration_since(Instant::now());
-        let _ = self
-            .changed
-            .wait_timeout_while(state, timeout, |s| s.epoch == epoch)
-            .unwrap_or_else(|e| e.into_inner());
-    }
-
-    /// A future woken on the next change (enable it before polling, then await it).
-    pub fn notified(&self) -> tokio::sync::futures::Notified<'_> {
-        self.notify.notified()
+    /// What wakes a task waiting for `ticket`'s output: await its `notified()` after
+    /// a [`poll`](Self::poll) that found nothing (a wake-up in between is kept). `None`
+    /// for a finished ticket.
+    pub fn notify(&self, ticket: &Ticket) -> Option<Arc<tokio::sync::Notify>> {
+        self.lock()
+            .signals
+            .get(ticket)
+            .map(|s| Arc::clone(&s.notify))
     }
 
     /// The agent's models (as [`Connection::models`]) followed by the default names the
@@ -350,7 +378,8 @@ impl Warm {
     }
 
     /// After every input: the connection's bytes go to the agent, its decisions are
-    /// noted, and everyone waiting looks again.
+    /// noted, the handlers of the turns with output are woken, and the server's own
+    /// waiters look again.
     fn settle(&self, state: &mut State) {
         // Without a process the bytes wait in the connection: a fresh one's `initialize`
         // and what turns started before the spawn need go out once it is running.
@@ -365,9 +394,24 @@ impl Warm {
                 _ => state.restart = Some("the connection asked for a restart".into()),
             }
         }
-        state.epoch += 1;
+        let generation = state.generation;
+        while let Some(turn) = state.connection.poll_ready() {
+            state.wake(&Ticket { generation, turn });
+        }
+        // Earlier processes' connections take no more input but shutdown: their turns'
+        // handlers are woken whenever one is about (rare: a restart, a shutdown).
+        if !state.retired.is_empty() {
+            let older: Vec<Ticket> = state
+                .signals
+                .keys()
+                .filter(|t| t.generation != generation)
+                .copied()
+                .collect();
+            for ticket in older {
+                state.wake(&ticket);
+            }
+        }
         self.changed.notify_all();
-        self.notify.notify_waiters();
     }
 
     /// Keeps an agent process running until shutdown.
@@ -681,8 +725,21 @@ struct Pipes {
 }
 
 impl State {
+    /// Wakes the handler of `ticket`.
+    fn wake(&mut self, ticket: &Ticket) {
+        if let Some(signal) = self.signals.get_mut(ticket) {
+            signal.woken = true;
+            signal.condvar.notify_all();
+            signal.notify.notify_one();
+        }
+    }
+
     /// `ticket` has taken its end or its client is gone.
     fn finish(&mut self, ticket: &Ticket) {
+        // Once per ticket, however its handler ends.
+        if self.signals.remove(ticket).is_none() {
+            return;
+        }
         let Some(count) = self.tickets.get_mut(&ticket.generation) else {
             return;
         };

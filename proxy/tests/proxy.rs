@@ -684,6 +684,7 @@ both!(
     acp_prompt_cap_queues_then_fails_with_503_in_the_routes_dialect,
     acp_health_shows_the_warm_agent_to_authenticated_callers,
     acp_finished_sessions_are_closed_when_the_agent_offers_it,
+    acp_a_client_that_reads_late_still_gets_everything,
 );
 
 // ---------------------------------------------------------------------------------------
@@ -3162,4 +3163,55 @@ fn acp_finished_sessions_are_closed_when_the_agent_offers_it(kind: Kind) {
     assert_eq!(closed, prompted);
     proxy.wait_idle();
     assert_eq!(proxy.health()["acp"]["sessions_closed"], 2);
+}
+
+/// A client that reads nothing until the agent has answered the whole prompt (megabytes,
+/// more than the socket holds): its turn waits in the connection while the client cannot
+/// take more, and is drained whole once it reads again. Only turns with output are woken,
+/// so this checks that a turn left undrained is not forgotten.
+fn acp_a_client_that_reads_late_still_gets_everything(kind: Kind) {
+    let scratch = Scratch::new("acp-reads-late");
+    let piece = "x".repeat(64 * 1024);
+    let pieces = 48;
+    let mut lines = vec![
+        serde_json::json!({"dir": "client→agent", "msg": {"jsonrpc": "2.0", "id": 0, "method": "initialize"}}),
+        serde_json::json!({"dir": "agent→client", "msg": {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}}}),
+        serde_json::json!({"dir": "client→agent", "msg": {"jsonrpc": "2.0", "id": 1, "method": "session/new"}}),
+        serde_json::json!({"dir": "agent→client", "msg": {"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s-1"}}}),
+        serde_json::json!({"dir": "client→agent", "msg": {"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+            "params": {"sessionId": "s-1", "prompt": [{"type": "text", "text": "Ask big"}]}}}),
+    ];
+    for _ in 0..pieces {
+        lines.push(serde_json::json!({"dir": "agent→client", "msg": {"jsonrpc": "2.0", "method": "session/update",
+            "params": {"sessionId": "s-1", "update": {"sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": piece}}}}}));
+    }
+    lines.push(serde_json::json!({"dir": "agent→client", "msg": {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}}));
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    let recording = scratch.0.join("big.jsonl");
+    std::fs::write(&recording, text.join("\n")).unwrap();
+    let proxy = acp_proxy(
+        kind,
+        &scratch,
+        recording.to_str().unwrap(),
+        &["--delay-ms", "0"],
+    );
+    let mut conn = Conn::open_small_window(proxy.addr);
+    conn.post_chat(&stream_body("Ask big"));
+    assert_eq!(conn.head().0, 200);
+    assert!(
+        wait_until(Duration::from_secs(20), || acp_events(&scratch, "answered")
+            .len()
+            == 1),
+        "the agent answered while the client read nothing"
+    );
+    let mut body = Vec::new();
+    while let Some(chunk) = conn.chunk() {
+        body.extend_from_slice(&chunk);
+    }
+    let summary = check_stream(&body);
+    assert!(summary.errors.is_empty(), "{:?}", summary.errors);
+    assert_eq!(summary.finish_reasons, ["stop"]);
+    assert_eq!(summary.content.len(), piece.len() * pieces);
+    proxy.wait_idle();
 }

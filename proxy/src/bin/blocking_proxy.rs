@@ -699,18 +699,18 @@ impl AcpTurn<'_> {
         if let (Ok(mut watch), Some(warm)) = (self.stream.try_clone(), self.server.warm.clone()) {
             let _ = watch.set_read_timeout(None);
             let gone = Arc::clone(&gone);
+            let ticket = self.ticket;
             helper(move || {
                 let mut sink = [0u8; 512];
                 while matches!(watch.read(&mut sink), Ok(n) if n > 0) {}
                 gone.store(true, Ordering::SeqCst);
-                warm.wake();
+                warm.wake(&ticket);
             });
         }
         let _ = self
             .stream
             .set_write_timeout(Some(self.server.settings.write_timeout));
         loop {
-            let epoch = self.warm.epoch();
             let (sink, answer, record) = (&mut self.sink, &self.answer, &mut self.record);
             let ended = self.warm.poll(&self.ticket, |output| {
                 sink.frame(output, answer, record, false);
@@ -730,7 +730,8 @@ impl AcpTurn<'_> {
                 self.gone();
                 break;
             }
-            self.warm.wait_change(epoch, Instant::now() + WRITE_SLICE);
+            self.warm
+                .wait_turn(&self.ticket, Instant::now() + WRITE_SLICE);
         }
         let _ = self.stream.shutdown(Shutdown::Both);
         self.record.log();

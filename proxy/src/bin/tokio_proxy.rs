@@ -722,14 +722,15 @@ impl AcpTurn {
 
     /// Waits for the turn's next output. Cancel-safe: outputs are taken after the await.
     async fn wait(&mut self) {
-        let warm = Arc::clone(&self.warm);
-        let notified = warm.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        if !self.take() {
-            notified.await;
-            self.take();
+        if self.take() {
+            return;
         }
+        // Only this turn's output wakes it; a wake-up since the take is kept.
+        match self.warm.notify(&self.ticket) {
+            Some(notify) => notify.notified().await,
+            None => self.ended = true,
+        }
+        self.take();
     }
 
     /// The head first, then body chunks; `None` at the end.
