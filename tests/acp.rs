@@ -315,15 +315,16 @@ fn not_logged_in_is_a_401_that_says_what_to_do() {
 // Policies without a recording.
 
 fn ready(config: AcpConfig) -> Connection {
+    ready_with(config, r#"{"protocolVersion":1}"#)
+}
+
+/// A connection whose agent answered `initialize` with `result`.
+fn ready_with(config: AcpConfig, result: &str) -> Connection {
     let mut connection = Connection::new(config, 0);
     let init = connection.poll_transmit().unwrap().to_vec();
     assert!(String::from_utf8_lossy(&init).contains("\"initialize\""));
-    connection
-        .push_stdout(
-            b"{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":1}}\n",
-            1,
-        )
-        .unwrap();
+    let answer = format!("{{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{result}}}\n");
+    connection.push_stdout(answer.as_bytes(), 1).unwrap();
     assert!(connection.is_ready());
     connection
 }
@@ -433,7 +434,11 @@ fn the_pool_is_filled_ahead_and_prompts_above_the_cap_wait_then_fail_with_503() 
 /// A ready connection (sessions on demand) with one Chat Completions turn prompting on
 /// session `s1`.
 fn prompting(config: AcpConfig) -> (Connection, agentwire::acp::TurnId) {
-    let mut connection = ready(config);
+    prompting_on(ready(config))
+}
+
+/// [`prompting`] on a ready `connection`.
+fn prompting_on(mut connection: Connection) -> (Connection, agentwire::acp::TurnId) {
     let request = acp_replay::request(Dialect::ChatCompletions, "auto");
     let turn = connection.start_turn(
         Dialect::ChatCompletions,
@@ -691,39 +696,17 @@ fn poll_ready_names_each_turn_with_output_once_per_input() {
 #[test]
 fn an_agent_offering_session_close_is_told_to_close_each_finished_session() {
     for offered in [true, false] {
-        let mut connection = Connection::new(
-            AcpConfig {
-                pool_size: 0,
-                ..AcpConfig::default()
-            },
-            0,
-        );
-        let _ = written(&mut connection);
         let capabilities = if offered {
-            r#","agentCapabilities":{"sessionCapabilities":{"close":{}}}"#
+            r#"{"protocolVersion":1,"agentCapabilities":{"sessionCapabilities":{"close":{}}}}"#
         } else {
-            r#","agentCapabilities":{"sessionCapabilities":{"close":null}}"#
+            r#"{"protocolVersion":1,"agentCapabilities":{"sessionCapabilities":{"close":null}}}"#
         };
-        let init = format!(
-            "{{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{{\"protocolVersion\":1{capabilities}}}}}\n"
-        );
-        connection.push_stdout(init.as_bytes(), 1).unwrap();
-        let request = acp_replay::request(Dialect::ChatCompletions, "auto");
-        let turn = connection.start_turn(
-            Dialect::ChatCompletions,
-            &request,
-            &Config::default(),
-            params(2),
-        );
-        assert_eq!(written(&mut connection)[0]["method"], "session/new");
-        connection
-            .push_stdout(
-                b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"sessionId\":\"s1\"}}\n",
-                3,
-            )
-            .unwrap();
+        let config = AcpConfig {
+            pool_size: 0,
+            ..AcpConfig::default()
+        };
+        let (mut connection, turn) = prompting_on(ready_with(config, capabilities));
         let sent = written(&mut connection);
-        assert_eq!(sent[0]["method"], "session/prompt");
         assert!(
             sent.iter().all(|m| m["method"] != "session/close"),
             "not while the prompt runs"

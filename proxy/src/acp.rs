@@ -315,6 +315,12 @@ impl Warm {
         }
     }
 
+    /// What `/health` says of `warm`, if there is one: its [`health`](Self::health) to a
+    /// `detailed` (authenticated) caller, nothing to others.
+    pub fn health_of(warm: Option<&Arc<Warm>>, detailed: bool) -> Option<serde_json::Value> {
+        warm.filter(|_| detailed).map(|warm| warm.health())
+    }
+
     /// What an authenticated `/health` says of the warm agent.
     pub fn health(&self) -> serde_json::Value {
         let state = self.lock();

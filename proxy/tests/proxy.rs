@@ -238,6 +238,13 @@ impl Proxy {
         conn
     }
 
+    /// A JSON `body` posted to `path`.
+    fn post_json(&self, path: &str, headers: &[(&str, &str)], body: &serde_json::Value) -> Reply {
+        let mut all = vec![("content-type", "application/json")];
+        all.extend_from_slice(headers);
+        self.request("POST", path, &all, body.to_string().as_bytes())
+    }
+
     fn chat(&self, body: &str) -> Reply {
         self.request(
             "POST",
@@ -2531,6 +2538,20 @@ fn acp_groups(scratch: &Scratch) -> HashSet<u32> {
         .collect()
 }
 
+/// A request whose prompt crashes the agent (the stand-in's `--once` crash): its
+/// failure, once the agent was restarted.
+fn acp_crash_and_restart(proxy: &Proxy, scratch: &Scratch) -> Reply {
+    let reply = proxy.chat(&plain_body("Ask alpha"));
+    assert!(reply.status >= 500, "{} {}", reply.status, reply.text());
+    assert!(
+        wait_until(Duration::from_secs(10), || acp_events(scratch, "start")
+            .len()
+            == 2),
+        "restarted"
+    );
+    reply
+}
+
 fn chat_content(reply: &Reply) -> String {
     assert_eq!(reply.status, 200, "{}", reply.text());
     let summary = check_stream(&reply.body);
@@ -2559,26 +2580,15 @@ fn acp_one_warm_process_serves_every_dialect(kind: Kind) {
         "Beta two, second."
     );
 
-    let json = ("content-type", "application/json");
     let message = serde_json::json!({"model": "default", "max_tokens": 100, "stream": true,
         "messages": [{"role": "user", "content": "Ask alpha"}]});
-    let reply = proxy.request(
-        "POST",
-        "/v1/messages",
-        &[json],
-        message.to_string().as_bytes(),
-    );
+    let reply = proxy.post_json("/v1/messages", &[], &message);
     assert_eq!(reply.status, 200, "{}", reply.text());
     let stream = messages::check_stream(&reply.body, "default");
     assert_eq!(stream.text(), "Alpha one, first.");
     assert!(stream.error.is_none());
     let response = serde_json::json!({"model": "default", "stream": true, "input": "Ask beta"});
-    let reply = proxy.request(
-        "POST",
-        "/v1/responses",
-        &[json],
-        response.to_string().as_bytes(),
-    );
+    let reply = proxy.post_json("/v1/responses", &[], &response);
     assert_eq!(reply.status, 200, "{}", reply.text());
     let summary = check_responses_stream(&reply.body);
     assert_eq!(summary.terminal, "response.completed");
@@ -2669,15 +2679,8 @@ fn acp_agent_dying_mid_turn_is_restarted(kind: Kind) {
         &two_prompts(),
         &["--delay-ms", "1", "--once", &crash],
     );
-    let reply = proxy.chat(&plain_body("Ask alpha"));
-    assert!(reply.status >= 500, "{} {}", reply.status, reply.text());
+    let reply = acp_crash_and_restart(&proxy, &scratch);
     assert!(reply.text().contains("out of memory"), "{}", reply.text());
-    assert!(
-        wait_until(Duration::from_secs(10), || acp_events(&scratch, "start")
-            .len()
-            == 2),
-        "restarted"
-    );
     assert_eq!(
         chat_content(&proxy.chat(&stream_body("Ask alpha"))),
         "Alpha one, first."
@@ -2887,8 +2890,7 @@ fn acp_models_are_the_agents_list_in_both_shapes(kind: Kind) {
             assert!(reply.text().contains("gpt-a, gpt-b"), "{}", reply.text());
             let body = serde_json::json!({"model": "no-such-model", "max_tokens": 10,
                 "stream": stream, "messages": [{"role": "user", "content": "Ask beta"}]});
-            let json = ("content-type", "application/json");
-            let reply = proxy.request("POST", "/v1/messages", &[json], body.to_string().as_bytes());
+            let reply = proxy.post_json("/v1/messages", &[], &body);
             assert_eq!(reply.status, 404, "{}", reply.text());
             assert_eq!(
                 reply.json()["type"],
@@ -2918,14 +2920,7 @@ fn acp_models_follow_a_restarted_agent(kind: Kind) {
     let proxy = acp_proxy(kind, &scratch, &two_prompts(), &flags);
     assert_eq!(model_ids(&proxy), ["first-model", "auto", "default"]);
     std::fs::write(&list, "second-model,third-model").unwrap();
-    let reply = proxy.chat(&plain_body("Ask alpha"));
-    assert!(reply.status >= 500, "the agent died: {}", reply.text());
-    assert!(
-        wait_until(Duration::from_secs(10), || acp_events(&scratch, "start")
-            .len()
-            == 2),
-        "restarted"
-    );
+    acp_crash_and_restart(&proxy, &scratch);
     assert_eq!(
         model_ids(&proxy),
         ["second-model", "third-model", "auto", "default"]
@@ -2953,40 +2948,33 @@ fn acp_prompt_cap_queues_then_fails_with_503_in_the_routes_dialect(kind: Kind) {
     let auth = ("authorization", "Bearer sk-cap");
     let json = ("content-type", "application/json");
     let detail = || proxy.request("GET", "/health", &[auth], b"").json()["acp"].clone();
+    let ask = |text: &str| {
+        let body = plain_body(text);
+        let reply = proxy.request(
+            "POST",
+            "/v1/chat/completions",
+            &[json, auth],
+            body.as_bytes(),
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        reply.json()["choices"][0]["message"]["content"].clone()
+    };
     std::thread::scope(|s| {
-        let proxy = &proxy;
-        let first = s.spawn(move || {
-            let reply = proxy.request(
-                "POST",
-                "/v1/chat/completions",
-                &[json, auth],
-                plain_body("Ask alpha").as_bytes(),
-            );
-            assert_eq!(reply.status, 200, "{}", reply.text());
-        });
+        let first = s.spawn(|| ask("Ask alpha"));
         assert!(
             wait_until(Duration::from_secs(10), || acp_events(&scratch, "prompt")
                 .len()
                 == 1),
             "the first prompt runs"
         );
-        let second = s.spawn(move || {
-            let reply = proxy.request(
-                "POST",
-                "/v1/chat/completions",
-                &[json, auth],
-                plain_body("Ask beta").as_bytes(),
-            );
-            assert_eq!(reply.status, 200, "{}", reply.text());
-            reply.json()["choices"][0]["message"]["content"].clone()
-        });
+        let second = s.spawn(|| ask("Ask beta"));
         assert!(
             wait_until(Duration::from_secs(10), || detail()["queued_turns"] == 1),
             "the second waits: {}",
             detail()
         );
         assert_eq!(detail()["active_turns"], 2);
-        first.join().unwrap();
+        assert_eq!(first.join().unwrap(), "Alpha one, first.");
         assert_eq!(second.join().unwrap(), "Beta two, second.");
     });
     let order: Vec<String> = acp_events_all(&scratch)
@@ -3019,23 +3007,13 @@ fn acp_prompt_cap_queues_then_fails_with_503_in_the_routes_dialect(kind: Kind) {
     );
     let message = serde_json::json!({"model": "auto", "max_tokens": 10,
         "messages": [{"role": "user", "content": "Ask beta"}]});
-    let reply = proxy.request(
-        "POST",
-        "/v1/messages",
-        &[json],
-        message.to_string().as_bytes(),
-    );
+    let reply = proxy.post_json("/v1/messages", &[], &message);
     assert_eq!(reply.status, 503, "{}", reply.text());
     let body = reply.json();
     assert_eq!(body["type"], "error", "Anthropic's shape: {body}");
     assert!(body["error"]["type"].is_string(), "{body}");
     let response = serde_json::json!({"model": "auto", "input": "Ask beta"});
-    let reply = proxy.request(
-        "POST",
-        "/v1/responses",
-        &[json],
-        response.to_string().as_bytes(),
-    );
+    let reply = proxy.post_json("/v1/responses", &[], &response);
     assert_eq!(reply.status, 503, "{}", reply.text());
     assert!(
         reply.json()["error"]["message"].is_string(),
@@ -3104,11 +3082,10 @@ fn acp_health_shows_the_warm_agent_to_authenticated_callers(kind: Kind) {
     );
     // The first prompt crashes the agent: one restart, then ready again.
     let json = ("content-type", "application/json");
-    let reply = proxy.request(
-        "POST",
+    let reply = proxy.post_json(
         "/v1/chat/completions",
-        &[json, auth],
-        plain_body("Ask alpha").as_bytes(),
+        &[auth],
+        &serde_json::from_str(&plain_body("Ask alpha")).unwrap(),
     );
     assert!(reply.status >= 500, "{}", reply.text());
     assert!(

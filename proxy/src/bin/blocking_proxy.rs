@@ -355,11 +355,7 @@ fn connection(server: &Server, mut stream: TcpStream, admitted: Admitted) {
             None => models(server),
         },
         Outcome::Health { detailed } => {
-            let warm = server
-                .warm
-                .as_ref()
-                .filter(|_| detailed)
-                .map(|w| w.health());
+            let warm = Warm::health_of(server.warm.as_ref(), detailed);
             http::health(settings, detailed, server.slots.in_flight(), warm)
         }
     };

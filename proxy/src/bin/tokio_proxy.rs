@@ -469,11 +469,7 @@ async fn handle(
             reply_response(reply, &context, &mut record)
         }
         Outcome::Health { detailed } => {
-            let warm = server
-                .warm
-                .as_ref()
-                .filter(|_| detailed)
-                .map(|w| w.health());
+            let warm = Warm::health_of(server.warm.as_ref(), detailed);
             let reply = http::health(&server.settings, detailed, server.in_flight(), warm);
             reply_response(reply, &context, &mut record)
         }
