@@ -66,19 +66,19 @@ pub struct Flags {
     #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
     pub agent_arg: Vec<String>,
 
-    /// ACP: most prompts running at once on the warm agent; more requests wait in a
-    /// queue (--acp-queue-timeout-ms). Only with --agent-protocol acp.
+    /// ACP: most prompts running at once on the warm agent (default 4); more requests
+    /// wait in a queue (--acp-queue-timeout-ms). Only with --agent-protocol acp.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub acp_max_prompts: Option<u32>,
 
-    /// ACP: fresh sessions kept ready ahead of need (0: each request waits for its
-    /// `session/new`; the model list is known after the first request). Only with
-    /// --agent-protocol acp.
+    /// ACP: fresh sessions kept ready ahead of need (default 1; 0: each request waits
+    /// for its `session/new`, and the model list is known after the first request).
+    /// Only with --agent-protocol acp.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=64))]
     pub acp_pool_size: Option<u32>,
 
-    /// ACP: how long a request may wait for a prompt slot before it gets 503. Only with
-    /// --agent-protocol acp.
+    /// ACP: how long a request may wait for a prompt slot before it gets 503 (default
+    /// 30000). Only with --agent-protocol acp.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub acp_queue_timeout_ms: Option<u64>,
 
@@ -526,7 +526,13 @@ mod tests {
         let dir = std::env::temp_dir();
         let settings = parse(&["--agent-protocol", "acp"]).unwrap();
         let acp = settings.acp.unwrap();
-        let defaults = AcpConfig::default();
+        // The defaults `--help` names.
+        let defaults = AcpConfig {
+            max_concurrent_prompts: 4,
+            pool_size: 1,
+            queue_timeout_ms: 30_000,
+            ..AcpConfig::default()
+        };
         assert_eq!(
             acp.config.max_concurrent_prompts,
             defaults.max_concurrent_prompts
