@@ -692,6 +692,7 @@ both!(
     acp_health_shows_the_warm_agent_to_authenticated_callers,
     acp_finished_sessions_are_closed_when_the_agent_offers_it,
     acp_a_client_that_reads_late_still_gets_everything,
+    acp_without_a_pool_the_models_are_known_after_a_first_request,
 );
 
 // ---------------------------------------------------------------------------------------
@@ -3190,5 +3191,29 @@ fn acp_a_client_that_reads_late_still_gets_everything(kind: Kind) {
     assert!(summary.errors.is_empty(), "{:?}", summary.errors);
     assert_eq!(summary.finish_reasons, ["stop"]);
     assert_eq!(summary.content.len(), piece.len() * pieces);
+    proxy.wait_idle();
+}
+
+/// `--acp-pool-size 0`: no session is made before a request, so `/v1/models` says so at
+/// once (503 with `Retry-After`), and lists the models once a request has run.
+fn acp_without_a_pool_the_models_are_known_after_a_first_request(kind: Kind) {
+    let scratch = Scratch::new("acp-no-pool");
+    let proxy = acp_proxy_with(
+        kind,
+        &scratch,
+        &two_prompts(),
+        &["--delay-ms", "1", "--models", "only-model"],
+        &["--acp-pool-size", "0"],
+    );
+    let reply = proxy.request("GET", "/v1/models", &[], b"");
+    assert_eq!(reply.status, 503, "{}", reply.text());
+    assert_eq!(reply.error_code(), "models_unavailable");
+    assert_eq!(reply.header("retry-after"), Some("1"));
+    assert_eq!(proxy.health()["acp"]["models"], serde_json::Value::Null);
+    assert_eq!(
+        chat_content(&proxy.chat(&stream_body("Ask alpha"))),
+        "Alpha one, first."
+    );
+    assert_eq!(model_ids(&proxy), ["only-model", "auto", "default"]);
     proxy.wait_idle();
 }
