@@ -605,6 +605,7 @@ async fn run(
             };
             Answering::Turn(AcpTurn {
                 warm: Arc::clone(warm),
+                notify: warm.notify(&ticket),
                 ticket,
                 out: Outgoing {
                     record: Some(record),
@@ -694,6 +695,8 @@ async fn acp_stream(mut turn: AcpTurn, chunks: mpsc::Sender<Bytes>) {
 /// gone: the session is cancelled, the agent stays.
 struct AcpTurn {
     warm: Arc<Warm>,
+    /// Woken when the turn has output (`None`: it ended already).
+    notify: Option<Arc<tokio::sync::Notify>>,
     ticket: Ticket,
     out: Outgoing,
     ended: bool,
@@ -722,7 +725,7 @@ impl AcpTurn {
             return;
         }
         // Only this turn's output wakes it; a wake-up since the take is kept.
-        match self.warm.notify(&self.ticket) {
+        match &self.notify {
             Some(notify) => notify.notified().await,
             None => self.ended = true,
         }
