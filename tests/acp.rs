@@ -742,3 +742,73 @@ fn an_agent_offering_session_close_is_told_to_close_each_finished_session() {
         }
     }
 }
+
+#[test]
+fn a_turn_whose_client_left_is_forgotten_without_being_polled() {
+    let (mut connection, turn) = prompting(AcpConfig {
+        pool_size: 0,
+        ..AcpConfig::default()
+    });
+    connection
+        .push_stdout(br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}
+"#, 4)
+        .unwrap();
+    assert_eq!(connection.active_turns(), 1);
+    connection.client_gone(turn, 5);
+    assert_eq!(connection.active_turns(), 0, "its client is gone");
+    assert_eq!(written(&mut connection)[0]["method"], "session/cancel");
+    assert!(
+        format!("{connection:?}").contains("turns: 1"),
+        "the session still runs"
+    );
+    connection
+        .push_stdout(
+            b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"stopReason\":\"cancelled\"}}\n",
+            6,
+        )
+        .unwrap();
+    assert!(
+        format!("{connection:?}").contains("turns: 0"),
+        "forgotten once the agent is done, though never polled: {connection:?}"
+    );
+}
+
+#[test]
+fn a_client_gone_while_the_model_is_set_is_never_prompted() {
+    let mut connection = ready(AcpConfig {
+        pool_size: 0,
+        ..AcpConfig::default()
+    });
+    let request = acp_replay::request(Dialect::ChatCompletions, "gpt-5.4");
+    let turn = connection.start_turn(
+        Dialect::ChatCompletions,
+        &request,
+        &Config::default(),
+        params(2),
+    );
+    assert_eq!(written(&mut connection)[0]["method"], "session/new");
+    connection
+        .push_stdout(
+            br#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1","configOptions":[{"id":"model","category":"model","currentValue":"gpt-5.5","options":[{"value":"gpt-5.5"},{"value":"gpt-5.4"}]}]}}
+"#,
+            3,
+        )
+        .unwrap();
+    assert_eq!(
+        written(&mut connection)[0]["method"],
+        "session/set_config_option"
+    );
+    connection.client_gone(turn, 4);
+    connection
+        .push_stdout(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n", 5)
+        .unwrap();
+    let sent = written(&mut connection);
+    assert!(
+        sent.iter().all(|m| m["method"] != "session/prompt"),
+        "{sent:?}"
+    );
+    assert!(
+        format!("{connection:?}").contains("turns: 0"),
+        "{connection:?}"
+    );
+}

@@ -138,6 +138,17 @@ struct Turn {
     session: Option<String>,
     tools: ToolCalls,
     cost: Option<f64>,
+    /// The client hung up: its `End` need not be handed out, so the turn is forgotten
+    /// once the agent is done with it, polled or not.
+    gone: bool,
+}
+
+impl Turn {
+    /// Whether the caller still has something to take: the response has not ended, and
+    /// its client is there to take it.
+    fn is_live(&self) -> bool {
+        !self.bridge.is_ended() && !self.gone
+    }
 }
 
 /// One ACP agent process (JSON-RPC 2.0, one message a line over its stdin and stdout)
@@ -249,9 +260,9 @@ impl Connection {
         self.handshake == Handshake::Dead
     }
 
-    /// Turns whose response has not ended yet.
+    /// Turns whose response has not ended yet and whose client is still there.
     pub fn active_turns(&self) -> usize {
-        self.turns.iter().filter(|t| !t.bridge.is_ended()).count()
+        self.turns.iter().filter(|t| t.is_live()).count()
     }
 
     /// Turns waiting for a prompt slot or a session (a subset of
@@ -259,7 +270,7 @@ impl Connection {
     pub fn queued_turns(&self) -> usize {
         self.turns
             .iter()
-            .filter(|t| matches!(t.phase, Phase::Queued { .. }) && !t.bridge.is_ended())
+            .filter(|t| matches!(t.phase, Phase::Queued { .. }) && t.is_live())
             .count()
     }
 
@@ -327,6 +338,7 @@ impl Connection {
             session: None,
             tools: ToolCalls::default(),
             cost: None,
+            gone: false,
         });
         self.schedule(params.now_ms);
         id
@@ -466,11 +478,13 @@ impl Connection {
     }
 
     /// The HTTP client of `turn` hung up: its prompt is cancelled and nothing more is
-    /// written for it.
+    /// written for it. Its outputs need not be polled any more: the turn is forgotten
+    /// once the agent is done with it.
     pub fn client_gone(&mut self, turn: TurnId, now_ms: u64) {
         self.ready_after = None;
         if let Some(index) = self.index(turn) {
             self.turns[index].bridge.client_gone(now_ms);
+            self.turns[index].gone = true;
             self.after_turn_input(index, now_ms);
         }
         self.schedule(now_ms);
@@ -663,11 +677,12 @@ impl Connection {
         }
     }
 
-    /// Forgets turns that are over on both sides (response ended, nothing more from the
-    /// agent), so that a turn whose caller stopped polling after `End` leaks nothing.
+    /// Forgets turns that are over on both sides (response ended or its client gone,
+    /// nothing more from the agent), so that a turn whose caller stopped polling after
+    /// `End` or [`client_gone`](Self::client_gone) leaks nothing.
     fn reap(&mut self) {
         self.turns
-            .retain(|turn| !(turn.bridge.is_ended() && turn.phase == Phase::Done));
+            .retain(|turn| turn.is_live() || turn.phase != Phase::Done);
     }
 
     /// Gives queued turns sessions and prompt slots, and keeps the pool filled.
@@ -998,7 +1013,7 @@ impl Connection {
                 let Some(index) = self.index(turn) else {
                     return;
                 };
-                if self.turns[index].bridge.is_ended()
+                if self.turns[index].bridge.is_ending()
                     || self.turns[index].phase != Phase::SettingModel
                 {
                     self.turns[index].phase = Phase::Done;

@@ -484,6 +484,11 @@ impl Bridge {
         due
     }
 
+    /// Whether the response is over or its end decided (`End` due or handed out).
+    pub(crate) fn is_ending(&self) -> bool {
+        self.core.ending()
+    }
+
     /// Whether `poll_output` would return something now.
     pub(crate) fn has_output(&self) -> bool {
         let core = &self.core;
