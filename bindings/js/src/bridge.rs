@@ -10,7 +10,7 @@
 //! end:   4
 //! ```
 
-use agentwire::bridge::{Bridge, BridgeParams, Dialect, Output};
+use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect, Output};
 use agentwire::cursor::ExitStatus;
 use serde::Serialize;
 use wasm_bindgen::prelude::wasm_bindgen;
@@ -34,6 +34,27 @@ pub(crate) fn dialect(name: &str) -> Result<Dialect, RawError> {
             "dialect must be 'chat-completions', 'responses' or 'messages'",
         )),
     }
+}
+
+/// The per-request arguments a bridge is made from, as the package passes them (a new
+/// `Bridge`, or a turn of an `AcpConnection`): the dialect's name, the JSON of the
+/// package's `Config` (nothing: the defaults), now, `created` in Unix seconds and the id
+/// seed.
+pub(crate) fn request_arguments(
+    dialect: &str,
+    config: Option<String>,
+    now_ms: f64,
+    created_unix: f64,
+    id_seed: u64,
+) -> Result<(Dialect, Config, BridgeParams), RawError> {
+    let dialect = self::dialect(dialect)?;
+    let config = config::parse(config.as_deref())?;
+    let params = BridgeParams {
+        now_ms: millis(now_ms, "nowMs")?,
+        created_unix: millis(created_unix, "created")?,
+        id_seed,
+    };
+    Ok((dialect, config, params))
 }
 
 /// A bridge; the TypeScript `Bridge` wraps it.
@@ -65,13 +86,8 @@ impl RawBridge {
         created_unix: f64,
         id_seed: u64,
     ) -> Result<RawBridge, RawError> {
-        let dialect = self::dialect(dialect)?;
-        let config = config::parse(config.as_deref())?;
-        let params = BridgeParams {
-            now_ms: millis(now_ms, "nowMs")?,
-            created_unix: millis(created_unix, "created")?,
-            id_seed,
-        };
+        let (dialect, config, params) =
+            request_arguments(dialect, config, now_ms, created_unix, id_seed)?;
         Ok(RawBridge {
             bridge: Bridge::new(dialect, body, &config, params),
         })
@@ -208,7 +224,8 @@ impl RawBridge {
     }
 }
 
-fn encode(out: &mut Vec<u8>, output: &Output<'_>) {
+/// Appends `output` to `out` as one record (the module's doc lists them).
+pub(crate) fn encode(out: &mut Vec<u8>, output: &Output<'_>) {
     match output {
         Output::Head(head) => {
             out.push(HEAD);
