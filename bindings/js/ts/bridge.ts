@@ -79,6 +79,19 @@ export function requireDialect(value: unknown): asserts value is Dialect {
 /** How the agent ended: with an exit code, or by a signal (its number). */
 export type AgentExit = { code: number } | { signal: number };
 
+/** `exit` checked: `['code', code]` or `['signal', number]`; anything else throws `invalidArgument`. */
+export function readExit(exit: AgentExit): ['code' | 'signal', number] {
+  if (exit !== null && typeof exit === 'object' && 'code' in exit && !('signal' in exit)) {
+    requireNumber(exit.code, 'exit.code');
+    return ['code', exit.code];
+  }
+  if (exit !== null && typeof exit === 'object' && 'signal' in exit && !('code' in exit)) {
+    requireNumber(exit.signal, 'exit.signal');
+    return ['signal', exit.signal];
+  }
+  throw new AgentwireError('invalidArgument', 'agentExited takes { code } or { signal }, exactly one');
+}
+
 /** Per-request values of a {@link Bridge}; all optional. */
 export interface BridgeOptions {
   /** The API of the route the request came in on (default `chat-completions`). */
@@ -120,18 +133,10 @@ export class Bridge extends Handle<RawBridge> {
 
   constructor(body: Uint8Array | string, options: BridgeOptions = {}) {
     requireLoaded();
-    const bytes = typeof body === 'string' ? TEXT.encode(body) : body;
-    requireBytes(bytes, 'body');
-    const { dialect = 'chat-completions', config, nowMs = 0, created = Math.floor(Date.now() / 1000), idSeed = randomSeed() } = options;
-    requireDialect(dialect);
-    requireNumber(nowMs, 'nowMs');
-    requireNumber(created, 'created');
-    if (typeof idSeed !== 'bigint' || idSeed < 0n || idSeed >= 1n << 64n) {
-      throw new AgentwireError('invalidArgument', `idSeed must be a bigint from 0 to 2^64 - 1, not ${describe(idSeed)}`);
-    }
     let raw: RawBridge;
+    const args = requestArguments(body, options);
     try {
-      raw = new RawBridge(dialect, bytes, configJson(config), nowMs, created, idSeed);
+      raw = new RawBridge(...args);
     } catch (error) {
       throw convert(error);
     }
@@ -185,17 +190,8 @@ export class Bridge extends Handle<RawBridge> {
    */
   agentExited(exit: AgentExit, nowMs: number): void {
     requireNumber(nowMs, 'nowMs');
-    if (exit !== null && typeof exit === 'object' && 'code' in exit && !('signal' in exit)) {
-      requireNumber(exit.code, 'exit.code');
-      const code = exit.code;
-      this.call((raw) => raw.agentExitedCode(code, nowMs));
-    } else if (exit !== null && typeof exit === 'object' && 'signal' in exit && !('code' in exit)) {
-      requireNumber(exit.signal, 'exit.signal');
-      const signal = exit.signal;
-      this.call((raw) => raw.agentExitedSignal(signal, nowMs));
-    } else {
-      throw new AgentwireError('invalidArgument', 'agentExited takes { code } or { signal }, exactly one');
-    }
+    const [how, value] = readExit(exit);
+    this.call((raw) => (how === 'code' ? raw.agentExitedCode(value, nowMs) : raw.agentExitedSignal(value, nowMs)));
   }
 
   /** The deadline from {@link pollTimeout} passed. Early calls do nothing. */
@@ -243,6 +239,29 @@ export class Bridge extends Handle<RawBridge> {
   }
 }
 
+/**
+ * The module's arguments for a request (`RawBridge`'s constructor, `RawAcpConnection.startTurn`):
+ * `[dialect, body, config, nowMs, created, idSeed]`, each checked, the defaults filled in.
+ */
+export function requestArguments(
+  body: Uint8Array | string,
+  options: BridgeOptions,
+): [Dialect, Uint8Array, string | undefined, number, number, bigint] {
+  const bytes = typeof body === 'string' ? TEXT.encode(body) : body;
+  requireBytes(bytes, 'body');
+  if (options === null || typeof options !== 'object') {
+    throw new AgentwireError('invalidArgument', `options must be an object, not ${describe(options)}`);
+  }
+  const { dialect = 'chat-completions', config, nowMs = 0, created = Math.floor(Date.now() / 1000), idSeed = randomSeed() } = options;
+  requireDialect(dialect);
+  requireNumber(nowMs, 'nowMs');
+  requireNumber(created, 'created');
+  if (typeof idSeed !== 'bigint' || idSeed < 0n || idSeed >= 1n << 64n) {
+    throw new AgentwireError('invalidArgument', `idSeed must be a bigint from 0 to 2^64 - 1, not ${describe(idSeed)}`);
+  }
+  return [dialect, bytes, configJson(config), nowMs, created, idSeed];
+}
+
 function readInvocation(raw: RawBridge): Invocation | undefined {
   const json = raw.invocation();
   const stdin = raw.invocationStdin();
@@ -258,7 +277,7 @@ function readInvocation(raw: RawBridge): Invocation | undefined {
 }
 
 /** Reads the module's output records (`src/bridge.rs` documents them). */
-function decodeOutputs(records: Uint8Array): BridgeOutput[] {
+export function decodeOutputs(records: Uint8Array): BridgeOutput[] {
   const outputs: BridgeOutput[] = [];
   if (records.length === 0) return outputs;
   const view = new DataView(records.buffer, records.byteOffset, records.byteLength);
