@@ -124,9 +124,11 @@ export class AcpConnection extends Handle<RawAcpConnection> {
     }
     const { config, nowMs = 0 } = options;
     requireNumber(nowMs, 'nowMs');
+    const json = configJson(config, 'ACP config');
+    if (config !== undefined) checkAcpConfig(config);
     let raw: RawAcpConnection;
     try {
-      raw = new RawAcpConnection(configJson(config, 'ACP config'), nowMs);
+      raw = new RawAcpConnection(json, nowMs);
     } catch (error) {
       throw convert(error);
     }
@@ -287,5 +289,60 @@ export class AcpConnection extends Handle<RawAcpConnection> {
 function requireTurn(turn: unknown): asserts turn is number {
   if (typeof turn !== 'number' || !Number.isSafeInteger(turn) || turn < 0) {
     throw new AgentwireError('invalidArgument', `turn must be a turn number from startTurn, not ${typeof turn === 'number' ? turn : describe(turn)}`);
+  }
+}
+
+/** What each field of an {@link AcpConfig} holds. */
+const ACP_FIELDS: Readonly<Record<keyof AcpConfig, 'text' | 'count' | 'names' | 'permission' | 'extensions'>> = {
+  cwd: 'text',
+  clientName: 'text',
+  clientVersion: 'text',
+  permission: 'permission',
+  extensions: 'extensions',
+  poolSize: 'count',
+  maxConcurrentPrompts: 'count',
+  queueTimeoutMs: 'count',
+  initializeTimeoutMs: 'count',
+  newSessionTimeoutMs: 'count',
+  setModelTimeoutMs: 'count',
+  cancelTimeoutMs: 'count',
+  turnOutputBudget: 'count',
+  defaultModelNames: 'names',
+  maxLineLen: 'count',
+  stderrTailBytes: 'count',
+};
+
+/**
+ * Checks each field of `config` against its type, so that the error names the field and
+ * what it takes (the module checks again, and checks what only it knows: unknown fields,
+ * zero prompt slots).
+ */
+function checkAcpConfig(config: object): void {
+  for (const [field, value] of Object.entries(config)) {
+    const kind = ACP_FIELDS[field as keyof AcpConfig];
+    if (kind === undefined || value === undefined) continue;
+    const fail = (takes: string) => {
+      const shown = typeof value === 'string' ? `'${value}'` : typeof value === 'number' ? String(value) : describe(value);
+      return new AgentwireError('invalidArgument', `invalid ACP config: ${field} must be ${takes}, not ${shown}`);
+    };
+    switch (kind) {
+      case 'text':
+        if (typeof value !== 'string') throw fail('a string');
+        break;
+      case 'count':
+        if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw fail('a whole number, 0 or more');
+        break;
+      case 'names':
+        if (!Array.isArray(value) || !value.every((name) => typeof name === 'string')) throw fail('an array of strings');
+        break;
+      case 'permission':
+        if (value !== 'allowOnce' && value !== 'rejectOnce') throw fail("'allowOnce' or 'rejectOnce'");
+        break;
+      case 'extensions':
+        if (value !== 'methodNotFound' && !(value !== null && typeof value === 'object' && 'answer' in value && Object.keys(value).length === 1)) {
+          throw fail("'methodNotFound' or { answer }");
+        }
+        break;
+    }
   }
 }
