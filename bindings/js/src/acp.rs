@@ -7,12 +7,12 @@
 
 use agentwire::acp::{Connection, Decision, TurnId};
 use agentwire::bridge::Output;
-use agentwire::cursor::ExitStatus;
 use wasm_bindgen::prelude::wasm_bindgen;
 
 use crate::acp_config;
 use crate::bridge::{encode, request_arguments};
 use crate::error::{RawError, millis};
+use crate::inputs::agent_inputs;
 
 /// A connection; the TypeScript `AcpConnection` wraps it.
 #[wasm_bindgen]
@@ -22,6 +22,8 @@ pub struct RawAcpConnection {
     /// (their numbers rise).
     turns: Vec<TurnId>,
 }
+
+agent_inputs!(RawAcpConnection, connection);
 
 #[wasm_bindgen]
 impl RawAcpConnection {
@@ -75,7 +77,7 @@ impl RawAcpConnection {
         self.connection.malformed_lines() as f64
     }
 
-    // Inputs.
+    // Inputs (and those of `agent_inputs!`).
 
     /// A client request of `dialect`, with the same arguments as `RawBridge::new`: the
     /// turn's number.
@@ -96,46 +98,6 @@ impl RawAcpConnection {
         Ok(turn.get() as f64)
     }
 
-    /// Agent stdout, in any chunking.
-    #[wasm_bindgen(js_name = pushStdout)]
-    pub fn push_stdout(&mut self, data: &[u8], now_ms: f64) -> Result<(), RawError> {
-        let now_ms = millis(now_ms, "nowMs")?;
-        Ok(self.connection.push_stdout(data, now_ms)?)
-    }
-
-    /// Agent stderr, in any chunking.
-    #[wasm_bindgen(js_name = pushStderr)]
-    pub fn push_stderr(&mut self, data: &[u8], now_ms: f64) -> Result<(), RawError> {
-        let now_ms = millis(now_ms, "nowMs")?;
-        Ok(self.connection.push_stderr(data, now_ms)?)
-    }
-
-    /// The agent exited with `code`.
-    #[wasm_bindgen(js_name = agentExitedCode)]
-    pub fn agent_exited_code(&mut self, code: i32, now_ms: f64) -> Result<(), RawError> {
-        let now_ms = millis(now_ms, "nowMs")?;
-        Ok(self
-            .connection
-            .agent_exited(ExitStatus::Code(code), now_ms)?)
-    }
-
-    /// A signal (by number) ended the agent.
-    #[wasm_bindgen(js_name = agentExitedSignal)]
-    pub fn agent_exited_signal(&mut self, signal: i32, now_ms: f64) -> Result<(), RawError> {
-        let now_ms = millis(now_ms, "nowMs")?;
-        Ok(self
-            .connection
-            .agent_exited(ExitStatus::Signal(signal), now_ms)?)
-    }
-
-    /// A deadline from `pollTimeout` passed.
-    #[wasm_bindgen(js_name = handleTimeout)]
-    pub fn handle_timeout(&mut self, now_ms: f64) -> Result<(), RawError> {
-        let now_ms = millis(now_ms, "nowMs")?;
-        self.connection.handle_timeout(now_ms);
-        Ok(())
-    }
-
     /// The client of `turn` hung up (an unknown or ended turn: nothing happens).
     #[wasm_bindgen(js_name = clientGone)]
     pub fn client_gone(&mut self, turn: f64, now_ms: f64) -> Result<(), RawError> {
@@ -143,13 +105,6 @@ impl RawAcpConnection {
         if let Some(index) = self.index(turn) {
             self.connection.client_gone(self.turns[index], now_ms);
         }
-        Ok(())
-    }
-
-    /// The program is shutting down.
-    pub fn shutdown(&mut self, now_ms: f64) -> Result<(), RawError> {
-        let now_ms = millis(now_ms, "nowMs")?;
-        self.connection.shutdown(now_ms);
         Ok(())
     }
 

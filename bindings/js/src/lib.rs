@@ -28,6 +28,7 @@ mod config;
 mod decoder;
 mod error;
 mod events;
+mod inputs;
 mod panic;
 mod reply;
 

@@ -6,10 +6,11 @@
  */
 
 import { RawAcpConnection } from '../wasm/agentwire_js.js';
-import { type AgentExit, type Bridge, type BridgeOptions, type BridgeOutput, type Dialect, decodeOutputs, readExit, requestArguments } from './bridge.js';
+import { type Bridge, type BridgeOptions, type BridgeOutput, type Dialect, decodeOutputs, requestArguments } from './bridge.js';
 import { configJson } from './config.js';
-import { AgentwireError, describe, requireBytes, requireNumber } from './errors.js';
-import { Handle, convert } from './handle.js';
+import { AgentwireError, describe, requireNumber } from './errors.js';
+import { convert } from './handle.js';
+import { AgentInputs } from './inputs.js';
 import { requireLoaded } from './module.js';
 
 /**
@@ -115,7 +116,7 @@ export type AcpDecision = AcpRestart;
  * {@link pollTimeout} for the next deadline.** Spawn the agent in its own process group:
  * a restart kills the group.
  */
-export class AcpConnection extends Handle<RawAcpConnection> {
+export class AcpConnection extends AgentInputs<RawAcpConnection> {
   /** A connection to a just-spawned agent: `initialize` is the first {@link pollTransmit}. */
   constructor(options: AcpConnectionOptions = {}) {
     requireLoaded();
@@ -191,37 +192,6 @@ export class AcpConnection extends Handle<RawAcpConnection> {
     }
   }
 
-  /** Bytes the agent wrote to stdout, in any chunking. */
-  pushStdout(data: Uint8Array, nowMs: number): void {
-    requireBytes(data, 'data');
-    requireNumber(nowMs, 'nowMs');
-    this.call((raw) => raw.pushStdout(data, nowMs));
-  }
-
-  /** Bytes the agent wrote to stderr, in any chunking (only the tail is kept, for failure messages). */
-  pushStderr(data: Uint8Array, nowMs: number): void {
-    requireBytes(data, 'data');
-    requireNumber(nowMs, 'nowMs');
-    this.call((raw) => raw.pushStderr(data, nowMs));
-  }
-
-  /**
-   * The agent exited with `{ code }`, or a signal ended it (`{ signal }`), after its stdout
-   * and stderr were pushed to their end: every open turn fails with the stderr tail, and a
-   * restart is decided.
-   */
-  agentExited(exit: AgentExit, nowMs: number): void {
-    requireNumber(nowMs, 'nowMs');
-    const [how, value] = readExit(exit);
-    this.call((raw) => (how === 'code' ? raw.agentExitedCode(value, nowMs) : raw.agentExitedSignal(value, nowMs)));
-  }
-
-  /** The deadline from {@link pollTimeout} passed. Early calls do nothing. */
-  handleTimeout(nowMs: number): void {
-    requireNumber(nowMs, 'nowMs');
-    this.call((raw) => raw.handleTimeout(nowMs));
-  }
-
   /**
    * The HTTP client of `turn` hung up: its prompt is cancelled (`session/cancel`; the agent
    * lives on) and nothing more is written for it. An unknown or ended turn: nothing happens.
@@ -230,15 +200,6 @@ export class AcpConnection extends Handle<RawAcpConnection> {
     requireTurn(turn);
     requireNumber(nowMs, 'nowMs');
     this.call((raw) => raw.clientGone(turn, nowMs));
-  }
-
-  /**
-   * The program is shutting down: every turn ends now as a failure the client may retry,
-   * and every running prompt is cancelled.
-   */
-  shutdown(nowMs: number): void {
-    requireNumber(nowMs, 'nowMs');
-    this.call((raw) => raw.shutdown(nowMs));
   }
 
   // Outputs.

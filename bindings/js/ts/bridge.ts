@@ -7,7 +7,8 @@
 import { RawBridge } from '../wasm/agentwire_js.js';
 import { type Config, configJson } from './config.js';
 import { AgentwireError, describe, requireBytes, requireNumber } from './errors.js';
-import { Handle, convert } from './handle.js';
+import { convert } from './handle.js';
+import { AgentInputs } from './inputs.js';
 import { requireLoaded } from './module.js';
 
 /**
@@ -76,22 +77,6 @@ export function requireDialect(value: unknown): asserts value is Dialect {
   }
 }
 
-/** How the agent ended: with an exit code, or by a signal (its number). */
-export type AgentExit = { code: number } | { signal: number };
-
-/** `exit` checked: `['code', code]` or `['signal', number]`; anything else throws `invalidArgument`. */
-export function readExit(exit: AgentExit): ['code' | 'signal', number] {
-  if (exit !== null && typeof exit === 'object' && 'code' in exit && !('signal' in exit)) {
-    requireNumber(exit.code, 'exit.code');
-    return ['code', exit.code];
-  }
-  if (exit !== null && typeof exit === 'object' && 'signal' in exit && !('code' in exit)) {
-    requireNumber(exit.signal, 'exit.signal');
-    return ['signal', exit.signal];
-  }
-  throw new AgentwireError('invalidArgument', 'agentExited takes { code } or { signal }, exactly one');
-}
-
 /** Per-request values of a {@link Bridge}; all optional. */
 export interface BridgeOptions {
   /** The API of the route the request came in on (default `chat-completions`). */
@@ -127,7 +112,7 @@ const UTF8 = new TextDecoder();
  * (`performance.now()` is fine: fractions are dropped). `agentwire/node` drives all of it
  * for a child process.
  */
-export class Bridge extends Handle<RawBridge> {
+export class Bridge extends AgentInputs<RawBridge> {
   /** The agent run to start, or `undefined` when the request was rejected (its 400, in the dialect's shape, is in the outputs). */
   readonly invocation: Invocation | undefined;
 
@@ -163,57 +148,10 @@ export class Bridge extends Handle<RawBridge> {
 
   // Inputs.
 
-  /** Bytes the agent wrote to stdout, in any chunking. */
-  pushStdout(data: Uint8Array, nowMs: number): void {
-    this.#push(RawBridge.prototype.pushStdout, data, nowMs);
-  }
-
-  /** Bytes the agent wrote to stderr, in any chunking (only the tail is kept, for failure messages). */
-  pushStderr(data: Uint8Array, nowMs: number): void {
-    this.#push(RawBridge.prototype.pushStderr, data, nowMs);
-  }
-
-  #push(push: (this: RawBridge, data: Uint8Array, nowMs: number) => void, data: Uint8Array, nowMs: number): void {
-    const raw = this.raw();
-    requireBytes(data, 'data');
-    requireNumber(nowMs, 'nowMs');
-    try {
-      push.call(raw, data, nowMs);
-    } catch (error) {
-      throw this.failure(error);
-    }
-  }
-
-  /**
-   * The agent exited with `{ code }`, or a signal ended it (`{ signal }`, its number). Call
-   * it after its stdout and stderr were read to their end and pushed.
-   */
-  agentExited(exit: AgentExit, nowMs: number): void {
-    requireNumber(nowMs, 'nowMs');
-    const [how, value] = readExit(exit);
-    this.call((raw) => (how === 'code' ? raw.agentExitedCode(value, nowMs) : raw.agentExitedSignal(value, nowMs)));
-  }
-
-  /** The deadline from {@link pollTimeout} passed. Early calls do nothing. */
-  handleTimeout(nowMs: number): void {
-    requireNumber(nowMs, 'nowMs');
-    this.call((raw) => raw.handleTimeout(nowMs));
-  }
-
   /** The HTTP client hung up: stop the agent, end without writing more. */
   clientGone(nowMs: number): void {
     requireNumber(nowMs, 'nowMs');
     this.call((raw) => raw.clientGone(nowMs));
-  }
-
-  /**
-   * The program is shutting down: the response ends as a failure the client may retry
-   * (503 before the head, the dialect's in-band error and end after it), and the agent is
-   * to be stopped.
-   */
-  shutdown(nowMs: number): void {
-    requireNumber(nowMs, 'nowMs');
-    this.call((raw) => raw.shutdown(nowMs));
   }
 
   // Outputs.
