@@ -4,10 +4,9 @@
  * @module
  */
 
-import { type ChildProcess, spawn } from 'node:child_process';
-import { constants } from 'node:os';
 import { type AcpConfig, AcpConnection, type TurnOptions } from '../acp.js';
 import type { Body, Head } from '../bridge.js';
+import { ProcessGroup, agentExit, delayUntil, spawnFailure } from './group.js';
 
 /** How the agent is started and driven; only `command` is required. */
 export interface AcpAgentOptions {
@@ -133,62 +132,43 @@ export class AgentProcess {
   /** A restart was decided, or the process is gone: new turns go to a new process. */
   retired = false;
   readonly #clock: () => number;
-  readonly #killGraceMs: number;
   readonly #highWaterMark: number;
-  readonly #child: ChildProcess;
+  readonly #group: ProcessGroup;
   readonly #turns = new Map<number, AcpTurn>();
   #settle: () => void = () => {};
   #timer: ReturnType<typeof setTimeout> | undefined;
-  #grace: ReturnType<typeof setTimeout> | undefined;
-  #leaderExited = false;
   #reaped = false;
 
   constructor(options: AcpAgentOptions, clock: () => number) {
     this.#clock = clock;
-    this.#killGraceMs = options.killGraceMs ?? 2_000;
     this.#highWaterMark = options.highWaterMark ?? 1 << 20;
     this.exited = new Promise((resolve) => {
       this.#settle = resolve;
     });
     this.connection = new AcpConnection({ config: options.config, nowMs: clock() });
-    const child = spawn(options.command, options.args ?? [], {
-      // Its own process group, so that stopping it reaches everything it started.
-      detached: true,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: options.env ?? process.env,
-      cwd: options.cwd,
-    });
-    this.#child = child;
+    this.#group = new ProcessGroup(options.command, options.args ?? [], options.env ?? process.env, options.cwd, options.killGraceMs ?? 2_000);
+    const child = this.#group.child;
     child.on('error', (error: NodeJS.ErrnoException) => {
       if (child.pid !== undefined) return; // a failed kill, already handled
       // It never ran: every turn fails as for an agent that exited at once.
       this.#input((c, now) => {
-        c.pushStderr(new TextEncoder().encode(`could not start ${options.command}: ${error.message}\n`), now);
+        c.pushStderr(spawnFailure(options.command, error), now);
         c.agentExited({ code: 127 }, now);
       });
       this.#reap();
     });
-    // What the agent does not read (it exited, or is being stopped) is of no interest.
-    child.stdin!.on('error', () => {});
     child.stdout!.on('data', (chunk: Buffer) => this.#input((c, now) => c.pushStdout(chunk, now)));
     child.stderr!.on('data', (chunk: Buffer) => this.#input((c, now) => c.pushStderr(chunk, now)));
-    child.on('exit', () => {
-      // The leader is reaped; whatever it left in its group goes too (a child still holding
-      // the pipes would keep them open).
-      this.#leaderExited = true;
-      clearTimeout(this.#grace);
-      this.#killGroup('SIGKILL');
-    });
     child.on('close', (code: number | null, signal: NodeJS.Signals | null) => {
       // Both pipes are at their end and the leader is reaped.
-      this.#input((c, now) => c.agentExited(signal !== null ? { signal: constants.signals[signal] ?? 0 } : { code: code ?? 0 }, now));
+      this.#input((c, now) => c.agentExited(agentExit(code, signal), now));
       this.#reap();
     });
     this.#step();
   }
 
   get pid(): number | undefined {
-    return this.#reaped ? undefined : this.#child.pid;
+    return this.#reaped ? undefined : this.#group.child.pid;
   }
 
   startTurn(body: Uint8Array | string, options: Omit<TurnOptions, 'nowMs'>, signal: AbortSignal | undefined): AcpTurn {
@@ -242,7 +222,8 @@ export class AgentProcess {
     if (this.connection.closed) return;
     try {
       for (let bytes; (bytes = this.connection.pollTransmit()) !== undefined; ) {
-        if (this.#child.stdin?.writable) this.#child.stdin.write(bytes);
+        const stdin = this.#group.child.stdin;
+        if (stdin?.writable) stdin.write(bytes);
       }
       while (this.connection.pollDecision() !== undefined) this.#retire();
       for (let id; (id = this.connection.pollReady()) !== undefined; ) {
@@ -261,19 +242,14 @@ export class AgentProcess {
     this.#timer = undefined;
     const deadline = this.connection.pollTimeout();
     if (deadline === undefined) return;
-    // setTimeout takes at most 2^31 - 1 ms; firing early is harmless (the connection
-    // ignores a deadline not yet due, and the timer is armed again).
-    const delay = Math.min(Math.max(0, Math.ceil(deadline - this.#clock())), 0x7fffffff);
-    this.#timer = setTimeout(() => this.#input((c, now) => c.handleTimeout(now)), delay);
+    this.#timer = setTimeout(() => this.#input((c, now) => c.handleTimeout(now)), delayUntil(deadline, this.#clock()));
   }
 
   /** No new turns; the agent's group is stopped (its exit then ends the open turns). */
   #retire(): void {
     this.retired = true;
-    this.#child.stdin?.end();
-    if (this.#leaderExited || this.#grace !== undefined || this.#child.pid === undefined) return;
-    this.#killGroup('SIGTERM');
-    this.#grace = setTimeout(() => this.#killGroup('SIGKILL'), this.#killGraceMs);
+    this.#group.child.stdin?.end();
+    this.#group.stop();
   }
 
   /** A call into the connection failed (a bug): every turn fails with it, the agent is stopped. */
@@ -291,7 +267,7 @@ export class AgentProcess {
     this.retired = true;
     this.#reaped = true;
     clearTimeout(this.#timer);
-    clearTimeout(this.#grace);
+    this.#group.reaped();
     // The exit ended every turn in the connection: what a slow consumer has not taken yet
     // moves to its turn before the connection goes.
     for (const turn of [...this.#turns.values()]) this.pull(turn, true);
@@ -299,16 +275,6 @@ export class AgentProcess {
     this.#turns.clear();
     this.connection.free();
     this.#settle();
-  }
-
-  #killGroup(signal: NodeJS.Signals): void {
-    const pid = this.#child.pid;
-    if (pid === undefined) return;
-    try {
-      process.kill(-pid, signal);
-    } catch {
-      // ESRCH: the group is already gone.
-    }
   }
 }
 
