@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { AgentwireError } from 'agentwire';
 import { AcpAgent } from 'agentwire/node';
 import { DIALECTS, FIXTURES, rustProgram } from './support/paths.mjs';
 import { aliveIn, waitUntil, zombies } from './support/procs.mjs';
@@ -138,6 +139,9 @@ test('close() ends an open turn as a retryable failure and stops the agent', { t
 });
 
 test('a bad command or config throws at once', () => {
-  assert.throws(() => new AcpAgent({}), TypeError);
-  assert.throws(() => new AcpAgent({ command: AGENT, config: { poolSize: -1 } }), /poolSize/);
+  assert.throws(() => new AcpAgent({}), (e) => e instanceof AgentwireError && e.code === 'invalidArgument' && /command a string/.test(e.message));
+  assert.throws(() => new AcpAgent({ command: AGENT, config: { poolSize: -1 } }), { code: 'invalidArgument', message: /poolSize/ });
+  const refused = new AcpAgent({ command: 'no\0such' });
+  assert.throws(() => refused.turn(body('chat-completions')), { code: 'ERR_INVALID_ARG_VALUE' });
+  assert.equal(refused.pid, undefined, 'nothing started');
 });

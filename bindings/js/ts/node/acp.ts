@@ -6,6 +6,7 @@
 
 import { type AcpConfig, AcpConnection, type TurnOptions } from '../acp.js';
 import type { Body, Head } from '../bridge.js';
+import { AgentwireError } from '../errors.js';
 import { ProcessGroup, agentExit, delayUntil, spawnFailure } from './group.js';
 
 /** How the agent is started and driven; only `command` is required. */
@@ -67,7 +68,7 @@ export class AcpAgent implements AsyncDisposable {
 
   constructor(options: AcpAgentOptions) {
     if (options === null || typeof options !== 'object' || typeof options.command !== 'string') {
-      throw new TypeError('AcpAgent takes { command, args?, config?, … } with command a string');
+      throw new AgentwireError('invalidArgument', 'AcpAgent takes { command, args?, config?, … } with command a string');
     }
     this.#options = options;
     this.#clock = options.clock ?? (() => performance.now());
@@ -146,7 +147,13 @@ export class AgentProcess {
       this.#settle = resolve;
     });
     this.connection = new AcpConnection({ config: options.config, nowMs: clock() });
-    this.#group = new ProcessGroup(options.command, options.args ?? [], options.env ?? process.env, options.cwd, options.killGraceMs ?? 2_000);
+    try {
+      this.#group = new ProcessGroup(options.command, options.args ?? [], options.env ?? process.env, options.cwd, options.killGraceMs ?? 2_000);
+    } catch (error) {
+      // Arguments spawn refuses (a NUL in the command, say): nothing was started.
+      this.connection.free();
+      throw error;
+    }
     const child = this.#group.child;
     child.on('error', (error: NodeJS.ErrnoException) => {
       if (child.pid !== undefined) return; // a failed kill, already handled
