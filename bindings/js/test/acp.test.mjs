@@ -172,6 +172,24 @@ test('the getters: readiness, the agent’s models, turns and malformed lines', 
   connection.free();
 });
 
+test('pollReady names each turn with output once per input, in the order turns were started', () => {
+  const connection = new AcpConnection();
+  const first = connection.startTurn('{', { nowMs: 1 });
+  const second = connection.startTurn('{', { nowMs: 1 });
+  assert.equal(second, first + 1);
+  assert.equal(connection.pollReady(), first);
+  assert.equal(connection.pollReady(), second);
+  assert.equal(connection.pollReady(), undefined, 'each once, though neither was drained');
+  connection.handleTimeout(1); // an input, though nothing is due
+  assert.equal(connection.pollReady(), first, 'named again after the next input');
+  assert.equal(connection.drain(first).at(-1).type, 'end');
+  assert.equal(connection.pollReady(), second);
+  assert.equal(connection.drain(second).at(-1).type, 'end');
+  connection.handleTimeout(2);
+  assert.equal(connection.pollReady(), undefined, 'ended turns are not named');
+  connection.free();
+});
+
 test('a request the connection cannot serve is answered in its turn, never thrown', () => {
   const connection = new AcpConnection();
   const tools = { ...JSON.parse(DIALECTS['chat-completions']), tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] };
