@@ -173,7 +173,7 @@ export class AcpConnection extends AgentInputs<RawAcpConnection> {
     return this.call((raw) => raw.malformedLines());
   }
 
-  // Inputs.
+  // Inputs (and those of AgentInputs: pushStdout, pushStderr, agentExited, handleTimeout, shutdown).
 
   /**
    * A client request (its body, in the {@link Dialect} of its route): validated and

@@ -146,7 +146,7 @@ export class Bridge extends AgentInputs<RawBridge> {
     return this.call((raw) => raw.sessionId());
   }
 
-  // Inputs.
+  // Inputs (and those of AgentInputs: pushStdout, pushStderr, agentExited, handleTimeout, shutdown).
 
   /** The HTTP client hung up: stop the agent, end without writing more. */
   clientGone(nowMs: number): void {
