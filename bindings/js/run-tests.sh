@@ -22,7 +22,7 @@ cargo clippy --quiet -p agentwire-js --all-targets --all-features -- -D warnings
 cargo clippy --quiet -p agentwire-js --target wasm32-unknown-unknown --all-features -- -D warnings
 
 step "the Rust programs the suite compares with and runs"
-for program in events translate reply replay_agent; do
+for program in events translate reply replay_agent acp_replay acp_agent; do
     path=$(cd $js/test && node -e "import('./support/paths.mjs').then((m) => console.log(m.rustProgram('$program')))")
     export "AGENTWIRE_${program^^}=$path"
 done
@@ -53,7 +53,7 @@ if ! (cd "$scratch/app" && npm init -y && npm install --no-audit --no-fund "$roo
     exit 1
 fi
 cat >"$scratch/app/check.mjs" <<'JS'
-import { Bridge, Decoder, countTokens, version } from 'agentwire';
+import { AcpConnection, Bridge, Decoder, countTokens, version } from 'agentwire';
 import { createAgentFetch } from 'agentwire/node';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -65,6 +65,7 @@ if (new Bridge('{"model":"auto","messages":[{"role":"user","content":"hi"}]}').i
 const messages = '{"model":"auto","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}';
 if (new Bridge(messages, { dialect: 'messages' }).invocation === undefined) throw new Error('no Messages invocation');
 if (countTokens(messages).status !== 404) throw new Error('no count_tokens reply');
+if (!new TextDecoder().decode(new AcpConnection().pollTransmit()).includes('"initialize"')) throw new Error('no ACP initialize');
 if (typeof createAgentFetch() !== 'function') throw new Error('no fetch');
 const wasm = readFileSync(fileURLToPath(import.meta.resolve('agentwire/agentwire.wasm')));
 const exports = WebAssembly.Module.exports(new WebAssembly.Module(wasm)).map((e) => e.name);

@@ -10,13 +10,13 @@
 //! end:   4
 //! ```
 
-use agentwire::bridge::{Bridge, BridgeParams, Dialect, Output};
-use agentwire::cursor::ExitStatus;
+use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect, Output};
 use serde::Serialize;
 use wasm_bindgen::prelude::wasm_bindgen;
 
 use crate::config;
 use crate::error::{Code, RawError, millis};
+use crate::inputs::agent_inputs;
 
 const HEAD: u8 = 1;
 const BODY: u8 = 2;
@@ -36,11 +36,34 @@ pub(crate) fn dialect(name: &str) -> Result<Dialect, RawError> {
     }
 }
 
+/// The per-request arguments a bridge is made from, as the package passes them (a new
+/// `Bridge`, or a turn of an `AcpConnection`): the dialect's name, the JSON of the
+/// package's `Config` (nothing: the defaults), now, `created` in Unix seconds and the id
+/// seed.
+pub(crate) fn request_arguments(
+    dialect: &str,
+    config: Option<String>,
+    now_ms: f64,
+    created_unix: f64,
+    id_seed: u64,
+) -> Result<(Dialect, Config, BridgeParams), RawError> {
+    let dialect = self::dialect(dialect)?;
+    let config = config::parse(config.as_deref())?;
+    let params = BridgeParams {
+        now_ms: millis(now_ms, "nowMs")?,
+        created_unix: millis(created_unix, "created")?,
+        id_seed,
+    };
+    Ok((dialect, config, params))
+}
+
 /// A bridge; the TypeScript `Bridge` wraps it.
 #[wasm_bindgen]
 pub struct RawBridge {
     bridge: Bridge,
 }
+
+agent_inputs!(RawBridge, bridge);
 
 /// The invocation's text parts, as JSON (the prompt goes separately, as bytes).
 #[derive(Serialize)]
@@ -65,13 +88,8 @@ impl RawBridge {
         created_unix: f64,
         id_seed: u64,
     ) -> Result<RawBridge, RawError> {
-        let dialect = self::dialect(dialect)?;
-        let config = config::parse(config.as_deref())?;
-        let params = BridgeParams {
-            now_ms: millis(now_ms, "nowMs")?,
-            created_unix: millis(created_unix, "created")?,
-            id_seed,
-        };
+        let (dialect, config, params) =
+            request_arguments(dialect, config, now_ms, created_unix, id_seed)?;
         Ok(RawBridge {
             bridge: Bridge::new(dialect, body, &config, params),
         })
@@ -115,58 +133,13 @@ impl RawBridge {
         self.bridge.session_id().map(str::to_owned)
     }
 
-    // Inputs.
-
-    /// Agent stdout, in any chunking.
-    #[wasm_bindgen(js_name = pushStdout)]
-    pub fn push_stdout(&mut self, data: &[u8], now_ms: f64) -> Result<(), RawError> {
-        let now_ms = millis(now_ms, "nowMs")?;
-        Ok(self.bridge.push_stdout(data, now_ms)?)
-    }
-
-    /// Agent stderr, in any chunking.
-    #[wasm_bindgen(js_name = pushStderr)]
-    pub fn push_stderr(&mut self, data: &[u8], now_ms: f64) -> Result<(), RawError> {
-        let now_ms = millis(now_ms, "nowMs")?;
-        Ok(self.bridge.push_stderr(data, now_ms)?)
-    }
-
-    /// The agent exited with `code`.
-    #[wasm_bindgen(js_name = agentExitedCode)]
-    pub fn agent_exited_code(&mut self, code: i32, now_ms: f64) -> Result<(), RawError> {
-        let now_ms = millis(now_ms, "nowMs")?;
-        Ok(self.bridge.agent_exited(ExitStatus::Code(code), now_ms)?)
-    }
-
-    /// A signal (by number) ended the agent.
-    #[wasm_bindgen(js_name = agentExitedSignal)]
-    pub fn agent_exited_signal(&mut self, signal: i32, now_ms: f64) -> Result<(), RawError> {
-        let now_ms = millis(now_ms, "nowMs")?;
-        Ok(self
-            .bridge
-            .agent_exited(ExitStatus::Signal(signal), now_ms)?)
-    }
-
-    /// A deadline from `pollTimeout` passed.
-    #[wasm_bindgen(js_name = handleTimeout)]
-    pub fn handle_timeout(&mut self, now_ms: f64) -> Result<(), RawError> {
-        let now_ms = millis(now_ms, "nowMs")?;
-        self.bridge.handle_timeout(now_ms);
-        Ok(())
-    }
+    // Inputs (and those of `agent_inputs!`).
 
     /// The client hung up.
     #[wasm_bindgen(js_name = clientGone)]
     pub fn client_gone(&mut self, now_ms: f64) -> Result<(), RawError> {
         let now_ms = millis(now_ms, "nowMs")?;
         self.bridge.client_gone(now_ms);
-        Ok(())
-    }
-
-    /// The program is shutting down.
-    pub fn shutdown(&mut self, now_ms: f64) -> Result<(), RawError> {
-        let now_ms = millis(now_ms, "nowMs")?;
-        self.bridge.shutdown(now_ms);
         Ok(())
     }
 
@@ -208,7 +181,8 @@ impl RawBridge {
     }
 }
 
-fn encode(out: &mut Vec<u8>, output: &Output<'_>) {
+/// Appends `output` to `out` as one record (the module's doc lists them).
+pub(crate) fn encode(out: &mut Vec<u8>, output: &Output<'_>) {
     match output {
         Output::Head(head) => {
             out.push(HEAD);

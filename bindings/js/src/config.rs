@@ -18,18 +18,28 @@ use crate::error::{Code, RawError};
 pub(crate) fn parse(json: Option<&str>) -> Result<Config, RawError> {
     let mut config = Config::default();
     if let Some(json) = json {
-        let patch: ConfigPatch = serde_json::from_str(json).map_err(|error| {
-            // The text comes from JSON.stringify, so a syntax error can only be a string
-            // holding a lone surrogate (escaped as `\udXXX`): input that is not Unicode.
-            if error.classify() == serde_json::error::Category::Syntax {
-                RawError::new(Code::InvalidInput, format!("invalid config: {error}"))
-            } else {
-                RawError::new(Code::InvalidArgument, format!("invalid config: {error}"))
-            }
-        })?;
+        let patch: ConfigPatch = from_json(json, "config")?;
         patch.apply(&mut config)?;
     }
     Ok(config)
+}
+
+/// Deserializes the JSON text of one of the package's option objects (`what` names it in
+/// errors): a field that does not fit is `invalidArgument`, text that is not Unicode
+/// `invalidInput`.
+pub(crate) fn from_json<'de, T: Deserialize<'de>>(
+    json: &'de str,
+    what: &str,
+) -> Result<T, RawError> {
+    serde_json::from_str(json).map_err(|error| {
+        // The text comes from JSON.stringify, so a syntax error can only be a string
+        // holding a lone surrogate (escaped as `\udXXX`): input that is not Unicode.
+        if error.classify() == serde_json::error::Category::Syntax {
+            RawError::new(Code::InvalidInput, format!("invalid {what}: {error}"))
+        } else {
+            RawError::new(Code::InvalidArgument, format!("invalid {what}: {error}"))
+        }
+    })
 }
 
 /// The JSON text of `Config::default()`.
@@ -71,7 +81,9 @@ pub(crate) fn default_json() -> String {
 
 /// Deserializes a field that is present: missing fields are `None` through
 /// `#[serde(default)]`, and `null` reaches `T` (an error unless `T` is an `Option`).
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
     T::deserialize(d).map(Some)
 }
 
@@ -330,7 +342,8 @@ impl ConfigPatch {
     }
 }
 
-fn set<T>(field: &mut T, value: Option<T>) {
+/// Overwrites `field` with `value` when the patch holds one.
+pub(crate) fn set<T>(field: &mut T, value: Option<T>) {
     if let Some(value) = value {
         *field = value;
     }

@@ -1,5 +1,6 @@
 //! Errors thrown to JavaScript.
 
+use agentwire::acp::ConnectionError;
 use agentwire::bridge::BridgeError;
 use agentwire::cursor::DecoderError;
 use wasm_bindgen::prelude::wasm_bindgen;
@@ -75,6 +76,17 @@ impl From<BridgeError> for RawError {
         let code = match error {
             BridgeError::AfterExit => Code::AfterExit,
             // `BridgeError` may grow; every variant is misuse of the exit.
+            _ => Code::ExitedTwice,
+        };
+        RawError::new(code, error.to_string())
+    }
+}
+
+impl From<ConnectionError> for RawError {
+    fn from(error: ConnectionError) -> RawError {
+        let code = match error {
+            ConnectionError::AfterExit => Code::AfterExit,
+            // `ConnectionError` may grow; every variant is misuse of the exit.
             _ => Code::ExitedTwice,
         };
         RawError::new(code, error.to_string())

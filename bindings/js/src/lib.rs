@@ -7,11 +7,13 @@
 //!   on the caller's clock (a fraction is dropped; a negative or non-finite time is an
 //!   `invalidArgument` error).
 //! - **Configuration** arrives as the JSON text of the package's `Config` object
-//!   (module `config`): fields left out keep the Rust defaults.
-//! - **Outputs** cross once per drain: a bridge's as one byte string (module `bridge`), a
-//!   decoder's events as one JSON array (module `events`), which the TypeScript layer turns
-//!   into objects with `JSON.parse` (faster than building them through the boundary); a
-//!   reply that needs no agent as one byte string too (module `reply`).
+//!   (module `config`) or `AcpConfig` object (module `acp_config`): fields left out keep
+//!   the Rust defaults.
+//! - **Outputs** cross once per drain: a bridge's and an ACP turn's (module `acp`) as one
+//!   byte string (module `bridge`), a decoder's events as one JSON array (module
+//!   `events`), which the TypeScript layer turns into objects with `JSON.parse` (faster
+//!   than building them through the boundary); a reply that needs no agent as one byte
+//!   string too (module `reply`).
 //! - **Errors** are thrown as [`RawError`] (a code and the library's message).
 //! - **Panics** abort: on `wasm32-unknown-unknown` a panic traps, and JavaScript sees a
 //!   `WebAssembly.RuntimeError` from the call. The panic hook installed at start-up keeps
@@ -19,14 +21,18 @@
 //!   (wasm-bindgen's guard), so the TypeScript layer marks it poisoned and never touches it
 //!   again; other handles own disjoint state and keep working.
 
+mod acp;
+mod acp_config;
 mod bridge;
 mod config;
 mod decoder;
 mod error;
 mod events;
+mod inputs;
 mod panic;
 mod reply;
 
+pub use acp::RawAcpConnection;
 pub use bridge::RawBridge;
 pub use decoder::RawDecoder;
 pub use error::RawError;

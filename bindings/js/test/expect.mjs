@@ -3,8 +3,8 @@
 // and hands the file to the suite under Node, Bun and Deno.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DIALECTS, FIXTURES, clientToolsRequest, realCaptures, requests, stderrs, transcripts } from './support/paths.mjs';
-import { eventsKey, replyKey, runReply, runTranslate, rustEvents, translateKey } from './support/rust.mjs';
+import { DIALECTS, FIXTURES, acpFixtures, acpRecordings, clientToolsRequest, realCaptures, requests, stderrs, transcripts } from './support/paths.mjs';
+import { acpReplayKey, eventsKey, replyKey, runAcpReplay, runReply, runTranslate, rustEvents, translateKey } from './support/rust.mjs';
 import { COUNT_TOKENS_BODIES, ERROR_KINDS, HOSTILE_CASES, REFUSAL_MESSAGE, defaultRequestFile } from './support/cases.mjs';
 
 const out = {};
@@ -30,6 +30,7 @@ for (const dialect of Object.keys(DIALECTS)) {
   for (const stderr of stderrs()) translate(dialect, defaultRequest, join(FIXTURES, 'failure_no_result.jsonl'), stderr, 1);
   for (const { file } of HOSTILE_CASES()) translate(dialect, file, join(FIXTURES, 'partial_recaps.jsonl'), undefined, 0);
   for (const [kind] of ERROR_KINDS) reply(['error', dialect, kind, REFUSAL_MESSAGE]);
+  for (const recording of [...acpFixtures(), ...acpRecordings()]) out[acpReplayKey(dialect, recording)] = runAcpReplay(dialect, recording);
 }
 for (const body of COUNT_TOKENS_BODIES()) reply(['count-tokens'], body);
 writeFileSync(process.argv[2], JSON.stringify(out));

@@ -6,9 +6,12 @@
 import { version as rawVersion } from '../wasm/agentwire_js.js';
 import { requireLoaded } from './module.js';
 
+export { AcpConnection } from './acp.js';
+export type { AcpConfig, AcpConnectionOptions, AcpDecision, AcpJson, AcpPermission, AcpRestart, TurnOptions } from './acp.js';
 export { Bridge, DIALECTS } from './bridge.js';
-export type { AgentExit, Body, BridgeOptions, BridgeOutput, Dialect, End, Head, Invocation, StopAgent } from './bridge.js';
+export type { Body, BridgeOptions, BridgeOutput, Dialect, End, Head, Invocation, StopAgent } from './bridge.js';
 export { defaultConfig } from './config.js';
+export type { AgentExit } from './inputs.js';
 export type { Config, DecoderLimits, LoopGuardLimits, ReasoningField, RequestLimits, ResolvedConfig, ToolStrategy } from './config.js';
 export { Decoder } from './decoder.js';
 export { AgentwireError } from './errors.js';

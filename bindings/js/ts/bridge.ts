@@ -7,7 +7,8 @@
 import { RawBridge } from '../wasm/agentwire_js.js';
 import { type Config, configJson } from './config.js';
 import { AgentwireError, describe, requireBytes, requireNumber } from './errors.js';
-import { Handle, convert } from './handle.js';
+import { convert } from './handle.js';
+import { AgentInputs } from './inputs.js';
 import { requireLoaded } from './module.js';
 
 /**
@@ -76,9 +77,6 @@ export function requireDialect(value: unknown): asserts value is Dialect {
   }
 }
 
-/** How the agent ended: with an exit code, or by a signal (its number). */
-export type AgentExit = { code: number } | { signal: number };
-
 /** Per-request values of a {@link Bridge}; all optional. */
 export interface BridgeOptions {
   /** The API of the route the request came in on (default `chat-completions`). */
@@ -114,24 +112,16 @@ const UTF8 = new TextDecoder();
  * (`performance.now()` is fine: fractions are dropped). `agentwire/node` drives all of it
  * for a child process.
  */
-export class Bridge extends Handle<RawBridge> {
+export class Bridge extends AgentInputs<RawBridge> {
   /** The agent run to start, or `undefined` when the request was rejected (its 400, in the dialect's shape, is in the outputs). */
   readonly invocation: Invocation | undefined;
 
   constructor(body: Uint8Array | string, options: BridgeOptions = {}) {
     requireLoaded();
-    const bytes = typeof body === 'string' ? TEXT.encode(body) : body;
-    requireBytes(bytes, 'body');
-    const { dialect = 'chat-completions', config, nowMs = 0, created = Math.floor(Date.now() / 1000), idSeed = randomSeed() } = options;
-    requireDialect(dialect);
-    requireNumber(nowMs, 'nowMs');
-    requireNumber(created, 'created');
-    if (typeof idSeed !== 'bigint' || idSeed < 0n || idSeed >= 1n << 64n) {
-      throw new AgentwireError('invalidArgument', `idSeed must be a bigint from 0 to 2^64 - 1, not ${describe(idSeed)}`);
-    }
     let raw: RawBridge;
+    const args = requestArguments(body, options);
     try {
-      raw = new RawBridge(dialect, bytes, configJson(config), nowMs, created, idSeed);
+      raw = new RawBridge(...args);
     } catch (error) {
       throw convert(error);
     }
@@ -156,68 +146,12 @@ export class Bridge extends Handle<RawBridge> {
     return this.call((raw) => raw.sessionId());
   }
 
-  // Inputs.
-
-  /** Bytes the agent wrote to stdout, in any chunking. */
-  pushStdout(data: Uint8Array, nowMs: number): void {
-    this.#push(RawBridge.prototype.pushStdout, data, nowMs);
-  }
-
-  /** Bytes the agent wrote to stderr, in any chunking (only the tail is kept, for failure messages). */
-  pushStderr(data: Uint8Array, nowMs: number): void {
-    this.#push(RawBridge.prototype.pushStderr, data, nowMs);
-  }
-
-  #push(push: (this: RawBridge, data: Uint8Array, nowMs: number) => void, data: Uint8Array, nowMs: number): void {
-    const raw = this.raw();
-    requireBytes(data, 'data');
-    requireNumber(nowMs, 'nowMs');
-    try {
-      push.call(raw, data, nowMs);
-    } catch (error) {
-      throw this.failure(error);
-    }
-  }
-
-  /**
-   * The agent exited with `{ code }`, or a signal ended it (`{ signal }`, its number). Call
-   * it after its stdout and stderr were read to their end and pushed.
-   */
-  agentExited(exit: AgentExit, nowMs: number): void {
-    requireNumber(nowMs, 'nowMs');
-    if (exit !== null && typeof exit === 'object' && 'code' in exit && !('signal' in exit)) {
-      requireNumber(exit.code, 'exit.code');
-      const code = exit.code;
-      this.call((raw) => raw.agentExitedCode(code, nowMs));
-    } else if (exit !== null && typeof exit === 'object' && 'signal' in exit && !('code' in exit)) {
-      requireNumber(exit.signal, 'exit.signal');
-      const signal = exit.signal;
-      this.call((raw) => raw.agentExitedSignal(signal, nowMs));
-    } else {
-      throw new AgentwireError('invalidArgument', 'agentExited takes { code } or { signal }, exactly one');
-    }
-  }
-
-  /** The deadline from {@link pollTimeout} passed. Early calls do nothing. */
-  handleTimeout(nowMs: number): void {
-    requireNumber(nowMs, 'nowMs');
-    this.call((raw) => raw.handleTimeout(nowMs));
-  }
+  // Inputs (and those of AgentInputs: pushStdout, pushStderr, agentExited, handleTimeout, shutdown).
 
   /** The HTTP client hung up: stop the agent, end without writing more. */
   clientGone(nowMs: number): void {
     requireNumber(nowMs, 'nowMs');
     this.call((raw) => raw.clientGone(nowMs));
-  }
-
-  /**
-   * The program is shutting down: the response ends as a failure the client may retry
-   * (503 before the head, the dialect's in-band error and end after it), and the agent is
-   * to be stopped.
-   */
-  shutdown(nowMs: number): void {
-    requireNumber(nowMs, 'nowMs');
-    this.call((raw) => raw.shutdown(nowMs));
   }
 
   // Outputs.
@@ -243,6 +177,29 @@ export class Bridge extends Handle<RawBridge> {
   }
 }
 
+/**
+ * The module's arguments for a request (`RawBridge`'s constructor, `RawAcpConnection.startTurn`):
+ * `[dialect, body, config, nowMs, created, idSeed]`, each checked, the defaults filled in.
+ */
+export function requestArguments(
+  body: Uint8Array | string,
+  options: BridgeOptions,
+): [Dialect, Uint8Array, string | undefined, number, number, bigint] {
+  const bytes = typeof body === 'string' ? TEXT.encode(body) : body;
+  requireBytes(bytes, 'body');
+  if (options === null || typeof options !== 'object') {
+    throw new AgentwireError('invalidArgument', `options must be an object, not ${describe(options)}`);
+  }
+  const { dialect = 'chat-completions', config, nowMs = 0, created = Math.floor(Date.now() / 1000), idSeed = randomSeed() } = options;
+  requireDialect(dialect);
+  requireNumber(nowMs, 'nowMs');
+  requireNumber(created, 'created');
+  if (typeof idSeed !== 'bigint' || idSeed < 0n || idSeed >= 1n << 64n) {
+    throw new AgentwireError('invalidArgument', `idSeed must be a bigint from 0 to 2^64 - 1, not ${describe(idSeed)}`);
+  }
+  return [dialect, bytes, configJson(config), nowMs, created, idSeed];
+}
+
 function readInvocation(raw: RawBridge): Invocation | undefined {
   const json = raw.invocation();
   const stdin = raw.invocationStdin();
@@ -258,7 +215,7 @@ function readInvocation(raw: RawBridge): Invocation | undefined {
 }
 
 /** Reads the module's output records (`src/bridge.rs` documents them). */
-function decodeOutputs(records: Uint8Array): BridgeOutput[] {
+export function decodeOutputs(records: Uint8Array): BridgeOutput[] {
   const outputs: BridgeOutput[] = [];
   if (records.length === 0) return outputs;
   const view = new DataView(records.buffer, records.byteOffset, records.byteLength);

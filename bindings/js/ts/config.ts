@@ -117,27 +117,28 @@ export function defaultConfig(): ResolvedConfig {
 }
 
 /**
- * The JSON text of `config` for the module (`undefined` for the defaults). Values JSON
- * cannot carry faithfully (a non-finite number, a bigint, a function) are refused here, so
- * that none is silently dropped or turned into `null`.
+ * The JSON text of `config` (a {@link Config}, or another settings object named `what` in
+ * errors) for the module (`undefined` for the defaults). Values JSON cannot carry
+ * faithfully (a non-finite number, a bigint, a function) are refused here, so that none is
+ * silently dropped or turned into `null`.
  */
-export function configJson(config: Config | undefined): string | undefined {
+export function configJson(config: object | undefined, what = 'config'): string | undefined {
   if (config === undefined) return undefined;
   if (config === null || typeof config !== 'object' || Array.isArray(config)) {
-    throw new AgentwireError('invalidArgument', `config must be an object, not ${describe(config)}`);
+    throw new AgentwireError('invalidArgument', `${what} must be an object, not ${describe(config)}`);
   }
   return JSON.stringify(config, (key, value: unknown) => {
-    const field = key === '' ? 'config' : key;
+    const field = key === '' ? what : key;
     switch (typeof value) {
       case 'number':
         if (!Number.isFinite(value)) {
-          throw new AgentwireError('invalidArgument', `invalid config: ${field} must be a finite number, not ${value}`);
+          throw new AgentwireError('invalidArgument', `invalid ${what}: ${field} must be a finite number, not ${value}`);
         }
         return value;
       case 'bigint':
       case 'function':
       case 'symbol':
-        throw new AgentwireError('invalidArgument', `invalid config: ${field} cannot be a ${typeof value}`);
+        throw new AgentwireError('invalidArgument', `invalid ${what}: ${field} cannot be a ${typeof value}`);
       default:
         return value;
     }

@@ -4,7 +4,8 @@
  * @module
  */
 
-import { RawBridge, RawDecoder } from '../wasm/agentwire_js.js';
+import { RawAcpConnection, RawBridge, RawDecoder } from '../wasm/agentwire_js.js';
+import type { AcpConnection } from './acp.js';
 import type { Bridge } from './bridge.js';
 import type { Decoder } from './decoder.js';
 import { internalCall } from './handle.js';
@@ -19,13 +20,14 @@ interface Panicking {
 export function hasTestHooks(): boolean {
   return (
     typeof (RawBridge.prototype as Panicking).testPanic === 'function' &&
-    typeof (RawDecoder.prototype as Panicking).testPanic === 'function'
+    typeof (RawDecoder.prototype as Panicking).testPanic === 'function' &&
+    typeof (RawAcpConnection.prototype as Panicking).testPanic === 'function'
   );
 }
 
 /** Makes `handle` panic inside the module, through the same path as its own calls. */
-export function forcePanic(handle: Bridge | Decoder): void {
-  internalCall<RawBridge | RawDecoder, void>(handle, (raw) => {
+export function forcePanic(handle: Bridge | Decoder | AcpConnection): void {
+  internalCall<RawBridge | RawDecoder | RawAcpConnection, void>(handle, (raw) => {
     const hook = (raw as Panicking).testPanic;
     if (hook === undefined) throw new Error('the module was built without the test-hooks feature');
     hook.call(raw);

@@ -32,6 +32,10 @@ export const transcripts = () => jsonl(FIXTURES);
  * absent, an error when they are required or incomplete).
  */
 export const realCaptures = () => sharedFiles('cursor-agent', '.jsonl');
+/** The project's own ACP recordings. */
+export const acpFixtures = () => jsonl(join(FIXTURES, 'acp'));
+/** The real ACP recordings (the same finder: none when absent, an error when required or incomplete). */
+export const acpRecordings = () => sharedFiles('acp', '.jsonl');
 /** The example requests of a dialect (Chat Completions' at the top of requests/, the others in a folder each). */
 export const requests = (dialect = 'chat-completions') => {
   const dir = dialect === 'chat-completions' ? join(FIXTURES, 'requests') : join(FIXTURES, 'requests', dialect);

@@ -1,7 +1,7 @@
 // What the Rust core answers for the same inputs: the `events` example (decoder events in a
 // stable text form), the `translate` example (the HTTP body of a whole request in a
-// dialect), each run with 4 KiB reads, and the `reply` example (the replies that need no
-// agent). run-tests.sh computes every case once (test/expect.mjs) into the
+// dialect), each run with 4 KiB reads, the `reply` example (the replies that need no
+// agent) and the `acp_replay` example (an ACP recording's inputs and outputs). run-tests.sh computes every case once (test/expect.mjs) into the
 // file $AGENTWIRE_JS_EXPECTED, which the suite reads under Node, Bun and Deno alike;
 // without it a case is computed when asked for.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -77,4 +77,23 @@ export function runReply(args, stdin) {
     retryable: /^retryable: (true|false)$/m.exec(stderr)[1] === 'true',
     body: done.stdout,
   };
+}
+
+export function acpReplayKey(dialect, recording) {
+  return `acp_replay ${dialect} ${recording}`;
+}
+
+/**
+ * The `acp_replay` example's document for `recording` with every turn in `dialect`: each
+ * input it gave an `acp::Connection` and everything that followed (`{ steps }`).
+ */
+export function rustAcpReplay(dialect, recording) {
+  const hit = cached()[acpReplayKey(dialect, recording)];
+  if (hit !== undefined) return hit;
+  return runAcpReplay(dialect, recording);
+}
+
+export function runAcpReplay(dialect, recording) {
+  const out = execFileSync(program('acp_replay'), [dialect, recording], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  return JSON.parse(out);
 }

@@ -4,10 +4,9 @@
  * @module
  */
 
-import { type ChildProcess, spawn } from 'node:child_process';
-import { constants } from 'node:os';
 import { Bridge, type Body, type Dialect, type Head, type Invocation } from '../bridge.js';
 import type { Config } from '../config.js';
+import { ProcessGroup, agentExit, delayUntil, spawnFailure } from './group.js';
 
 /** How a run is set up; every field is optional. */
 export interface AgentRunOptions {
@@ -78,7 +77,7 @@ export class AgentRun implements AsyncIterable<Head | Body>, AsyncDisposable {
   readonly #highWaterMark: number;
   readonly #signal: AbortSignal | undefined;
   readonly #onAbort = (): void => this.clientGone();
-  #child: ChildProcess | undefined;
+  #group: ProcessGroup | undefined;
   #settle: (exit: ProcessExit | undefined) => void = () => {};
   /** What waits for the consumer. */
   readonly #queue: (Head | Body)[] = [];
@@ -92,8 +91,6 @@ export class AgentRun implements AsyncIterable<Head | Body>, AsyncDisposable {
   #wake: (() => void) | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #deadline: number | undefined;
-  #grace: ReturnType<typeof setTimeout> | undefined;
-  #leaderExited = false;
 
   constructor(body: Uint8Array | string, options: AgentRunOptions = {}) {
     this.#clock = options.clock ?? (() => performance.now());
@@ -122,7 +119,7 @@ export class AgentRun implements AsyncIterable<Head | Body>, AsyncDisposable {
 
   /** The agent's process id (its process group's too), while it has one. */
   get pid(): number | undefined {
-    return this.#child?.pid;
+    return this.#group?.child.pid;
   }
 
   /** The client went away: the agent is stopped and the response ends with nothing more. */
@@ -169,41 +166,25 @@ export class AgentRun implements AsyncIterable<Head | Body>, AsyncDisposable {
   }
 
   #start(invocation: Invocation, options: AgentRunOptions): void {
-    const child = spawn(invocation.program, invocation.args, {
-      // Its own process group, so that stopping it reaches everything it started.
-      detached: true,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: { ...(options.env ?? process.env), ...invocation.env },
-      cwd: options.cwd,
-    });
-    this.#child = child;
+    const group = new ProcessGroup(invocation.program, invocation.args, { ...(options.env ?? process.env), ...invocation.env }, options.cwd, this.#killGraceMs);
+    this.#group = group;
+    const child = group.child;
     child.on('error', (error: NodeJS.ErrnoException) => {
       if (child.pid !== undefined) return; // a failed kill, already handled
       // It never ran: the bridge reports a misconfiguration, as for a missing binary.
       this.#input((bridge, now) => {
-        bridge.pushStderr(new TextEncoder().encode(`could not start ${invocation.program}: ${error.message}\n`), now);
+        bridge.pushStderr(spawnFailure(invocation.program, error), now);
         bridge.agentExited({ code: 127 }, now);
       });
       this.#finish(undefined);
     });
-    // A prompt the agent does not read (it exited, or was stopped) is of no interest.
-    child.stdin!.on('error', () => {});
     child.stdin!.end(invocation.stdin);
     child.stdout!.on('data', (chunk: Buffer) => this.#input((bridge, now) => bridge.pushStdout(chunk, now)));
     child.stderr!.on('data', (chunk: Buffer) => this.#input((bridge, now) => bridge.pushStderr(chunk, now)));
-    child.on('exit', () => {
-      // The leader is reaped; whatever it left in its group goes too (a child still holding
-      // the pipes would keep the run open).
-      this.#leaderExited = true;
-      clearTimeout(this.#grace);
-      this.#killGroup('SIGKILL');
-    });
     child.on('close', (code: number | null, signal: NodeJS.Signals | null) => {
       // Both pipes are at their end and the leader is reaped.
       const exit: ProcessExit = signal !== null ? { signal } : { code: code ?? 0 };
-      this.#input((bridge, now) =>
-        bridge.agentExited('code' in exit ? exit : { signal: constants.signals[exit.signal] ?? 0 }, now),
-      );
+      this.#input((bridge, now) => bridge.agentExited(agentExit(code, signal), now));
       this.#finish(exit);
     });
   }
@@ -247,9 +228,9 @@ export class AgentRun implements AsyncIterable<Head | Body>, AsyncDisposable {
           break;
       }
     }
-    if (this.#queuedBytes > this.#highWaterMark && !this.#paused && this.#child?.stdout) {
+    if (this.#queuedBytes > this.#highWaterMark && !this.#paused && this.#group?.child.stdout) {
       this.#paused = true;
-      this.#child.stdout.pause();
+      this.#group.child.stdout.pause();
     }
     this.#arm();
     this.#wakeConsumer();
@@ -263,14 +244,11 @@ export class AgentRun implements AsyncIterable<Head | Body>, AsyncDisposable {
     this.#timer = undefined;
     this.#deadline = deadline;
     if (deadline === undefined) return;
-    // setTimeout takes at most 2^31 - 1 ms; firing early is harmless (the bridge ignores a
-    // deadline not yet due, and the timer is armed again).
-    const delay = Math.min(Math.max(0, Math.ceil(deadline - this.#clock())), 0x7fffffff);
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       this.#deadline = undefined;
       this.#input((bridge, now) => bridge.handleTimeout(now));
-    }, delay);
+    }, delayUntil(deadline, this.#clock()));
   }
 
   #end(): void {
@@ -279,7 +257,7 @@ export class AgentRun implements AsyncIterable<Head | Body>, AsyncDisposable {
     this.#timer = undefined;
     this.#signal?.removeEventListener('abort', this.#onAbort);
     // Nothing more is produced: the agent's output (until it is reaped) is drained unread.
-    if (this.#paused) this.#child?.stdout?.resume();
+    if (this.#paused) this.#group?.child.stdout?.resume();
     this.#bridge.free();
   }
 
@@ -288,37 +266,25 @@ export class AgentRun implements AsyncIterable<Head | Body>, AsyncDisposable {
     this.#stopGroup();
     clearTimeout(this.#timer);
     this.#signal?.removeEventListener('abort', this.#onAbort);
-    if (this.#paused) this.#child?.stdout?.resume();
+    if (this.#paused) this.#group?.child.stdout?.resume();
     this.#bridge.free();
-    if (this.#child === undefined || this.#child.pid === undefined) this.#settle(undefined);
+    if (this.#group === undefined || this.#group.child.pid === undefined) this.#settle(undefined);
     this.#wakeConsumer();
   }
 
   #finish(exit: ProcessExit | undefined): void {
-    clearTimeout(this.#grace);
+    this.#group?.reaped();
     this.#settle(exit);
   }
 
   #stopGroup(): void {
-    if (this.#leaderExited || this.#grace !== undefined || this.#child?.pid === undefined) return;
-    this.#killGroup('SIGTERM');
-    this.#grace = setTimeout(() => this.#killGroup('SIGKILL'), this.#killGraceMs);
-  }
-
-  #killGroup(signal: NodeJS.Signals): void {
-    const pid = this.#child?.pid;
-    if (pid === undefined) return;
-    try {
-      process.kill(-pid, signal);
-    } catch {
-      // ESRCH: the group is already gone.
-    }
+    this.#group?.stop();
   }
 
   #resumeIfDrained(): void {
     if (this.#paused && this.#queuedBytes <= this.#highWaterMark / 2) {
       this.#paused = false;
-      this.#child?.stdout?.resume();
+      this.#group?.child.stdout?.resume();
     }
   }
 

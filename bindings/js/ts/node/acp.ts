@@ -1,0 +1,377 @@
+/**
+ * `AcpAgent`: one warm ACP agent process serving many requests, the loop every Node or Bun
+ * adapter of an {@link AcpConnection} would otherwise write.
+ * @module
+ */
+
+import { type AcpConfig, AcpConnection, type TurnOptions } from '../acp.js';
+import type { Body, Head } from '../bridge.js';
+import { AgentwireError } from '../errors.js';
+import { ProcessGroup, agentExit, delayUntil, spawnFailure } from './group.js';
+
+/** How the agent is started and driven; only `command` is required. */
+export interface AcpAgentOptions {
+  /** The agent program: a path, or a name looked up in `PATH` (`gemini`, `claude-agent-acp`, …). */
+  command: string;
+  /** Its arguments (`['--acp']` for gemini-cli, `['acp']` for cursor-agent). */
+  args?: readonly string[];
+  /** The connection's settings (`cwd` is the sessions' working directory, not the process's). */
+  config?: AcpConfig;
+  /** The agent's environment (default `process.env`). */
+  env?: NodeJS.ProcessEnv;
+  /** The agent process's working directory (default this process's). */
+  cwd?: string;
+  /** Between SIGTERM and SIGKILL when the agent's group is stopped (default 2,000 ms). */
+  killGraceMs?: number;
+  /**
+   * Body bytes a turn holds for its consumer before the rest waits in the connection
+   * (default 1 MiB); there, past `config.turnOutputBudget`, the turn is cancelled, so that
+   * one slow consumer never stalls the agent's stdout, which every turn shares.
+   */
+  highWaterMark?: number;
+  /** The millisecond clock the connection runs on (default `performance.now`). */
+  clock?: () => number;
+}
+
+/** A turn's values: a {@link Bridge}'s (its route's dialect, the request's `Config`, …) and its client's `signal`. */
+export interface AcpTurnOptions extends Omit<TurnOptions, 'nowMs'> {
+  /** Aborting it means the client went away: the turn's session is cancelled (the agent lives on). */
+  signal?: AbortSignal;
+}
+
+/**
+ * One ACP agent (`gemini --acp`, `claude-agent-acp`, `codex-acp`, `cursor-agent acp`) kept
+ * warm for many requests: spawned as the leader of its own process group when the first
+ * turn needs it, its stdio, exit and one timer on `pollTimeout()` fed to an
+ * {@link AcpConnection}. When the connection decides a restart (the agent exited, missed a
+ * deadline, or every prompt slot is stuck) the whole group is stopped (SIGTERM, then
+ * SIGKILL after `killGraceMs`) and reaped, and the next turn starts a new process. Anything
+ * the agent leaves in its group when it exits is killed.
+ *
+ * ```ts
+ * const agent = new AcpAgent({ command: 'gemini', args: ['--acp'], config: { cwd: process.cwd() } });
+ * for await (const output of agent.turn(body, { dialect: 'messages', signal })) {
+ *   if (output.type === 'head') res.writeHead(output.status, { 'content-type': output.contentType });
+ *   else res.write(output.data);
+ * }
+ * await agent.close(); // open turns end as retryable failures; the agent is stopped and reaped
+ * ```
+ */
+export class AcpAgent implements AsyncDisposable {
+  readonly #options: AcpAgentOptions;
+  readonly #clock: () => number;
+  /** The process new turns go to, while it serves. */
+  #current: AgentProcess | undefined;
+  /** Every process not yet reaped (the current one, and those being stopped). */
+  readonly #processes = new Set<AgentProcess>();
+  #closed = false;
+
+  constructor(options: AcpAgentOptions) {
+    if (options === null || typeof options !== 'object' || typeof options.command !== 'string') {
+      throw new AgentwireError('invalidArgument', 'AcpAgent takes { command, args?, config?, … } with command a string');
+    }
+    this.#options = options;
+    this.#clock = options.clock ?? (() => performance.now());
+    // Checked now, so that a bad config throws here rather than at the first turn.
+    new AcpConnection({ config: options.config, nowMs: 0 }).free();
+  }
+
+  /** The agent's process id (its group's too), while one runs. */
+  get pid(): number | undefined {
+    return this.#current?.pid;
+  }
+
+  /** The models the running agent offers (`undefined` before its first session). */
+  get models(): readonly string[] | undefined {
+    return this.#current?.connection.models;
+  }
+
+  /** The model a fresh session uses unless told otherwise, when the agent says. */
+  get currentModel(): string | undefined {
+    return this.#current?.connection.currentModel;
+  }
+
+  /**
+   * Starts a turn for a request's body in its route's dialect; iterate it for the
+   * response. A request the agent cannot serve is answered in the turn (a 400, a 404 for an
+   * unknown model, a retryable 503 while the agent restarts).
+   */
+  turn(body: Uint8Array | string, options: AcpTurnOptions = {}): AcpTurn {
+    if (this.#closed) throw new Error('this AcpAgent is closed');
+    if (this.#current === undefined || this.#current.retired) {
+      const started = new AgentProcess(this.#options, this.#clock);
+      this.#processes.add(started);
+      void started.exited.then(() => this.#processes.delete(started));
+      this.#current = started;
+    }
+    const { signal, ...turnOptions } = options;
+    return this.#current.startTurn(body, turnOptions, signal);
+  }
+
+  /**
+   * Ends every open turn as a failure its client may retry, stops every agent process
+   * (SIGTERM, SIGKILL after the grace) and resolves once each is reaped.
+   */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const processes = [...this.#processes];
+    for (const running of processes) running.shutdown();
+    await Promise.all(processes.map((running) => running.exited));
+  }
+
+  /** {@link close}, for `await using`. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
+
+/** One agent process and its connection. Not part of the package's API. */
+export class AgentProcess {
+  readonly connection: AcpConnection;
+  /** Settles once the process is reaped (or never started). */
+  readonly exited: Promise<void>;
+  /** A restart was decided, or the process is gone: new turns go to a new process. */
+  retired = false;
+  readonly #clock: () => number;
+  readonly #highWaterMark: number;
+  readonly #group: ProcessGroup;
+  readonly #turns = new Map<number, AcpTurn>();
+  #settle: () => void = () => {};
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #reaped = false;
+
+  constructor(options: AcpAgentOptions, clock: () => number) {
+    this.#clock = clock;
+    this.#highWaterMark = options.highWaterMark ?? 1 << 20;
+    this.exited = new Promise((resolve) => {
+      this.#settle = resolve;
+    });
+    this.connection = new AcpConnection({ config: options.config, nowMs: clock() });
+    try {
+      this.#group = new ProcessGroup(options.command, options.args ?? [], options.env ?? process.env, options.cwd, options.killGraceMs ?? 2_000);
+    } catch (error) {
+      // Arguments spawn refuses (a NUL in the command, say): nothing was started.
+      this.connection.free();
+      throw error;
+    }
+    const child = this.#group.child;
+    child.on('error', (error: NodeJS.ErrnoException) => {
+      if (child.pid !== undefined) return; // a failed kill, already handled
+      // It never ran: every turn fails as for an agent that exited at once.
+      this.#input((c, now) => {
+        c.pushStderr(spawnFailure(options.command, error), now);
+        c.agentExited({ code: 127 }, now);
+      });
+      this.#reap();
+    });
+    child.stdout!.on('data', (chunk: Buffer) => this.#input((c, now) => c.pushStdout(chunk, now)));
+    child.stderr!.on('data', (chunk: Buffer) => this.#input((c, now) => c.pushStderr(chunk, now)));
+    child.on('close', (code: number | null, signal: NodeJS.Signals | null) => {
+      // Both pipes are at their end and the leader is reaped.
+      this.#input((c, now) => c.agentExited(agentExit(code, signal), now));
+      this.#reap();
+    });
+    this.#step();
+  }
+
+  get pid(): number | undefined {
+    return this.#reaped ? undefined : this.#group.child.pid;
+  }
+
+  startTurn(body: Uint8Array | string, options: Omit<TurnOptions, 'nowMs'>, signal: AbortSignal | undefined): AcpTurn {
+    const id = this.connection.startTurn(body, { ...options, nowMs: this.#clock() });
+    const turn = new AcpTurn(id, this, signal);
+    this.#turns.set(id, turn);
+    this.#step();
+    if (signal?.aborted) this.clientGone(turn);
+    return turn;
+  }
+
+  /** The consumer of `turn` went away: its session is cancelled. */
+  clientGone(turn: AcpTurn): void {
+    if (!this.#turns.has(turn.id)) return;
+    this.#turns.delete(turn.id);
+    this.#input((c, now) => c.clientGone(turn.id, now));
+  }
+
+  /** Every open turn ends as a retryable failure; the agent is stopped. */
+  shutdown(): void {
+    this.#input((c, now) => c.shutdown(now));
+    this.#retire();
+  }
+
+  /** Moves what waits in the connection for `turn` to it, up to its high-water mark (or all of it). */
+  pull(turn: AcpTurn, all = false): void {
+    if (this.connection.closed || !this.#turns.has(turn.id)) return;
+    while (all || turn.queuedBytes < this.#highWaterMark) {
+      const output = this.connection.pollOutput(turn.id);
+      if (output === undefined) return;
+      if (output.type === 'end') this.#turns.delete(turn.id);
+      turn.deliver(output);
+      if (output.type === 'end') return;
+    }
+  }
+
+  /** Feeds one input to the connection, then acts on what it says. */
+  #input(feed: (connection: AcpConnection, now: number) => void): void {
+    if (this.connection.closed) return;
+    try {
+      feed(this.connection, this.#clock());
+    } catch (error) {
+      this.#fail(error);
+      return;
+    }
+    this.#step();
+  }
+
+  /** After every input: the agent's stdin, the decisions, the turns, the timer. */
+  #step(): void {
+    if (this.connection.closed) return;
+    try {
+      for (let bytes; (bytes = this.connection.pollTransmit()) !== undefined; ) {
+        const stdin = this.#group.child.stdin;
+        if (stdin?.writable) stdin.write(bytes);
+      }
+      while (this.connection.pollDecision() !== undefined) this.#retire();
+      for (let id; (id = this.connection.pollReady()) !== undefined; ) {
+        const turn = this.#turns.get(id);
+        if (turn !== undefined) this.pull(turn);
+      }
+      this.#arm();
+    } catch (error) {
+      this.#fail(error);
+    }
+  }
+
+  /** One timer, for the connection's next deadline. */
+  #arm(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const deadline = this.connection.pollTimeout();
+    if (deadline === undefined) return;
+    this.#timer = setTimeout(() => this.#input((c, now) => c.handleTimeout(now)), delayUntil(deadline, this.#clock()));
+  }
+
+  /** No new turns; the agent's group is stopped (its exit then ends the open turns). */
+  #retire(): void {
+    this.retired = true;
+    this.#group.child.stdin?.end();
+    this.#group.stop();
+  }
+
+  /** A call into the connection failed (a bug): every turn fails with it, the agent is stopped. */
+  #fail(error: unknown): void {
+    this.#retire();
+    clearTimeout(this.#timer);
+    for (const turn of this.#turns.values()) turn.fail(error);
+    this.#turns.clear();
+    this.connection.free();
+  }
+
+  /** The process is reaped: nothing more comes from it. */
+  #reap(): void {
+    if (this.#reaped) return;
+    this.retired = true;
+    this.#reaped = true;
+    clearTimeout(this.#timer);
+    this.#group.reaped();
+    // The exit ended every turn in the connection: what a slow consumer has not taken yet
+    // moves to its turn before the connection goes.
+    for (const turn of [...this.#turns.values()]) this.pull(turn, true);
+    for (const turn of this.#turns.values()) turn.fail(new Error('the ACP agent exited'));
+    this.#turns.clear();
+    this.connection.free();
+    this.#settle();
+  }
+}
+
+/**
+ * One request served by an {@link AcpAgent}: iterate it for the response, a {@link Head}
+ * first, then {@link Body} chunks; the iteration ends with the response. Leaving the loop
+ * early (`break`, an exception), aborting the turn's `signal` or calling
+ * {@link clientGone} cancels its session; the agent serves on.
+ */
+export class AcpTurn implements AsyncIterable<Head | Body> {
+  /** The turn's number in its connection. */
+  readonly id: number;
+  readonly #process: AgentProcess;
+  readonly #signal: AbortSignal | undefined;
+  readonly #onAbort = (): void => this.clientGone();
+  readonly #queue: (Head | Body)[] = [];
+  #queuedBytes = 0;
+  #ended = false;
+  #failure: unknown;
+  #wake: (() => void) | undefined;
+
+  /** @internal */
+  constructor(id: number, process: AgentProcess, signal: AbortSignal | undefined) {
+    this.id = id;
+    this.#process = process;
+    this.#signal = signal;
+    signal?.addEventListener('abort', this.#onAbort, { once: true });
+  }
+
+  /** @internal Body bytes waiting for the consumer. */
+  get queuedBytes(): number {
+    return this.#queuedBytes;
+  }
+
+  /** The client went away: the turn's session is cancelled and the iteration ends. */
+  clientGone(): void {
+    if (this.#ended) return;
+    this.#queue.length = 0;
+    this.#queuedBytes = 0;
+    this.#finish();
+    this.#process.clientGone(this);
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<Head | Body, void, undefined> {
+    try {
+      for (;;) {
+        const output = this.#queue.shift();
+        if (output !== undefined) {
+          if (output.type === 'body') this.#queuedBytes -= output.data.length;
+          if (this.#queue.length === 0) this.#process.pull(this);
+          yield output;
+          continue;
+        }
+        if (this.#failure !== undefined) throw this.#failure;
+        if (this.#ended) return;
+        await new Promise<void>((resolve) => {
+          this.#wake = resolve;
+        });
+      }
+    } finally {
+      this.clientGone();
+    }
+  }
+
+  /** @internal One output from the connection. */
+  deliver(output: Head | Body | { type: 'end' } | { type: 'stopAgent' }): void {
+    if (output.type === 'end') this.#finish();
+    else if (output.type === 'head' || output.type === 'body') {
+      this.#queue.push(output);
+      if (output.type === 'body') this.#queuedBytes += output.data.length;
+    }
+    this.#wakeConsumer();
+  }
+
+  /** @internal The turn cannot be answered: the iteration throws `error`. */
+  fail(error: unknown): void {
+    if (this.#ended) return;
+    this.#failure = error;
+    this.#finish();
+  }
+
+  #finish(): void {
+    this.#ended = true;
+    this.#signal?.removeEventListener('abort', this.#onAbort);
+    this.#wakeConsumer();
+  }
+
+  #wakeConsumer(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+}
