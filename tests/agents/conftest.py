@@ -48,6 +48,20 @@ EXPECTED_CALLS = re.compile(
 )
 
 
+# What each agent passes on to the client, as observed (README "The real ACP agents"):
+# the scripted model server reports usage on every answer; claude-agent-acp hands it on in
+# the prompt result, Gemini CLI in the prompt result's `_meta.quota` (input and output
+# only), codex-acp only as the context window's fill (`usage_update`), which is no usage.
+USAGE = {
+    "claude": {"prompt_tokens": 3130, "completion_tokens": 42},
+    "codex": None,
+    "gemini": {"prompt_tokens": 120, "completion_tokens": 10},
+}
+# Agents that end the whole turn (stop reason `cancelled`) when a permission is rejected,
+# rather than telling their model the tool was refused.
+REJECTION_ENDS_TURN = {"codex"}
+
+
 def selected_agents():
     chosen = os.environ.get("AGENTWIRE_ACP_AGENTS", ",".join(AGENTS)).split(",")
     unknown = set(chosen) - set(AGENTS)
@@ -226,12 +240,14 @@ class Proxy:
         assert left == {}, f"processes of the {self.agent} agent outlived {self.kind}_proxy: {left}"
 
 
-def run_proxy(request, tmp_path_factory, allow_force):
+def run_proxy(request, tmp_path_factory, facts, allow_force):
     agent, kind = request.param
     scratch = tmp_path_factory.mktemp(f"{agent}-{kind}{'-forced' if allow_force else ''}")
     running = Proxy(agent, kind, scratch, allow_force)
     try:
         yield running
+        note(facts, running, "model calls" + (" (forced)" if allow_force else ""),
+             sorted({f"{call['method']} {call['path']}" for call in running.model_calls()}))
         assert running.unexpected_calls() == [], "requests other than model calls reached the model server"
         # For the record (pytest -rP, or the log on failure): every call the agent made.
         print(f"{agent} behind {kind}_proxy: model calls {[(c['method'], c['path'], c['script']) for c in running.model_calls()]}")
@@ -249,10 +265,24 @@ def pytest_generate_tests(metafunc):
 
 
 @pytest.fixture(scope="session")
-def proxy(request, tmp_path_factory):
-    yield from run_proxy(request, tmp_path_factory, allow_force=False)
+def facts():
+    """Observations for the record (what each agent gives, how long it takes), written to
+    $AGENTWIRE_ACP_FACTS as JSON at the end of the session when that is set."""
+    observed = {}
+    yield observed
+    if os.environ.get("AGENTWIRE_ACP_FACTS"):
+        pathlib.Path(os.environ["AGENTWIRE_ACP_FACTS"]).write_text(json.dumps(observed, indent=1, sort_keys=True) + "\n")
+
+
+def note(facts, proxy, key, value):
+    facts.setdefault(f"{proxy.agent}/{proxy.kind}", {})[key] = value
 
 
 @pytest.fixture(scope="session")
-def forced_proxy(request, tmp_path_factory):
-    yield from run_proxy(request, tmp_path_factory, allow_force=True)
+def proxy(request, tmp_path_factory, facts):
+    yield from run_proxy(request, tmp_path_factory, facts, allow_force=False)
+
+
+@pytest.fixture(scope="session")
+def forced_proxy(request, tmp_path_factory, facts):
+    yield from run_proxy(request, tmp_path_factory, facts, allow_force=True)

@@ -10,6 +10,7 @@ result is the second half of a tool round and is answered with the text the tool
     SCRIPT_READ   the model asks the agent's own file-reading tool for notes.txt
     SCRIPT_RUN    the model asks the agent's shell tool for RUN_COMMAND
     SCRIPT_SLOW   a long answer, one word every SLOW_WORD_S (a client to hang up on it)
+    SCRIPT_LONG_COMMAND  the model asks the agent's shell tool for LONG_COMMAND
     (none)        the text answer, TEXT_ANSWER, naming the prompt's `nonce-…` if it has one
 
 Every request is logged (`requests`), with the script it got and, for a stream, whether the
@@ -25,7 +26,10 @@ import time
 SCRIPT_READ = "[script: read notes.txt]"
 SCRIPT_RUN = "[script: run the command]"
 SCRIPT_SLOW = "[script: a slow answer]"
+SCRIPT_LONG_COMMAND = "[script: run a long command]"
 RUN_COMMAND = "touch written.txt && cat notes.txt"
+# Outlives any test: whoever started it must stop it.
+LONG_COMMAND = "sleep 600"
 TEXT_ANSWER = "The scripted answer"
 SLOW_WORDS = 150
 SLOW_WORD_S = 0.2
@@ -52,10 +56,14 @@ def tool_answer(output):
 
 
 def script_of(conversation):
-    for script in (SCRIPT_READ, SCRIPT_RUN, SCRIPT_SLOW):
+    for script in (SCRIPT_READ, SCRIPT_RUN, SCRIPT_SLOW, SCRIPT_LONG_COMMAND):
         if script in conversation:
             return script
     return None
+
+
+def command_of(script):
+    return LONG_COMMAND if script == SCRIPT_LONG_COMMAND else RUN_COMMAND
 
 
 def words(text):
@@ -169,7 +177,7 @@ class ScriptedHandler(http.server.BaseHTTPRequestHandler):
         script = script_of(conversation)
         if script == SCRIPT_SLOW:
             return script, "This is a long answer. " * (SLOW_WORDS // 5)
-        if script in (SCRIPT_READ, SCRIPT_RUN):
+        if script in (SCRIPT_READ, SCRIPT_RUN, SCRIPT_LONG_COMMAND):
             return script, None
         return "text", text_answer(conversation)
 
@@ -196,7 +204,7 @@ class ScriptedHandler(http.server.BaseHTTPRequestHandler):
                     tool = (name, {"file_path": f"{self.owner.workspace}/notes.txt"})
                 else:
                     name = next((n for n in names if n in ("Bash", "mcp__acp__Bash")), "Bash")
-                    tool = (name, {"command": RUN_COMMAND, "description": "Run the scripted command"})
+                    tool = (name, {"command": command_of(script), "description": "Run the scripted command"})
         self.entry["script"] = script
         model = body.get("model", "")
         start = {"id": "msg_scripted", "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 0, "output_tokens": 0}}
@@ -234,7 +242,7 @@ class ScriptedHandler(http.server.BaseHTTPRequestHandler):
         response = {"id": "resp_scripted", "object": "response", "created_at": int(time.time()), "status": "in_progress", "model": body.get("model", ""), "output": []}
         events = [event({"type": "response.created", "response": response}), event({"type": "response.in_progress", "response": response})]
         if text is None:
-            arguments = json.dumps({"cmd": "cat notes.txt" if script == SCRIPT_READ else RUN_COMMAND})
+            arguments = json.dumps({"cmd": "cat notes.txt" if script == SCRIPT_READ else command_of(script)})
             item = {"type": "function_call", "id": "fc_scripted", "call_id": "call_scripted", "name": "exec_command", "arguments": arguments, "status": "completed"}
             events.append(event({"type": "response.output_item.added", "output_index": 0, "item": dict(item, arguments="", status="in_progress")}))
             events.append(event({"type": "response.output_item.done", "output_index": 0, "item": item}))
@@ -273,7 +281,7 @@ class ScriptedHandler(http.server.BaseHTTPRequestHandler):
             if script == SCRIPT_READ:
                 call = {"name": "read_file", "args": {"absolute_path": f"{self.owner.workspace}/notes.txt", "file_path": f"{self.owner.workspace}/notes.txt"}}
             else:
-                call = {"name": "run_shell_command", "args": {"command": RUN_COMMAND, "description": "Run the scripted command"}}
+                call = {"name": "run_shell_command", "args": {"command": command_of(script), "description": "Run the scripted command"}}
             parts = [[{"functionCall": call}]]
         else:
             parts = [[{"text": word}] for word in words(text)]

@@ -11,7 +11,8 @@ import time
 import anthropic
 import openai
 import pytest
-from model_server import SCRIPT_READ, SCRIPT_RUN, SCRIPT_SLOW, TEXT_ANSWER
+from conftest import REJECTION_ENDS_TURN, USAGE, note, scratch_processes
+from model_server import LONG_COMMAND, SCRIPT_LONG_COMMAND, SCRIPT_READ, SCRIPT_RUN, SCRIPT_SLOW, TEXT_ANSWER
 
 # The agents answer in a few seconds; a loaded 2-core machine gets a wide margin.
 REQUEST_TIMEOUT_S = 120
@@ -35,31 +36,47 @@ def chat(proxy, prompt):
     return completion.choices[0].message.content or ""
 
 
-def test_chat_completion(proxy):
+def assert_usage(usage, agent):
+    """The usage the client got is the model server's, as far as the agent hands it on."""
+    expected = USAGE[agent]
+    if expected is None:
+        assert usage is None or usage.completion_tokens == 0, usage
+    else:
+        assert usage is not None
+        assert {key: getattr(usage, key) for key in expected} == expected
+
+
+def test_chat_completion(proxy, facts):
     tag = nonce()
     completion = openai_client(proxy).chat.completions.create(model="default", messages=[{"role": "user", "content": f"Say {tag}."}])
     choice = completion.choices[0]
     assert f"{TEXT_ANSWER} for {tag}." in choice.message.content
     assert choice.finish_reason == "stop"
-    assert completion.usage is not None and completion.usage.completion_tokens > 0
+    note(facts, proxy, "chat usage", completion.usage and completion.usage.model_dump(exclude_none=True))
+    assert_usage(completion.usage, proxy.agent)
 
 
-def test_chat_completion_streamed(proxy):
+def test_chat_completion_streamed(proxy, facts):
     tag = nonce()
+    started = time.monotonic()
     stream = openai_client(proxy).chat.completions.create(
         model="default", messages=[{"role": "user", "content": f"Say {tag}."}], stream=True, stream_options={"include_usage": True}
     )
-    text, finishes, usages = "", [], []
+    text, finishes, usages, first = "", [], [], None
     for chunk in stream:
         for choice in chunk.choices:
+            if choice.delta.content and first is None:
+                first = time.monotonic() - started
             text += choice.delta.content or ""
             if choice.finish_reason:
                 finishes.append(choice.finish_reason)
         if chunk.usage:
             usages.append(chunk.usage)
+    note(facts, proxy, "first content chunk, warm (s)", round(first, 3))
     assert f"{TEXT_ANSWER} for {tag}." in text
     assert finishes == ["stop"]
-    assert len(usages) == 1
+    assert len(usages) <= 1, "at most one usage chunk"
+    assert_usage(usages[0] if usages else None, proxy.agent)
 
 
 def test_anthropic_messages(proxy):
@@ -70,7 +87,8 @@ def test_anthropic_messages(proxy):
     text = "".join(block.text for block in message.content if block.type == "text")
     assert f"{TEXT_ANSWER} for {tag}." in text
     assert message.stop_reason == "end_turn"
-    assert message.usage.output_tokens > 0
+    expected = USAGE[proxy.agent]
+    assert message.usage.output_tokens == (expected["completion_tokens"] if expected else 0)
 
 
 def test_anthropic_messages_streamed(proxy):
@@ -100,10 +118,20 @@ def test_agent_reads_a_file_with_its_own_tool(proxy):
     assert SCRIPT_READ in scripts and "tool result" in scripts
 
 
-def test_permission_is_refused_by_default(proxy):
+def test_permission_is_refused_by_default(proxy, facts):
     """A shell command needs the client's permission: the proxy's default answers reject_once,
-    so the command never runs."""
-    chat(proxy, f"Touch written.txt, then print notes.txt. {SCRIPT_RUN}")
+    so the command never runs. Codex then ends the turn (stop reason `cancelled`, which the
+    proxy answers 502); the others tell their model the command was refused and answer."""
+    prompt = f"Touch written.txt, then print notes.txt. {SCRIPT_RUN}"
+    if proxy.agent in REJECTION_ENDS_TURN:
+        with pytest.raises(openai.InternalServerError) as failed:
+            chat(proxy, prompt)
+        assert failed.value.status_code == 502 and "cancelled" in failed.value.message
+        note(facts, proxy, "after reject_once", failed.value.message)
+    else:
+        answer = chat(proxy, prompt)
+        assert answer.startswith("The tool said:") and proxy.notes.strip() not in answer
+        note(facts, proxy, "after reject_once", answer)
     assert not (proxy.work / "written.txt").exists()
 
 
@@ -113,7 +141,7 @@ def test_permission_is_granted_with_allow_force(forced_proxy):
     assert forced_proxy.notes.strip() in answer
 
 
-def test_client_gone_cancels_the_session(proxy):
+def test_client_gone_cancels_the_session(proxy, facts):
     """A client that hangs up mid-answer: the proxy cancels the session (the agent stops
     reading its model's stream), the request ends, and the next one on the same warm agent
     is answered. The fixture then checks that stopping the proxy leaves no process behind."""
@@ -125,6 +153,7 @@ def test_client_gone_cancels_the_session(proxy):
         if any(choice.delta.content for choice in chunk.choices):
             break
     stream.close()
+    closed = time.monotonic()
 
     deadline = time.monotonic() + CANCEL_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -133,6 +162,30 @@ def test_client_gone_cancels_the_session(proxy):
             break
         time.sleep(0.02)
     assert slow and slow[0]["finished"] is False, f"the agent read its model's stream to the end: {slow}"
+    note(facts, proxy, "model stream cut after client closed (s)", round(time.monotonic() - closed, 3))
+    assert proxy.wait_idle(CANCEL_TIMEOUT_S), "the cancelled request is still in flight"
+
+    tag = nonce()
+    assert f"{TEXT_ANSWER} for {tag}." in chat(proxy, f"Say {tag}.")
+
+
+def test_client_gone_while_a_command_runs(forced_proxy):
+    """A client that hangs up while the agent's shell command runs: the request ends, the
+    agent serves the next one, and the fixture then checks that stopping the proxy stops the
+    command too (no process whose environment names the scratch directory is left)."""
+    proxy = forced_proxy
+    stream = openai_client(proxy).chat.completions.create(
+        model="default", messages=[{"role": "user", "content": f"Wait a while. {SCRIPT_LONG_COMMAND}"}], stream=True
+    )
+    # The stream shows nothing of the command itself, so wait for the process.
+    deadline = time.monotonic() + CANCEL_TIMEOUT_S
+    running = {}
+    while not running and time.monotonic() < deadline:
+        running = {pid: command for pid, command in scratch_processes(proxy.scratch).items() if command.strip() == LONG_COMMAND}
+        if not running:
+            time.sleep(0.05)
+    assert running, f"`{LONG_COMMAND}` never started: {scratch_processes(proxy.scratch)}"
+    stream.close()
     assert proxy.wait_idle(CANCEL_TIMEOUT_S), "the cancelled request is still in flight"
 
     tag = nonce()
