@@ -116,6 +116,11 @@ class ScriptedHandler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
+    def do_CONNECT(self):
+        # What a call to anywhere else looks like: the agents' HTTPS_PROXY is this server.
+        self.owner.log({"method": "CONNECT", "path": self.path})
+        self.reply(403, {"error": {"message": "no network in tests"}})
+
     def do_GET(self):
         self.owner.log({"method": "GET", "path": self.path})
         self.reply(404, {"error": {"message": f"no route {self.path}"}})
