@@ -116,6 +116,11 @@ stream_max_retries = 0
 """
         )
         return BIN / "codex-acp", [], {"CODEX_HOME": str(codex_home), "SCRIPTED_MODEL_KEY": MODEL_KEY}
+    # Its usage statistics (Clearcut, play.googleapis.com, flushed every minute) are on
+    # unless the user's settings turn them off; GEMINI_TELEMETRY_ENABLED is OpenTelemetry.
+    settings = scratch / "home/.gemini/settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"privacy": {"usageStatisticsEnabled": False}}))
     env = {
         "GOOGLE_GEMINI_BASE_URL": model_url,
         "GEMINI_API_KEY": MODEL_KEY,
