@@ -16,14 +16,14 @@ is left whose environment or working directory is in the scratch directory (the 
 every tool process it started).
 """
 
+import datetime
 import json
 import os
 import pathlib
 import re
 import secrets
 import signal
-import subprocess
-import threading
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -31,13 +31,18 @@ import urllib.request
 import pytest
 from model_server import Server
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
+from proxy_process import ProxyProcess  # noqa: E402  (shared with tests/clients/python)
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 AGENTS_DIR = ROOT / "tests/agents"
 BIN = AGENTS_DIR / "node_modules/.bin"
 AGENTS = ("claude", "codex", "gemini")
 PROXIES = ("tokio", "blocking")
-STARTUP_TIMEOUT_S = 30
 SHUTDOWN_TIMEOUT_S = 15
+# The agents start in a few seconds; on a loaded 2-core machine Gemini CLI can miss the
+# proxy's 10 s deadline for `initialize`, and is restarted.
+WARM_UP_TIMEOUT_S = 120
 LEFTOVER_TIMEOUT_S = 10
 # A dummy key for the model server: the agents want one, the server ignores it.
 MODEL_KEY = "scripted-model-key"
@@ -93,6 +98,13 @@ def recipe(agent, scratch, model_url):
         # a sandbox; claude-agent-acp asks it to, so without this every session fails.
         if os.geteuid() == 0:
             env["IS_SANDBOX"] = "1"
+        # Each session's Claude Code fetches the plugins' security blocklist from GitHub
+        # (CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC does not stop it) unless its copy is
+        # less than an hour old: give it a fresh, empty one.
+        blocklist = scratch / "home/.claude/plugins/blocklist.json"
+        blocklist.parent.mkdir(parents=True)
+        fetched = datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
+        blocklist.write_text(json.dumps({"fetchedAt": fetched, "plugins": []}))
         return BIN / "claude-agent-acp", [], env
     if agent == "codex":
         codex_home = scratch / "codex-home"
@@ -126,6 +138,9 @@ stream_max_retries = 0
         "GEMINI_API_KEY": MODEL_KEY,
         "GEMINI_TELEMETRY_ENABLED": "false",
         "NO_BROWSER": "true",
+        # Otherwise it starts, then starts itself again as a child with a larger heap:
+        # twice the start-up time, against the proxy's 10 s deadline for `initialize`.
+        "GEMINI_CLI_NO_RELAUNCH": "true",
     }
     return BIN / "gemini", ["--acp"], env
 
@@ -171,31 +186,30 @@ class Proxy:
         command += [f"--agent-arg={arg}" for arg in args]
         if allow_force:
             command.append("--allow-force")
-        self.output = []
-        self.listening = threading.Event()
-        self.url = None
-        self.started = time.monotonic()
-        self.process = subprocess.Popen(
-            command, cwd=self.work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-        )
-        threading.Thread(target=self._read_output, daemon=True).start()
-        if not self.listening.wait(STARTUP_TIMEOUT_S):
-            self.process.kill()
-            pytest.fail(f"{kind}_proxy did not report where it listens:\n{self.log()}")
-
-    def _read_output(self):
-        with open(self.scratch / "proxy.log", "wb") as log:
-            for line in self.process.stdout:
-                log.write(line)
-                log.flush()
-                self.output.append(line.decode(errors="replace"))
-                bound = re.search(r"listening on (http://127\.0\.0\.1:\d+)/v1", self.output[-1])
-                if bound and self.url is None:
-                    self.url = bound.group(1)
-                    self.listening.set()
+        self.running = ProxyProcess(f"{kind}_proxy", command, env, scratch / "proxy.log", cwd=self.work)
+        self.process, self.url = self.running.process, self.running.url
 
     def log(self):
-        return "".join(self.output)
+        return self.running.log()
+
+    def warm_up(self, timeout_s):
+        """Waits for a first answer: a request the proxy refuses as retryable (503, 504: the
+        agent is not ready, or missed its start-up deadline and is being restarted) is
+        sent again until `timeout_s`. Returns (seconds, refusals)."""
+        body = json.dumps({"model": "default", "messages": [{"role": "user", "content": "Say hello."}]}).encode()
+        headers = {"Authorization": f"Bearer {self.key}", "Content-Type": "application/json"}
+        started, refusals = time.monotonic(), []
+        while True:
+            request = urllib.request.Request(self.url + "/v1/chat/completions", data=body, headers=headers)
+            try:
+                with urllib.request.urlopen(request, timeout=timeout_s) as response:
+                    json.load(response)
+                    return round(time.monotonic() - started, 3), refusals
+            except urllib.error.HTTPError as error:
+                refusals.append(f"{error.code}: {json.load(error)['error']['message']}")
+                if error.code not in (503, 504) or time.monotonic() - started > timeout_s:
+                    pytest.fail(f"{self.agent} behind {self.kind}_proxy never answered: {refusals}\n{self.log()}")
+                time.sleep(0.1)  # between polls of a server that is restarting its agent
 
     def get(self, path):
         """(status, JSON body) of a GET."""
@@ -223,13 +237,7 @@ class Proxy:
 
     def stop(self):
         """SIGTERM; the proxy must exit 0 and leave no process behind."""
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            code = self.process.wait(SHUTDOWN_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            pytest.fail(f"{self.kind}_proxy ignored SIGTERM for {SHUTDOWN_TIMEOUT_S} s:\n{self.log()}")
+        code = self.running.terminate(SHUTDOWN_TIMEOUT_S)
         # The group was killed and its leader reaped before the proxy exited; the other
         # members may still be on their way out.
         deadline = time.monotonic() + LEFTOVER_TIMEOUT_S
@@ -250,12 +258,16 @@ def run_proxy(request, tmp_path_factory, facts, allow_force):
     scratch = tmp_path_factory.mktemp(f"{agent}-{kind}{'-forced' if allow_force else ''}")
     running = Proxy(agent, kind, scratch, allow_force)
     try:
+        seconds, refusals = running.warm_up(WARM_UP_TIMEOUT_S)
+        note(facts, running, "first answer, cold (s)" + (" (forced)" if allow_force else ""), seconds)
+        if refusals:
+            note(facts, running, "refused while starting" + (" (forced)" if allow_force else ""), refusals)
         yield running
         note(facts, running, "model calls" + (" (forced)" if allow_force else ""),
              sorted({f"{call['method']} {call['path']}" for call in running.model_calls()}))
         assert running.unexpected_calls() == [], "requests other than model calls reached the model server"
         # For the record (pytest -rP, or the log on failure): every call the agent made.
-        print(f"{agent} behind {kind}_proxy: model calls {[(c['method'], c['path'], c['script']) for c in running.model_calls()]}")
+        print(f"{agent} behind {kind}_proxy: model calls {[(c['method'], c['path'], c.get('script')) for c in running.model_calls()]}")
     finally:
         if running.process.poll() is None:
             running.stop()
