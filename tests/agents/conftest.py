@@ -32,7 +32,7 @@ import pytest
 from model_server import Server
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
-from proxy_process import ProxyProcess  # noqa: E402  (shared with tests/clients/python)
+from proxy_process import ProxyProcess, built  # noqa: E402  (shared with tests/clients/python)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 AGENTS_DIR = ROOT / "tests/agents"
@@ -73,14 +73,6 @@ def selected_agents():
     if unknown:
         raise pytest.UsageError(f"AGENTWIRE_ACP_AGENTS: unknown agents {sorted(unknown)} (known: {AGENTS})")
     return chosen
-
-
-def proxy_binary(kind):
-    variable = f"AGENTWIRE_{kind.upper()}_PROXY"
-    path = os.environ.get(variable)
-    if not path:
-        pytest.fail(f"{variable} is not set: run these tests through tests/agents/run.sh")
-    return path
 
 
 def recipe(agent, scratch, model_url):
@@ -181,7 +173,7 @@ class Proxy:
         env = {"PATH": os.environ["PATH"], "HOME": str(self.home), "LANG": "C.UTF-8", **agent_env}
         env.update(HTTP_PROXY=self.server.url, HTTPS_PROXY=self.server.url, ALL_PROXY=self.server.url, NO_PROXY="127.0.0.1,localhost")
         env.update({name.lower(): value for name, value in env.items() if name.endswith("_PROXY")})
-        command = [proxy_binary(kind), "--listen", "127.0.0.1:0", "--api-key", self.key]
+        command = [built(f"{kind}_proxy", "tests/agents/run.sh"), "--listen", "127.0.0.1:0", "--api-key", self.key]
         command += ["--agent-protocol", "acp", "--agent-bin", str(binary), "--workspace", str(self.work)]
         command += [f"--agent-arg={arg}" for arg in args]
         if allow_force:

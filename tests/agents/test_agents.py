@@ -169,7 +169,7 @@ def test_client_gone_cancels_the_session(proxy, facts):
     assert f"{TEXT_ANSWER} for {tag}." in chat(proxy, f"Say {tag}.")
 
 
-def test_client_gone_while_a_command_runs(forced_proxy):
+def test_client_gone_while_a_command_runs(forced_proxy, facts):
     """A client that hangs up while the agent's shell command runs: the request ends, the
     agent serves the next one, and the fixture then checks that stopping the proxy stops the
     command too (no process whose environment names the scratch directory is left)."""
@@ -187,6 +187,9 @@ def test_client_gone_while_a_command_runs(forced_proxy):
     assert running, f"`{LONG_COMMAND}` never started: {scratch_processes(proxy.scratch)}"
     stream.close()
     assert proxy.wait_idle(CANCEL_TIMEOUT_S), "the cancelled request is still in flight"
+    # Whether the agent stops its command on cancel is its own affair (the proxy stops it
+    # with the agent's process group at the latest); noted for the record.
+    note(facts, proxy, "command left running by the cancel", any(pid in scratch_processes(proxy.scratch) for pid in running))
 
     tag = nonce()
     assert f"{TEXT_ANSWER} for {tag}." in chat(proxy, f"Say {tag}.")

@@ -3,6 +3,7 @@ end-to-end tests (tests/clients/python, tests/agents): started on a free loopbac
 its output kept (in memory and in a file) and its address read from it, stopped with
 SIGTERM."""
 
+import os
 import re
 import signal
 import subprocess
@@ -12,6 +13,16 @@ import pytest
 
 STARTUP_TIMEOUT_S = 30
 LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:\d+)/v1")
+
+
+def built(name, runner):
+    """The path of a built binary or example `name`, which `runner` (the script that builds
+    them) exports as $AGENTWIRE_<NAME>."""
+    variable = f"AGENTWIRE_{name.upper()}"
+    path = os.environ.get(variable)
+    if not path:
+        pytest.fail(f"{variable} is not set: run these tests through {runner}")
+    return path
 
 
 class ProxyProcess:

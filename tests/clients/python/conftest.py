@@ -22,7 +22,7 @@ import urllib.request
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "support"))
-from proxy_process import ProxyProcess  # noqa: E402  (shared with tests/agents)
+from proxy_process import ProxyProcess, built  # noqa: E402  (shared with tests/agents)
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests/fixtures"
@@ -36,11 +36,7 @@ CLAUDE_ALIAS = "e2e-read"
 
 def example(name):
     """The path of a built example; tests/clients/run.sh builds them and exports the paths."""
-    variable = f"AGENTWIRE_{name.upper()}"
-    path = os.environ.get(variable)
-    if not path:
-        pytest.fail(f"{variable} is not set: run the end-to-end tests through tests/clients/run.sh")
-    return path
+    return built(name, "tests/clients/run.sh")
 
 
 def descendants(pid):
