@@ -195,13 +195,12 @@ class ScriptedHandler(http.server.BaseHTTPRequestHandler):
         if results:
             content = results[-1].get("content")
             output = content if isinstance(content, str) else " ".join(part.get("text", "") for part in content or [])
+        tool = None
         if (body.get("output_config") or {}).get("format"):
             # A side request for structured output (the session's title).
-            self.entry["script"] = "title"
-            script, text, tool = "title", json.dumps({"title": "Scripted"}), None
+            script, text = "title", json.dumps({"title": "Scripted"})
         else:
             script, text = self.plan(json.dumps(messages), output)
-            tool = None
             if text is None:
                 names = [declared.get("name") for declared in body.get("tools") or []]
                 if script == SCRIPT_READ:
