@@ -13,7 +13,8 @@
 #   clients  the pinned real clients (tests/clients/install.sh): openai-python and
 #            anthropic-python in tests/clients/python/.venv, the AI SDK in
 #            tests/clients/{node,ai-sdk}/node_modules, OpenCode, Claude Code and Codex in
-#            tests/clients/{opencode,claude-code,codex}/VERSION/
+#            tests/clients/{opencode,claude-code,codex}/VERSION/, and the ACP agents
+#            (claude-agent-acp, codex-acp, Gemini CLI) in tests/agents/node_modules
 #   fuzz     cargo-fuzz in .tools/bin (fuzz/run-smoke.sh puts it on PATH)
 #   crates   every crate the workspace and fuzz/ build from, in cargo's cache, so the
 #            offline `cargo package` check (ci/package.sh) finds them

@@ -4,9 +4,10 @@
 # proxy/tests/proxy.rs), lints and docs, the C ABI from C (strict, static and shared, sanitizers,
 # valgrind), the Python package built from source, the JavaScript package (WebAssembly,
 # under Node, Bun and Deno), the packages as users get them (the
-# crate, the Python sdist and wheel, the C library installed into a prefix), and the real
-# clients judging the output. The fuzz targets' bodies run as tests (tests/fuzz_seeds.rs:
-# every seed and thousands of generated inputs); the coverage-guided smoke run of the
+# crate, the Python sdist and wheel, the C library installed into a prefix), the real
+# clients judging the output, and the real ACP agents behind both proxies. The fuzz
+# targets' bodies run as tests (tests/fuzz_seeds.rs: every seed and thousands of
+# generated inputs); the coverage-guided smoke run of the
 # targets themselves (fuzz/run-smoke.sh: every target built under AddressSanitizer, then
 # run) takes about 10 minutes on 2 cores, most of it the build, so it runs only when asked
 # for: AGENTWIRE_FUZZ_SECONDS=N ci/test.sh runs every target for N seconds.
@@ -66,14 +67,14 @@ bindings/js/run-tests.sh
 
 # Every suite the script names must be there to run: a lost file or run bit is a failure,
 # never a silent skip.
-for script in tests/clients/run.sh fuzz/run-smoke.sh; do
+for script in tests/clients/run.sh tests/agents/run.sh fuzz/run-smoke.sh; do
     if [ ! -x "$script" ]; then
         echo "ci/test.sh: $script is missing or not executable" >&2
         exit 1
     fi
 done
 
-step "real clients (openai-python, anthropic-python, AI SDK, OpenCode, Claude Code, Codex; offline and against both proxies)"
+step "real clients (openai-python, anthropic-python, AI SDK, OpenCode, Claude Code, Codex; offline and against both proxies) and the real ACP agents (claude-agent-acp, codex-acp, Gemini CLI) behind both proxies"
 tests/clients/run.sh
 
 if [ -n "${AGENTWIRE_FUZZ_SECONDS:-}" ]; then

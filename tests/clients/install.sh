@@ -3,7 +3,8 @@
 # anthropic-python and pytest in python/.venv, the AI SDK in node/node_modules (the
 # openai-compatible provider OpenCode bundles) and ai-sdk/node_modules (the Anthropic and
 # OpenAI Responses providers), OpenCode in opencode/VERSION/, Claude Code in
-# claude-code/VERSION/ and Codex in codex/VERSION/.
+# claude-code/VERSION/ and Codex in codex/VERSION/; and the real ACP agents the proxies are
+# tested against (claude-agent-acp, codex-acp, Gemini CLI) in ../agents/node_modules.
 # Installs nothing that is already there at its pinned version (ci/setup.sh runs it).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -24,14 +25,23 @@ fi
 
 # npm ci wipes and rebuilds node_modules, so run it only when the lockfile is newer than
 # the copy npm keeps of what it last installed (or nothing is installed yet).
-for dir in node ai-sdk; do
-    if [ ! -f $dir/node_modules/.package-lock.json ] || [ $dir/package-lock.json -nt $dir/node_modules/.package-lock.json ]; then
-        echo "tests/clients/install.sh: installing the AI SDK into tests/clients/$dir/node_modules"
-        (cd $dir && npm ci --no-audit --no-fund --loglevel=error)
+# npm_ci DIR WHAT [FLAG...]: installs DIR's lockfile into DIR/node_modules.
+npm_ci() {
+    local dir=$1 what=$2 shown=tests/clients/$1
+    shown=${shown/clients\/..\//}
+    shift 2
+    if [ ! -f "$dir/node_modules/.package-lock.json" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+        echo "tests/clients/install.sh: installing $what into $shown/node_modules"
+        (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error "$@")
     else
-        echo "tests/clients/install.sh: tests/clients/$dir/node_modules current"
+        echo "tests/clients/install.sh: $shown/node_modules current"
     fi
-done
+}
+npm_ci node "the AI SDK"
+npm_ci ai-sdk "the AI SDK"
+# The ACP agents need none of their install scripts (codex-acp's native binary is an
+# optional dependency; Gemini CLI's would build optional native modules it runs without).
+npm_ci ../agents "the ACP agents" --ignore-scripts
 
 # Claude Code and Codex: npm packages whose platform-specific optional dependency carries
 # the native binary (Claude Code's postinstall links it in place of its `bin` stub; Codex's

@@ -15,17 +15,19 @@ import pathlib
 import secrets
 import signal
 import subprocess
-import threading
+import sys
 import time
 import urllib.request
 
 import pytest
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "support"))
+from proxy_process import ProxyProcess, built  # noqa: E402  (shared with tests/agents)
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests/fixtures"
 AGENT = ROOT / "tests/clients/agent.sh"
 PROXIES = ("tokio", "blocking")
-STARTUP_TIMEOUT_S = 30
 IDLE_TIMEOUT_S = 5
 SHUTDOWN_TIMEOUT_S = 10
 # What the proxies map Claude Code's model names to (`--model-alias 'claude-*=…'`).
@@ -34,11 +36,7 @@ CLAUDE_ALIAS = "e2e-read"
 
 def example(name):
     """The path of a built example; tests/clients/run.sh builds them and exports the paths."""
-    variable = f"AGENTWIRE_{name.upper()}"
-    path = os.environ.get(variable)
-    if not path:
-        pytest.fail(f"{variable} is not set: run the end-to-end tests through tests/clients/run.sh")
-    return path
+    return built(name, "tests/clients/run.sh")
 
 
 def descendants(pid):
@@ -133,36 +131,14 @@ class Proxy:
         env = dict(os.environ)
         env.update(AGENTWIRE_REPLAY_AGENT=example("replay_agent"), AGENTWIRE_E2E_LOGS=str(self.agent_logs))
         env.pop("AGENTWIRE_API_KEY", None)
-        self.process = subprocess.Popen(
-            [example(f"{kind}_proxy"), "--listen", "127.0.0.1:0", "--agent-bin", str(AGENT), "--api-key", self.key]
-            + ["--model-alias", f"claude-*={CLAUDE_ALIAS}"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-        # The proxy binds a free port and announces it; its output is kept for failures.
-        self.url = None
-        self.listening = threading.Event()
-        self.output = []
-        threading.Thread(target=self._read_output, daemon=True).start()
-        if not self.listening.wait(STARTUP_TIMEOUT_S):
-            self.process.kill()
-            pytest.fail(f"{kind}_proxy did not report where it listens:\n{self.log()}")
-
-    def _read_output(self):
-        with open(self.output_path, "wb") as log:
-            for line in self.process.stdout:
-                log.write(line)
-                log.flush()
-                self.output.append(line.decode(errors="replace"))
-                bound = re.search(r"listening on (http://127\.0\.0\.1:\d+)/v1", self.output[-1])
-                if bound and self.url is None:
-                    self.url = bound.group(1)
-                    self.listening.set()
+        command = [example(f"{kind}_proxy"), "--listen", "127.0.0.1:0", "--agent-bin", str(AGENT), "--api-key", self.key]
+        command += ["--model-alias", f"claude-*={CLAUDE_ALIAS}"]
+        # Its output is kept for failures, and read for the requests it logged.
+        self.running = ProxyProcess(f"{kind}_proxy", command, env, self.output_path)
+        self.process, self.url, self.output = self.running.process, self.running.url, self.running.output
 
     def log(self):
-        return "".join(self.output)
+        return self.running.log()
 
     def get(self, path, key=None):
         request = urllib.request.Request(self.url + path, headers={"Authorization": f"Bearer {key or self.key}"})
@@ -206,13 +182,7 @@ class Proxy:
         assert health["in_flight"] == 0, health
 
     def stop(self):
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            code = self.process.wait(SHUTDOWN_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            pytest.fail(f"{self.kind}_proxy ignored SIGTERM for {SHUTDOWN_TIMEOUT_S} s:\n{self.log()}")
+        code = self.running.terminate(SHUTDOWN_TIMEOUT_S)
         assert code == 0, f"{self.kind}_proxy exited with {code} on SIGTERM:\n{self.log()}"
 
 

@@ -1,0 +1,295 @@
+"""A scripted model server on loopback for the real ACP agents: the model API each agent
+calls (Anthropic Messages for claude-agent-acp, OpenAI Responses for codex-acp, Gemini's
+generateContent for Gemini CLI), answering what the test's prompt asks for.
+
+The script is chosen from the request itself, so one server serves every test of a proxy
+and tests need not tell it anything: the conversation the agent sends holds the client's
+prompt, and the prompt holds one of the markers below. A request whose last item is a tool
+result is the second half of a tool round and is answered with the text the tool returned.
+
+    SCRIPT_READ   the model asks the agent's own file-reading tool for notes.txt
+    SCRIPT_RUN    the model asks the agent's shell tool for RUN_COMMAND
+    SCRIPT_SLOW   a long answer, one word every SLOW_WORD_S (a client to hang up on it)
+    SCRIPT_LONG_COMMAND  the model asks the agent's shell tool for LONG_COMMAND
+    (none)        the text answer, TEXT_ANSWER, naming the prompt's `nonce-…` if it has one
+
+Every request is logged (`requests`), with the script it got and, for a stream, whether the
+agent hung up before its end: the tests read the log to see that nothing else arrived.
+"""
+
+import http.server
+import json
+import re
+import threading
+import time
+
+SCRIPT_READ = "[script: read notes.txt]"
+SCRIPT_RUN = "[script: run the command]"
+SCRIPT_SLOW = "[script: a slow answer]"
+SCRIPT_LONG_COMMAND = "[script: run a long command]"
+RUN_COMMAND = "touch written.txt && cat notes.txt"
+# Outlives any test: whoever started it must stop it.
+LONG_COMMAND = "sleep 600"
+TEXT_ANSWER = "The scripted answer"
+SLOW_WORDS = 150
+SLOW_WORD_S = 0.2
+# The usage every answer reports, per API: what the proxies pass on is compared with it.
+ANTHROPIC_USAGE = {"input_tokens": 120, "cache_creation_input_tokens": 10, "cache_read_input_tokens": 3000, "output_tokens": 42}
+RESPONSES_USAGE = {
+    "input_tokens": 3130,
+    "input_tokens_details": {"cached_tokens": 3000},
+    "output_tokens": 42,
+    "output_tokens_details": {"reasoning_tokens": 0},
+    "total_tokens": 3172,
+}
+GEMINI_USAGE = {"promptTokenCount": 120, "candidatesTokenCount": 10, "totalTokenCount": 130}
+NONCE = re.compile(r"nonce-[0-9a-f]+")
+
+
+def text_answer(conversation):
+    nonce = NONCE.search(conversation)
+    return f"{TEXT_ANSWER} for {nonce.group(0)}." if nonce else f"{TEXT_ANSWER}."
+
+
+def tool_answer(output):
+    return f"The tool said: {output.strip()}"
+
+
+def script_of(conversation):
+    for script in (SCRIPT_READ, SCRIPT_RUN, SCRIPT_SLOW, SCRIPT_LONG_COMMAND):
+        if script in conversation:
+            return script
+    return None
+
+
+def command_of(script):
+    return LONG_COMMAND if script == SCRIPT_LONG_COMMAND else RUN_COMMAND
+
+
+def words(text):
+    """`text` in word-sized pieces that join back to it."""
+    return re.findall(r"\S+\s*", text)
+
+
+class Server:
+    """The server, listening on 127.0.0.1 (a free port) in a thread of its own."""
+
+    def __init__(self, workspace):
+        self.workspace = str(workspace)
+        self.requests = []
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(ScriptedHandler):
+            owner = server
+
+        self.http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.http.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
+        self.thread = threading.Thread(target=self.http.serve_forever, daemon=True)
+        self.thread.start()
+
+    def log(self, entry):
+        with self.lock:
+            self.requests.append(entry)
+
+    def snapshot(self):
+        with self.lock:
+            return [dict(entry) for entry in self.requests]
+
+    def close(self):
+        self.http.shutdown()
+        self.http.server_close()
+
+
+class ScriptedHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    owner = None
+
+    def log_message(self, *args):
+        pass
+
+    def do_HEAD(self):
+        # Claude Code checks that the base URL answers before its first call.
+        self.owner.log({"method": "HEAD", "path": self.path})
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_CONNECT(self):
+        # What a call to anywhere else looks like: the agents' HTTPS_PROXY is this server.
+        self.owner.log({"method": "CONNECT", "path": self.path})
+        self.reply(403, {"error": {"message": "no network in tests"}})
+
+    def do_GET(self):
+        self.owner.log({"method": "GET", "path": self.path})
+        self.reply(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError:
+            body = {}
+        path = self.path.split("?")[0]
+        self.entry = {"method": "POST", "path": path, "model": body.get("model"), "script": None}
+        self.owner.log(self.entry)
+        if path == "/v1/messages":
+            self.answer_messages(body)
+        elif path == "/v1/messages/count_tokens":
+            self.reply(200, {"input_tokens": 100})
+        elif path == "/v1/responses":
+            self.answer_responses(body)
+        elif re.fullmatch(r"/v1beta/models/[^/:]+:(stream)?[gG]enerateContent", path):
+            self.answer_gemini(path, body)
+        elif re.fullmatch(r"/v1beta/models/[^/:]+:countTokens", path):
+            self.reply(200, {"totalTokens": 100})
+        else:
+            self.reply(404, {"error": {"message": f"no route {self.path}"}})
+
+    def reply(self, status, body):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def stream(self, events, slow=False):
+        """Writes SSE `events` ((name or None, data) pairs), noting whether the agent hung up
+        first; with `slow`, SLOW_WORD_S between events."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            for name, data in events:
+                frame = (f"event: {name}\n" if name else "") + f"data: {json.dumps(data)}\n\n"
+                self.wfile.write(frame.encode())
+                self.wfile.flush()
+                if slow:
+                    time.sleep(SLOW_WORD_S)
+            self.entry["finished"] = True
+        except (BrokenPipeError, ConnectionResetError):
+            self.entry["finished"] = False
+
+    def plan(self, conversation, tool_output):
+        """(script, text): what to answer; text is None for a tool call."""
+        if tool_output is not None:
+            return "tool result", tool_answer(tool_output)
+        script = script_of(conversation)
+        if script == SCRIPT_SLOW:
+            return script, "This is a long answer. " * (SLOW_WORDS // 5)
+        if script in (SCRIPT_READ, SCRIPT_RUN, SCRIPT_LONG_COMMAND):
+            return script, None
+        return "text", text_answer(conversation)
+
+    # Anthropic Messages (claude-agent-acp's Claude Code).
+    def answer_messages(self, body):
+        messages = body.get("messages") or []
+        last = messages[-1] if messages else {}
+        results = [block for block in last.get("content") or [] if isinstance(block, dict) and block.get("type") == "tool_result"]
+        output = None
+        if results:
+            content = results[-1].get("content")
+            output = content if isinstance(content, str) else " ".join(part.get("text", "") for part in content or [])
+        tool = None
+        if (body.get("output_config") or {}).get("format"):
+            # A side request for structured output (the session's title).
+            script, text = "title", json.dumps({"title": "Scripted"})
+        else:
+            script, text = self.plan(json.dumps(messages), output)
+            if text is None:
+                names = [declared.get("name") for declared in body.get("tools") or []]
+                if script == SCRIPT_READ:
+                    name = next((n for n in names if n in ("Read", "mcp__acp__Read")), "Read")
+                    tool = (name, {"file_path": f"{self.owner.workspace}/notes.txt"})
+                else:
+                    name = next((n for n in names if n in ("Bash", "mcp__acp__Bash")), "Bash")
+                    tool = (name, {"command": command_of(script), "description": "Run the scripted command"})
+        self.entry["script"] = script
+        model = body.get("model", "")
+        start = {"id": "msg_scripted", "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 0, "output_tokens": 0}}
+        events = [("message_start", {"type": "message_start", "message": start})]
+        if text is not None:
+            events.append(("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))
+            events += [("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": word}}) for word in words(text)]
+            stop = "end_turn"
+        else:
+            name, arguments = tool
+            events.append(("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_scripted", "name": name, "input": {}}}))
+            events.append(("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": json.dumps(arguments)}}))
+            stop = "tool_use"
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
+        events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": ANTHROPIC_USAGE}))
+        events.append(("message_stop", {"type": "message_stop"}))
+        self.stream(events, slow=script == SCRIPT_SLOW)
+
+    # OpenAI Responses (codex-acp).
+    def answer_responses(self, body):
+        items = body.get("input") or []
+        last = items[-1] if items and isinstance(items[-1], dict) else {}
+        output = None
+        if last.get("type") in ("function_call_output", "custom_tool_call_output"):
+            output = last.get("output")
+            output = output if isinstance(output, str) else json.dumps(output)
+        script, text = self.plan(json.dumps(items), output)
+        self.entry["script"] = script
+        sequence = iter(range(1 << 30))
+
+        def event(data):
+            data["sequence_number"] = next(sequence)
+            return data["type"], data
+
+        response = {"id": "resp_scripted", "object": "response", "created_at": int(time.time()), "status": "in_progress", "model": body.get("model", ""), "output": []}
+        events = [event({"type": "response.created", "response": response}), event({"type": "response.in_progress", "response": response})]
+        if text is None:
+            arguments = json.dumps({"cmd": "cat notes.txt" if script == SCRIPT_READ else command_of(script)})
+            item = {"type": "function_call", "id": "fc_scripted", "call_id": "call_scripted", "name": "exec_command", "arguments": arguments, "status": "completed"}
+            events.append(event({"type": "response.output_item.added", "output_index": 0, "item": dict(item, arguments="", status="in_progress")}))
+            events.append(event({"type": "response.output_item.done", "output_index": 0, "item": item}))
+        else:
+            part = {"type": "output_text", "text": "", "annotations": []}
+            item = {"type": "message", "id": "msg_scripted", "role": "assistant", "status": "in_progress", "content": []}
+            place = {"output_index": 0, "item_id": "msg_scripted", "content_index": 0}
+            events.append(event({"type": "response.output_item.added", "output_index": 0, "item": item}))
+            events.append(event({"type": "response.content_part.added", **place, "part": part}))
+            events += [event({"type": "response.output_text.delta", **place, "delta": word}) for word in words(text)]
+            events.append(event({"type": "response.output_text.done", **place, "text": text}))
+            part = dict(part, text=text)
+            events.append(event({"type": "response.content_part.done", **place, "part": part}))
+            item = dict(item, status="completed", content=[part])
+            events.append(event({"type": "response.output_item.done", "output_index": 0, "item": item}))
+        done = dict(response, status="completed", output=[item], usage=RESPONSES_USAGE)
+        events.append(event({"type": "response.completed", "response": done}))
+        self.stream(events, slow=script == SCRIPT_SLOW)
+
+    # Gemini generateContent (Gemini CLI).
+    def answer_gemini(self, path, body):
+        contents = body.get("contents") or []
+        last = contents[-1] if contents else {}
+        responses = [part["functionResponse"] for part in last.get("parts") or [] if "functionResponse" in part]
+        streamed = ":stream" in path
+        if not streamed:
+            # The model router's classifier (and any other side question) asks for JSON.
+            self.entry["script"] = "router"
+            choice = {"reasoning": "a scripted choice", "model_choice": "flash", "complexity_reasoning": "simple", "complexity_score": 1, "next_speaker": "user"}
+            candidate = {"content": {"role": "model", "parts": [{"text": json.dumps(choice)}]}, "finishReason": "STOP", "index": 0}
+            return self.reply(200, {"candidates": [candidate], "usageMetadata": GEMINI_USAGE})
+        output = json.dumps(responses[-1].get("response")) if responses else None
+        script, text = self.plan(json.dumps(contents), output)
+        self.entry["script"] = script
+        if text is None:
+            if script == SCRIPT_READ:
+                call = {"name": "read_file", "args": {"absolute_path": f"{self.owner.workspace}/notes.txt", "file_path": f"{self.owner.workspace}/notes.txt"}}
+            else:
+                call = {"name": "run_shell_command", "args": {"command": command_of(script), "description": "Run the scripted command"}}
+            parts = [[{"functionCall": call}]]
+        else:
+            parts = [[{"text": word}] for word in words(text)]
+        chunks = [{"candidates": [{"content": {"role": "model", "parts": part}, "index": 0}], "modelVersion": "scripted"} for part in parts]
+        chunks[-1]["candidates"][0]["finishReason"] = "STOP"
+        chunks[-1]["usageMetadata"] = GEMINI_USAGE
+        self.stream([(None, chunk) for chunk in chunks], slow=script == SCRIPT_SLOW)
