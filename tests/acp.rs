@@ -812,3 +812,33 @@ fn a_client_gone_while_the_model_is_set_is_never_prompted() {
         "{connection:?}"
     );
 }
+
+#[test]
+fn an_agent_ending_the_turn_over_a_refused_permission_says_so() {
+    let (mut connection, turn) = prompting(AcpConfig {
+        pool_size: 0,
+        permission: PermissionChoice::RejectOnce,
+        ..AcpConfig::default()
+    });
+    // codex-acp's shape: a string id, then the turn ended `cancelled`.
+    connection
+        .push_stdout(br#"{"jsonrpc":"2.0","id":"5b0c","method":"session/request_permission","params":{"sessionId":"s1","options":[{"optionId":"approved","kind":"allow_once"},{"optionId":"abort","kind":"reject_once"}]}}
+"#, 4)
+        .unwrap();
+    let answer = written(&mut connection);
+    assert_eq!(answer[0]["id"], "5b0c");
+    assert_eq!(answer[0]["result"]["outcome"]["optionId"], "abort");
+    connection
+        .push_stdout(
+            b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"stopReason\":\"cancelled\"}}\n",
+            5,
+        )
+        .unwrap();
+    let (status, body, ends) = drain_turn(&mut connection, turn);
+    assert_eq!((status, ends), (Some(502), 1));
+    let body = String::from_utf8_lossy(&body);
+    assert!(
+        body.contains("permission") && body.contains("reject_once"),
+        "{body}"
+    );
+}

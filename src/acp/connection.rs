@@ -141,6 +141,8 @@ struct Turn {
     /// The client hung up: its `End` need not be handed out, so the turn is forgotten
     /// once the agent is done with it, polled or not.
     gone: bool,
+    /// A permission request of this turn was refused by policy.
+    refused: bool,
 }
 
 impl Turn {
@@ -339,6 +341,7 @@ impl Connection {
             tools: ToolCalls::default(),
             cost: None,
             gone: false,
+            refused: false,
         });
         self.schedule(params.now_ms);
         id
@@ -880,8 +883,8 @@ impl Connection {
             kind: String,
         }
         let request = params.and_then(|p| serde_json::from_str::<Permission>(p.get()).ok());
-        let prompting = request.as_ref().is_some_and(|request| {
-            self.turns.iter().any(|t| {
+        let prompting = request.as_ref().and_then(|request| {
+            self.turns.iter().position(|t| {
                 t.session.as_deref() == Some(request.session_id.as_str())
                     && t.phase == Phase::Prompting
             })
@@ -890,19 +893,28 @@ impl Connection {
             PermissionChoice::AllowOnce => &["allow_once", "reject_once"],
             PermissionChoice::RejectOnce => &["reject_once"],
         };
-        let chosen = request.filter(|_| prompting).and_then(|request| {
+        let chosen = request.filter(|_| prompting.is_some()).and_then(|request| {
             kinds.iter().find_map(|kind| {
                 request
                     .options
                     .iter()
                     .find(|o| o.kind == *kind)
-                    .map(|o| o.option_id.clone())
+                    .map(|o| (o.option_id.clone(), *kind))
             })
         });
+        if let Some(index) = prompting {
+            // Remembered so that an agent ending the turn over it (codex-acp ends it
+            // `cancelled`) is explained to the client.
+            self.turns[index].refused |= chosen
+                .as_ref()
+                .is_none_or(|(_, kind)| *kind != "allow_once");
+        }
         // A cancelled (or unknown) turn's permission is answered `cancelled`, as ACP
         // requires; so is one offering no acceptable kind.
         let outcome = match chosen {
-            Some(option_id) => json!({"outcome": {"outcome": "selected", "optionId": option_id}}),
+            Some((option_id, _)) => {
+                json!({"outcome": {"outcome": "selected", "optionId": option_id}})
+            }
             None => json!({"outcome": {"outcome": "cancelled"}}),
         };
         message::write_result(&mut self.transmit, id, outcome);
@@ -1085,13 +1097,15 @@ impl Connection {
                             // Ours: the response already ended (client gone, timeout, shutdown).
                             None if cancelling => {}
                             None => {
-                                let failure = Failure::new(
-                                    FailureKind::AgentError,
+                                let message = if t.refused {
                                     format!(
-                                        "The ACP agent ended the turn: {}.",
+                                        "The ACP agent ended the turn ({}) after its request for permission to run a tool was refused: permissions are answered `reject_once` (`AcpConfig::permission`; `--allow-force` in the proxies allows them). Ask for something that needs no permission, or allow it.",
                                         result.stop_reason
-                                    ),
-                                );
+                                    )
+                                } else {
+                                    format!("The ACP agent ended the turn: {}.", result.stop_reason)
+                                };
+                                let failure = Failure::new(FailureKind::AgentError, message);
                                 t.bridge.push_event(&Event::Failed(failure), now_ms);
                             }
                         }
