@@ -82,6 +82,12 @@ pub struct Flags {
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub acp_queue_timeout_ms: Option<u64>,
 
+    /// ACP: how long a just-started agent may take to answer `initialize` before it is
+    /// restarted (default 10000; an agent that relaunches itself on a loaded machine may
+    /// need more). Only with --agent-protocol acp.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub acp_initialize_timeout_ms: Option<u64>,
+
     /// ACP: the directory the agent's sessions work in (`session/new` `cwd`); default
     /// --workspace, else the proxy's working directory, made absolute. Only with
     /// --agent-protocol acp.
@@ -314,6 +320,7 @@ struct AcpFlags {
     max_prompts: Option<u32>,
     pool_size: Option<u32>,
     queue_timeout_ms: Option<u64>,
+    initialize_timeout_ms: Option<u64>,
     allow_force: bool,
 }
 
@@ -359,6 +366,9 @@ impl AcpSettings {
                 .map_or(defaults.max_concurrent_prompts, |n| n as usize),
             pool_size: flags.pool_size.map_or(defaults.pool_size, |n| n as usize),
             queue_timeout_ms: flags.queue_timeout_ms.unwrap_or(defaults.queue_timeout_ms),
+            initialize_timeout_ms: flags
+                .initialize_timeout_ms
+                .unwrap_or(defaults.initialize_timeout_ms),
             ..defaults
         })
     }
@@ -389,6 +399,7 @@ impl Flags {
             max_prompts: self.acp_max_prompts,
             pool_size: self.acp_pool_size,
             queue_timeout_ms: self.acp_queue_timeout_ms,
+            initialize_timeout_ms: self.acp_initialize_timeout_ms,
             allow_force: self.allow_force,
         };
         let acp_only = [
@@ -398,6 +409,10 @@ impl Flags {
             (
                 "--acp-queue-timeout-ms",
                 self.acp_queue_timeout_ms.is_some(),
+            ),
+            (
+                "--acp-initialize-timeout-ms",
+                self.acp_initialize_timeout_ms.is_some(),
             ),
             ("--acp-cwd", self.acp_cwd.is_some()),
         ];
@@ -554,6 +569,8 @@ mod tests {
             "0",
             "--acp-queue-timeout-ms",
             "250",
+            "--acp-initialize-timeout-ms",
+            "30000",
             "--acp-cwd",
             dir.to_str().unwrap(),
         ])
@@ -568,6 +585,7 @@ mod tests {
             ),
             (1, 0, 250)
         );
+        assert_eq!(config.initialize_timeout_ms, 30_000);
         assert_eq!(Path::new(&config.cwd), std::path::absolute(&dir).unwrap());
 
         for (args, says) in [
@@ -575,6 +593,10 @@ mod tests {
             (&["--acp-max-prompts", "x"], "--acp-max-prompts"),
             (&["--acp-pool-size", "65"], "--acp-pool-size"),
             (&["--acp-queue-timeout-ms", "0"], "--acp-queue-timeout-ms"),
+            (
+                &["--acp-initialize-timeout-ms", "0"],
+                "--acp-initialize-timeout-ms",
+            ),
             (&["--acp-cwd", "/no/such/dir"], "not a directory"),
         ] {
             let args: Vec<&str> = ["--agent-protocol", "acp"]
@@ -589,6 +611,7 @@ mod tests {
             "--acp-max-prompts",
             "--acp-pool-size",
             "--acp-queue-timeout-ms",
+            "--acp-initialize-timeout-ms",
         ] {
             let error = parse(&[flag, "1"]).unwrap_err();
             assert!(error.contains("only for --agent-protocol acp"), "{error}");
