@@ -185,7 +185,7 @@ pub struct aw_output {
 }
 
 impl aw_output {
-    fn of(output: &Output<'_>) -> aw_output {
+    pub(crate) fn of(output: &Output<'_>) -> aw_output {
         let empty = aw_output {
             kind: aw_output_kind::End,
             status: 0,
