@@ -108,9 +108,9 @@ class _Field(Generic[G, S]):
     def __get__(self, obj: None, owner: type) -> "_Field[G, S]": ...
 
     @overload
-    def __get__(self, obj: "Config", owner: type) -> G: ...
+    def __get__(self, obj: "_Settings", owner: type) -> G: ...
 
-    def __get__(self, obj: Optional["Config"], owner: type) -> Any:
+    def __get__(self, obj: Optional["_Settings"], owner: type) -> Any:
         if obj is None:
             return self
         with obj._lock:
@@ -120,7 +120,7 @@ class _Field(Generic[G, S]):
             # Copied under the lock: a string view lasts until the next call on the config.
             return self.read(copy_str(out[0]) if self.c_type == "aw_str" else out[0])
 
-    def __set__(self, obj: "Config", value: S) -> None:
+    def __set__(self, obj: "_Settings", value: S) -> None:
         if value is None:
             if self.clear is None:
                 raise TypeError(f"{self.name} cannot be None")
