@@ -338,10 +338,8 @@ pub unsafe extern "C" fn aw_acp_connection_push_stdout(
 ) -> aw_result {
     // SAFETY: the pointer rules.
     unsafe {
-        call_mut(connection, |state| {
-            let bytes = input_bytes(data, len, "data")?;
-            state.connection.push_stdout(bytes, now_ms)?;
-            Ok(aw_result::Ok)
+        push(connection, data, len, |c, bytes| {
+            c.push_stdout(bytes, now_ms)
         })
     }
 }
@@ -357,9 +355,27 @@ pub unsafe extern "C" fn aw_acp_connection_push_stderr(
 ) -> aw_result {
     // SAFETY: the pointer rules.
     unsafe {
+        push(connection, data, len, |c, bytes| {
+            c.push_stderr(bytes, now_ms)
+        })
+    }
+}
+
+/// The body of the pushes: `f` with the connection and the bytes.
+///
+/// # Safety
+/// The pointer rules: `connection` is NULL or live; `data` is NULL or `len` readable bytes.
+unsafe fn push(
+    connection: *mut aw_acp_connection,
+    data: *const u8,
+    len: usize,
+    f: impl FnOnce(&mut Connection, &[u8]) -> Result<(), ConnectionError>,
+) -> aw_result {
+    // SAFETY: forwarded contract.
+    unsafe {
         call_mut(connection, |state| {
             let bytes = input_bytes(data, len, "data")?;
-            state.connection.push_stderr(bytes, now_ms)?;
+            f(&mut state.connection, bytes)?;
             Ok(aw_result::Ok)
         })
     }
@@ -479,13 +495,7 @@ pub unsafe extern "C" fn aw_acp_connection_poll_transmit(
     unsafe {
         call_mut(connection, |state| {
             let out = Out::new(out_bytes, "out_bytes")?;
-            Ok(match state.connection.poll_transmit() {
-                Some(bytes) => {
-                    out.write(aw_bytes::of(bytes));
-                    aw_result::Ok
-                }
-                None => aw_result::Drained,
-            })
+            Ok(out.write_polled(state.connection.poll_transmit().map(aw_bytes::of)))
         })
     }
 }
@@ -503,13 +513,7 @@ pub unsafe extern "C" fn aw_acp_connection_poll_ready(
     unsafe {
         call_mut(connection, |state| {
             let out = Out::new(out_turn, "out_turn")?;
-            Ok(match state.connection.poll_ready() {
-                Some(turn) => {
-                    out.write(turn.get());
-                    aw_result::Ok
-                }
-                None => aw_result::Drained,
-            })
+            Ok(out.write_polled(state.connection.poll_ready().map(TurnId::get)))
         })
     }
 }
@@ -534,13 +538,8 @@ pub unsafe extern "C" fn aw_acp_connection_poll_output(
         call_mut(connection, |state| {
             let out = Out::new(out_output, "out_output")?;
             let turn = state.turn(turn)?;
-            Ok(match state.connection.poll_output(turn) {
-                Some(output) => {
-                    out.write(aw_output::of(&output));
-                    aw_result::Ok
-                }
-                None => aw_result::Drained,
-            })
+            let output = state.connection.poll_output(turn);
+            Ok(out.write_polled(output.as_ref().map(aw_output::of)))
         })
     }
 }
@@ -561,16 +560,13 @@ pub unsafe extern "C" fn aw_acp_connection_poll_decision(
         call_mut(connection, |state| {
             let out = Out::new(out_decision, "out_decision")?;
             state.decision = state.connection.poll_decision();
-            Ok(match &state.decision {
-                Some(Decision::Restart { reason }) => {
-                    out.write(aw_acp_decision {
-                        kind: aw_acp_decision_kind::Restart,
-                        reason: aw_str::of(reason),
-                    });
-                    aw_result::Ok
-                }
-                None => aw_result::Drained,
-            })
+            let decision = state.decision.as_ref().map(|decision| match decision {
+                Decision::Restart { reason } => aw_acp_decision {
+                    kind: aw_acp_decision_kind::Restart,
+                    reason: aw_str::of(reason),
+                },
+            });
+            Ok(out.write_polled(decision))
         })
     }
 }
