@@ -26,6 +26,17 @@
  * (401, 404, 405, 413, 429, 503, ...) in the route's dialect; send aw_reply_status,
  * aw_reply_retryable (x-should-retry) and aw_reply_body, then aw_reply_free.
  * Plugins that want events and no HTTP use aw_decoder the same way.
+ * One warm ACP agent (gemini --acp, claude-agent-acp, codex-acp, ...) serving many requests
+ * is an aw_acp_connection (settings: aw_acp_config): spawn the agent once, then
+ *   aw_acp_connection_start_turn(conn, dialect, body, len, config, now_ms, ..., &turn)
+ *                                    per request (a turn: the outputs of one aw_bridge)
+ *   agent stdout/stderr, exit, time, hang-ups -> aw_acp_connection_push_* / _agent_exited_*
+ *                                    / _handle_timeout / _client_gone(conn, turn, now_ms)
+ *   after EVERY input: aw_acp_connection_poll_transmit until AW_RESULT_DRAINED (write to
+ *   the agent's stdin), aw_acp_connection_poll_decision (RESTART: kill the agent, start a
+ *   new one and a new connection), and for each turn aw_acp_connection_poll_ready names,
+ *   aw_acp_connection_poll_output(conn, turn, &out) until AW_RESULT_DRAINED; then
+ *   aw_acp_connection_poll_timeout.
  *
  * CONVENTIONS
  * - Every symbol starts with aw_ / AW_. Handles are opaque, created by *_new, freed by
@@ -93,10 +104,10 @@
 
 /** The C ABI version of this header (aw_version() gives the linked library's). */
 #define AW_VERSION_MAJOR 1
-#define AW_VERSION_MINOR 0
+#define AW_VERSION_MINOR 1
 #define AW_VERSION_PATCH 0
 /** AW_VERSION_MAJOR * 1000000 + AW_VERSION_MINOR * 1000 + AW_VERSION_PATCH */
-#define AW_VERSION_NUMBER 1000000
+#define AW_VERSION_NUMBER 1001000
 
 
 /**
@@ -170,9 +181,13 @@ enum aw_result
      * The handle is in use by another call (from another thread): calls on one handle
      * must not overlap, and this one did nothing. Nothing was written and the handle's
      * last error is left to the call in progress. The program has a race to fix:
-     * serialise the handle's calls. Last added.
+     * serialise the handle's calls.
      */
     AW_RESULT_BUSY = 7109,
+    /**
+     * A turn number that the ACP connection never handed out. Last added (ABI 1.1).
+     */
+    AW_RESULT_UNKNOWN_TURN = 7110,
     /**
      * A string argument is not valid UTF-8.
      */
@@ -285,6 +300,55 @@ enum aw_output_kind
 typedef enum aw_output_kind aw_output_kind;
 #else
 typedef uint32_t aw_output_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * How an ACP agent's `session/request_permission` is answered: by the offered option's
+ * kind, never its id; `allow_always` is never chosen.
+ */
+enum aw_permission_choice
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * Select the option of kind `allow_once`: the agent runs the tool this once. The
+     * default.
+     */
+    AW_PERMISSION_CHOICE_ALLOW_ONCE = 0,
+    /**
+     * Select the option of kind `reject_once`.
+     */
+    AW_PERMISSION_CHOICE_REJECT_ONCE = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum aw_permission_choice aw_permission_choice;
+#else
+typedef uint32_t aw_permission_choice;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What `aw_acp_connection_poll_decision` hands out.
+ */
+enum aw_acp_decision_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * Kill the agent's process group and start a new agent process with a new connection;
+     * this one serves nothing more.
+     */
+    AW_ACP_DECISION_KIND_RESTART = 0,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum aw_acp_decision_kind aw_acp_decision_kind;
+#else
+typedef uint32_t aw_acp_decision_kind;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -631,6 +695,35 @@ typedef uint32_t aw_error_kind;
 #endif // __cplusplus
 
 /**
+ * Settings for `aw_acp_connection_new`: an opaque handle, created with the defaults of the
+ * Rust `AcpConfig::default()` by `aw_acp_config_new`, changed with the `aw_acp_config_set_*`
+ * functions and freed with `aw_acp_config_free`. A connection copies it when created, so
+ * a config may be changed or freed afterwards.
+ */
+typedef struct aw_acp_config aw_acp_config;
+
+/**
+ * One ACP agent process (JSON-RPC 2.0 over its stdin and stdout: `gemini --acp`,
+ * `claude-agent-acp`, `codex-acp`, ...) serving many requests, each a turn on a fresh
+ * session: an opaque handle created by `aw_acp_connection_new` and freed by
+ * `aw_acp_connection_free`.
+ *
+ * The loop: spawn the agent in its own process group once, create the connection, then
+ * for every input (`aw_acp_connection_start_turn` for each HTTP request,
+ * `aw_acp_connection_push_stdout`, `aw_acp_connection_push_stderr`,
+ * `aw_acp_connection_agent_exited_*`, `aw_acp_connection_handle_timeout`,
+ * `aw_acp_connection_client_gone`, `aw_acp_connection_shutdown`) **drain
+ * `aw_acp_connection_poll_transmit` (write the bytes to the agent's stdin),
+ * `aw_acp_connection_poll_decision` (`AW_ACP_DECISION_KIND_RESTART`: kill the process group
+ * and start a new agent with a new connection), and for every turn
+ * `aw_acp_connection_poll_ready` names, `aw_acp_connection_poll_output` until each returns
+ * `AW_RESULT_DRAINED`**, then ask `aw_acp_connection_poll_timeout` for the next deadline.
+ * A turn's outputs are those of `aw_bridge_poll_output` except that
+ * `AW_OUTPUT_KIND_STOP_AGENT` never appears (the turn's session is cancelled instead).
+ */
+typedef struct aw_acp_connection aw_acp_connection;
+
+/**
  * One request, from its body to the end of its HTTP response: an opaque handle created
  * by `aw_bridge_new` and freed by `aw_bridge_free`.
  *
@@ -737,6 +830,20 @@ typedef struct {
      */
     aw_bytes body;
 } aw_output;
+
+/**
+ * A connection-level decision.
+ */
+typedef struct {
+    /**
+     * What to do.
+     */
+    aw_acp_decision_kind kind;
+    /**
+     * Why, for logs (UTF-8, not NUL-terminated).
+     */
+    aw_str reason;
+} aw_acp_decision;
 
 /**
  * A call of one of the client's tools.
@@ -1663,6 +1770,481 @@ aw_result aw_reply_body(const aw_reply *reply,
                         aw_bytes *out_body);
 
 /**
+ * Creates a config with the defaults (those of the Rust `AcpConfig::default()`) and
+ * writes it to `*out_config`.
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_NULL_PARAMETER` when `out_config` is NULL.
+ *
+ * Memory and lifetimes: the caller owns the new config and frees it with
+ * `aw_acp_config_free`.
+ */
+aw_result aw_acp_config_new(aw_acp_config **out_config);
+
+/**
+ * Frees a config. NULL does nothing. Connections created from it are not affected. A
+ * free that overlaps a call on the config (from another thread) is refused, as
+ * `aw_config_free` says.
+ */
+void aw_acp_config_free(aw_acp_config *config);
+
+/**
+ * The message of the last call on `config` that failed, NUL-terminated; `""` when none
+ * failed or `config` is NULL.
+ *
+ * Memory and lifetimes: valid until the next call on `config` (from any thread) or its
+ * free.
+ */
+const char *aw_acp_config_last_error(const aw_acp_config *config);
+
+/**
+ * Sets `cwd`: the working directory sessions are created in (`session/new` `cwd`; ACP wants an absolute path; default `"/"`). `data` holds `len` bytes of UTF-8 (a terminator is not needed).
+ *
+ * Returns `AW_RESULT_OK`, `AW_RESULT_INVALID_UTF8`, `AW_RESULT_NULL_PARAMETER` or
+ * `AW_RESULT_LENGTH_TOO_LARGE`; on failure the config is unchanged.
+ */
+aw_result aw_acp_config_set_cwd(aw_acp_config *config,
+                                const char *data,
+                                size_t len);
+
+/**
+ * Reads `cwd` into `*out_value`.
+ *
+ * Memory and lifetimes: not NUL-terminated; valid until the next mutating call on `config`
+ * or its free.
+ */
+aw_result aw_acp_config_get_cwd(const aw_acp_config *config,
+                                aw_str *out_value);
+
+/**
+ * Sets `client_name`: `clientInfo.name` in `initialize` (default `"agentwire"`). `data` holds `len` bytes of UTF-8 (a terminator is not needed).
+ *
+ * Returns `AW_RESULT_OK`, `AW_RESULT_INVALID_UTF8`, `AW_RESULT_NULL_PARAMETER` or
+ * `AW_RESULT_LENGTH_TOO_LARGE`; on failure the config is unchanged.
+ */
+aw_result aw_acp_config_set_client_name(aw_acp_config *config,
+                                        const char *data,
+                                        size_t len);
+
+/**
+ * Reads `client_name` into `*out_value`.
+ *
+ * Memory and lifetimes: not NUL-terminated; valid until the next mutating call on `config`
+ * or its free.
+ */
+aw_result aw_acp_config_get_client_name(const aw_acp_config *config,
+                                        aw_str *out_value);
+
+/**
+ * Sets `client_version`: `clientInfo.version` in `initialize` (default this library's crate version). `data` holds `len` bytes of UTF-8 (a terminator is not needed).
+ *
+ * Returns `AW_RESULT_OK`, `AW_RESULT_INVALID_UTF8`, `AW_RESULT_NULL_PARAMETER` or
+ * `AW_RESULT_LENGTH_TOO_LARGE`; on failure the config is unchanged.
+ */
+aw_result aw_acp_config_set_client_version(aw_acp_config *config,
+                                           const char *data,
+                                           size_t len);
+
+/**
+ * Reads `client_version` into `*out_value`.
+ *
+ * Memory and lifetimes: not NUL-terminated; valid until the next mutating call on `config`
+ * or its free.
+ */
+aw_result aw_acp_config_get_client_version(const aw_acp_config *config,
+                                           aw_str *out_value);
+
+/**
+ * Sets `permission`, an `aw_permission_choice` (default `AW_PERMISSION_CHOICE_ALLOW_ONCE`).
+ *
+ * Returns `AW_RESULT_OK` or `AW_RESULT_INVALID_ENUM`; on failure the config is unchanged.
+ */
+aw_result aw_acp_config_set_permission(aw_acp_config *config,
+                                       uint32_t value);
+
+/**
+ * Reads `permission` into `*out_value`.
+ */
+aw_result aw_acp_config_get_permission(const aw_acp_config *config,
+                                       aw_permission_choice *out_value);
+
+/**
+ * Sets `pool_size`: fresh sessions kept ready ahead of need, to hide `session/new`'s latency (default 1; 0 creates sessions on demand).
+ */
+aw_result aw_acp_config_set_pool_size(aw_acp_config *config,
+                                      size_t value);
+
+/**
+ * Reads `pool_size` into `*out_value`.
+ */
+aw_result aw_acp_config_get_pool_size(const aw_acp_config *config,
+                                      size_t *out_value);
+
+/**
+ * Sets `max_concurrent_prompts`: prompts running at once; more wait in a queue (default 4).
+ */
+aw_result aw_acp_config_set_max_concurrent_prompts(aw_acp_config *config,
+                                                   size_t value);
+
+/**
+ * Reads `max_concurrent_prompts` into `*out_value`.
+ */
+aw_result aw_acp_config_get_max_concurrent_prompts(const aw_acp_config *config,
+                                                   size_t *out_value);
+
+/**
+ * Sets `queue_timeout_ms`: how long a request may wait in that queue before it fails with 503 (default 30000).
+ */
+aw_result aw_acp_config_set_queue_timeout_ms(aw_acp_config *config,
+                                             uint64_t value);
+
+/**
+ * Reads `queue_timeout_ms` into `*out_value`.
+ */
+aw_result aw_acp_config_get_queue_timeout_ms(const aw_acp_config *config,
+                                             uint64_t *out_value);
+
+/**
+ * Sets `initialize_timeout_ms`: the deadline for the `initialize` answer (default 10000).
+ */
+aw_result aw_acp_config_set_initialize_timeout_ms(aw_acp_config *config,
+                                                  uint64_t value);
+
+/**
+ * Reads `initialize_timeout_ms` into `*out_value`.
+ */
+aw_result aw_acp_config_get_initialize_timeout_ms(const aw_acp_config *config,
+                                                  uint64_t *out_value);
+
+/**
+ * Sets `new_session_timeout_ms`: the deadline for a `session/new` answer (default 30000).
+ */
+aw_result aw_acp_config_set_new_session_timeout_ms(aw_acp_config *config,
+                                                   uint64_t value);
+
+/**
+ * Reads `new_session_timeout_ms` into `*out_value`.
+ */
+aw_result aw_acp_config_get_new_session_timeout_ms(const aw_acp_config *config,
+                                                   uint64_t *out_value);
+
+/**
+ * Sets `set_model_timeout_ms`: the deadline for a `session/set_config_option` or `session/set_model` answer (default 10000).
+ */
+aw_result aw_acp_config_set_set_model_timeout_ms(aw_acp_config *config,
+                                                 uint64_t value);
+
+/**
+ * Reads `set_model_timeout_ms` into `*out_value`.
+ */
+aw_result aw_acp_config_get_set_model_timeout_ms(const aw_acp_config *config,
+                                                 uint64_t *out_value);
+
+/**
+ * Sets `cancel_timeout_ms`: how long a cancelled prompt may take to end before its session is given up (default 10000).
+ */
+aw_result aw_acp_config_set_cancel_timeout_ms(aw_acp_config *config,
+                                              uint64_t value);
+
+/**
+ * Reads `cancel_timeout_ms` into `*out_value`.
+ */
+aw_result aw_acp_config_get_cancel_timeout_ms(const aw_acp_config *config,
+                                              uint64_t *out_value);
+
+/**
+ * Sets `turn_output_budget`: response bytes a turn may hold that the caller has not taken yet; a turn over it is cancelled with a clear error, so that one slow client never stops the agent's stdout (default 8 MiB).
+ */
+aw_result aw_acp_config_set_turn_output_budget(aw_acp_config *config,
+                                               size_t value);
+
+/**
+ * Reads `turn_output_budget` into `*out_value`.
+ */
+aw_result aw_acp_config_get_turn_output_budget(const aw_acp_config *config,
+                                               size_t *out_value);
+
+/**
+ * Sets `max_line_len`: the longest agent stdout line accepted (default 64 MiB).
+ */
+aw_result aw_acp_config_set_max_line_len(aw_acp_config *config,
+                                         size_t value);
+
+/**
+ * Reads `max_line_len` into `*out_value`.
+ */
+aw_result aw_acp_config_get_max_line_len(const aw_acp_config *config,
+                                         size_t *out_value);
+
+/**
+ * Sets `stderr_tail_bytes`: bytes of the agent's stderr kept for failure messages (default 4096).
+ */
+aw_result aw_acp_config_set_stderr_tail_bytes(aw_acp_config *config,
+                                              size_t value);
+
+/**
+ * Reads `stderr_tail_bytes` into `*out_value`.
+ */
+aw_result aw_acp_config_get_stderr_tail_bytes(const aw_acp_config *config,
+                                              size_t *out_value);
+
+/**
+ * Creates a connection to a just-spawned ACP agent, writing it to `*out_connection`; its
+ * first transmit is the `initialize` request.
+ *
+ * Parameters:
+ * - `config`: the settings, copied; NULL for the defaults.
+ * - `now_ms`: now on the caller's monotonic millisecond clock; every later `now_ms` of
+ *   this connection is on the same clock.
+ *
+ * Returns `AW_RESULT_OK`; `AW_RESULT_NULL_PARAMETER` (`out_connection` NULL),
+ * `AW_RESULT_POISONED` (a poisoned `config`), `AW_RESULT_BUSY` (`config` is in a call on
+ * another thread).
+ *
+ * Memory and lifetimes: the caller owns the new connection and frees it with
+ * `aw_acp_connection_free`.
+ */
+aw_result aw_acp_connection_new(const aw_acp_config *config,
+                                uint64_t now_ms,
+                                aw_acp_connection **out_connection);
+
+/**
+ * Frees a connection and every turn in it. NULL does nothing. Free it whatever state it
+ * is in (poisoned too); views it handed out become invalid. A free that overlaps a call
+ * on the connection (from another thread) is refused, as `aw_bridge_free` says.
+ */
+void aw_acp_connection_free(aw_acp_connection *connection);
+
+/**
+ * The message of the last call on `connection` that failed, NUL-terminated; `""` when
+ * none failed or `connection` is NULL.
+ *
+ * Memory and lifetimes: valid until the next call on `connection` (from any thread) or
+ * its free.
+ */
+const char *aw_acp_connection_last_error(const aw_acp_connection *connection);
+
+/**
+ * Whether the handshake succeeded and the agent is serving. False for a NULL or poisoned
+ * connection, and while another thread is inside a call on it.
+ */
+bool aw_acp_connection_is_ready(const aw_acp_connection *connection);
+
+/**
+ * Whether the connection serves nothing more (the handshake failed, the agent exited, or
+ * a restart was decided). True for a NULL or poisoned connection (nothing more will come
+ * from it) and while another thread is inside a call on it.
+ */
+bool aw_acp_connection_is_dead(const aw_acp_connection *connection);
+
+/**
+ * How many turns have a response that has not ended yet, into `*out_count`.
+ *
+ * Returns `AW_RESULT_OK`.
+ */
+aw_result aw_acp_connection_active_turns(const aw_acp_connection *connection,
+                                         size_t *out_count);
+
+/**
+ * How many agent stdout lines were not JSON-RPC (ignored), into `*out_count`.
+ *
+ * Returns `AW_RESULT_OK`.
+ */
+aw_result aw_acp_connection_malformed_lines(const aw_acp_connection *connection,
+                                            uint64_t *out_count);
+
+/**
+ * How many models the agent offers (from its latest `session/new` answer), into
+ * `*out_count`.
+ *
+ * Returns `AW_RESULT_OK` (0 when the agent lists none: then only its default is served),
+ * or `AW_RESULT_NOT_AVAILABLE` until a session was created.
+ */
+aw_result aw_acp_connection_model_count(const aw_acp_connection *connection,
+                                        size_t *out_count);
+
+/**
+ * The id of model `index` (from 0, in the agent's order), into `*out_model`: what a
+ * request's `model` names.
+ *
+ * Returns `AW_RESULT_OK`, `AW_RESULT_NOT_AVAILABLE` until a session was created, or
+ * `AW_RESULT_INDEX_OUT_OF_RANGE`.
+ *
+ * Memory and lifetimes: not NUL-terminated; valid until the next mutating call on
+ * `connection` or its free.
+ */
+aw_result aw_acp_connection_model(const aw_acp_connection *connection,
+                                  size_t index,
+                                  aw_str *out_model);
+
+/**
+ * The model a fresh session uses unless told otherwise, into `*out_model`.
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE` when the agent has not said.
+ *
+ * Memory and lifetimes: as `aw_acp_connection_model`.
+ */
+aw_result aw_acp_connection_current_model(const aw_acp_connection *connection,
+                                          aw_str *out_model);
+
+/**
+ * A client request of `dialect`, validated and answered as `aw_bridge_new` would, then
+ * queued for a session; its number goes to `*out_turn` and its outputs come from
+ * `aw_acp_connection_poll_output`. An invalid body (or one with client `tools`, which the
+ * agent cannot call) is not a failure of this call: the turn is created and its outputs
+ * are the error head, body and end.
+ *
+ * Parameters as `aw_bridge_new`'s: `config` (the request's settings, copied; NULL for the
+ * defaults), `now_ms` (the connection's clock), `created_unix`, `id_seed`.
+ *
+ * Returns `AW_RESULT_OK`; `AW_RESULT_INVALID_ENUM` (`dialect`), `AW_RESULT_POISONED` or
+ * `AW_RESULT_BUSY` (about `config`), `AW_RESULT_NULL_PARAMETER`,
+ * `AW_RESULT_LENGTH_TOO_LARGE`.
+ *
+ * Memory and lifetimes: `body` is read during the call only. Views from earlier calls
+ * become invalid.
+ */
+aw_result aw_acp_connection_start_turn(aw_acp_connection *connection,
+                                       uint32_t dialect,
+                                       const uint8_t *body,
+                                       size_t body_len,
+                                       const aw_config *config,
+                                       uint64_t now_ms,
+                                       uint64_t created_unix,
+                                       uint64_t id_seed,
+                                       uint64_t *out_turn);
+
+/**
+ * Feeds bytes the agent wrote to stdout, in any chunking. Every line these bytes
+ * complete is handled now; drain the outputs after.
+ *
+ * Returns `AW_RESULT_OK`; `AW_RESULT_AFTER_EXIT` after `aw_acp_connection_agent_exited_*`;
+ * `AW_RESULT_NULL_PARAMETER`, `AW_RESULT_LENGTH_TOO_LARGE`.
+ *
+ * Memory and lifetimes: `data` is read during the call only. Views from earlier calls
+ * become invalid.
+ */
+aw_result aw_acp_connection_push_stdout(aw_acp_connection *connection,
+                                        const uint8_t *data,
+                                        size_t len,
+                                        uint64_t now_ms);
+
+/**
+ * Feeds bytes the agent wrote to stderr, in any chunking; only the tail is kept, for
+ * failure messages. Results, memory and lifetimes as `aw_acp_connection_push_stdout`.
+ */
+aw_result aw_acp_connection_push_stderr(aw_acp_connection *connection,
+                                        const uint8_t *data,
+                                        size_t len,
+                                        uint64_t now_ms);
+
+/**
+ * The agent exited with status `code` (call it after its stdout and stderr reached end of
+ * file and were pushed): every open turn fails with the agent's stderr tail, and the
+ * connection is dead. Drain the outputs after.
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_EXITED_TWICE`. Views from earlier calls become
+ * invalid.
+ */
+aw_result aw_acp_connection_agent_exited_code(aw_acp_connection *connection,
+                                              int32_t code,
+                                              uint64_t now_ms);
+
+/**
+ * The agent was ended by signal `signal`. As `aw_acp_connection_agent_exited_code`
+ * otherwise.
+ */
+aw_result aw_acp_connection_agent_exited_signal(aw_acp_connection *connection,
+                                                int32_t signal,
+                                                uint64_t now_ms);
+
+/**
+ * The deadline from `aw_acp_connection_poll_timeout` passed: `now_ms` is at or after it.
+ * Calls before it are harmless. Drain the outputs after.
+ *
+ * Returns `AW_RESULT_OK`. Views from earlier calls become invalid.
+ */
+aw_result aw_acp_connection_handle_timeout(aw_acp_connection *connection,
+                                           uint64_t now_ms);
+
+/**
+ * The HTTP client of `turn` hung up: its prompt is cancelled and nothing more is written
+ * for it. Drain the outputs after. A turn that already ended is left as it is.
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_UNKNOWN_TURN` when this connection never handed
+ * out `turn`. Views from earlier calls become invalid.
+ */
+aw_result aw_acp_connection_client_gone(aw_acp_connection *connection,
+                                        uint64_t turn,
+                                        uint64_t now_ms);
+
+/**
+ * The program is shutting down: every turn ends now as a failure the client may retry,
+ * and every running prompt is cancelled. Drain the outputs after.
+ *
+ * Returns `AW_RESULT_OK`. Views from earlier calls become invalid.
+ */
+aw_result aw_acp_connection_shutdown(aw_acp_connection *connection,
+                                     uint64_t now_ms);
+
+/**
+ * Bytes to write to the agent's stdin (whole JSON-RPC lines), into `*out_bytes`.
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_DRAINED` when there is nothing to write until the
+ * next input.
+ *
+ * Memory and lifetimes: valid until the next call on `connection` (this one included) or
+ * its free: write them (or copy them) before anything else.
+ */
+aw_result aw_acp_connection_poll_transmit(aw_acp_connection *connection,
+                                          aw_bytes *out_bytes);
+
+/**
+ * A turn that has output for `aw_acp_connection_poll_output`, into `*out_turn`: each is
+ * named at most once between two inputs, in the order turns were started.
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_DRAINED` when no other turn has output.
+ */
+aw_result aw_acp_connection_poll_ready(aw_acp_connection *connection,
+                                       uint64_t *out_turn);
+
+/**
+ * The next output of `turn`, into `*out_output`: as from `aw_bridge_poll_output`, except
+ * that `AW_OUTPUT_KIND_STOP_AGENT` never appears.
+ *
+ * Returns `AW_RESULT_OK`, `AW_RESULT_DRAINED` until the next input (and for ever after
+ * `AW_OUTPUT_KIND_END`), or `AW_RESULT_UNKNOWN_TURN` when this connection never handed
+ * out `turn`.
+ *
+ * Memory and lifetimes: `out_output->body` is valid until the next call on `connection`
+ * (this one included) or its free; `content_type` is static.
+ */
+aw_result aw_acp_connection_poll_output(aw_acp_connection *connection,
+                                        uint64_t turn,
+                                        aw_output *out_output);
+
+/**
+ * The next connection-level decision, into `*out_decision`.
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_DRAINED` when there is none.
+ *
+ * Memory and lifetimes: `out_decision->reason` is valid until the next call on
+ * `connection` or its free.
+ */
+aw_result aw_acp_connection_poll_decision(aw_acp_connection *connection,
+                                          aw_acp_decision *out_decision);
+
+/**
+ * When `aw_acp_connection_handle_timeout` is next due, on the caller's clock: writes
+ * whether a deadline is scheduled to `*out_has_deadline`, and the deadline (or 0) to
+ * `*out_deadline_ms`.
+ *
+ * Returns `AW_RESULT_OK`.
+ */
+aw_result aw_acp_connection_poll_timeout(const aw_acp_connection *connection,
+                                         bool *out_has_deadline,
+                                         uint64_t *out_deadline_ms);
+
+/**
  * Creates a decoder with the decoder limits of `config` (`decoder_max_line_len`,
  * `decoder_max_notes`; NULL for the defaults) and writes it to `*out_decoder`.
  *
@@ -1825,6 +2407,28 @@ aw_result aw_reply_test_overlap(aw_reply *reply);
  * Test only: as `aw_config_test_overlap`, on a decoder.
  */
 aw_result aw_decoder_test_overlap(aw_decoder *decoder);
+#endif
+
+#if defined(AW_TEST_HOOKS)
+/**
+ * Test only: panics inside a call on `connection`, which returns `AW_RESULT_PANIC` and
+ * leaves `connection` poisoned.
+ */
+aw_result aw_acp_connection_test_panic(aw_acp_connection *connection);
+#endif
+
+#if defined(AW_TEST_HOOKS)
+/**
+ * Test only: as `aw_config_test_overlap`, on an ACP config.
+ */
+aw_result aw_acp_config_test_overlap(aw_acp_config *config);
+#endif
+
+#if defined(AW_TEST_HOOKS)
+/**
+ * Test only: as `aw_config_test_overlap`, on an ACP connection.
+ */
+aw_result aw_acp_connection_test_overlap(aw_acp_connection *connection);
 #endif
 
 #ifdef __cplusplus

@@ -39,9 +39,9 @@ use crate::openai::ApiError;
 use crate::openai::chat::{ChunkEncoder, OutputOptions, ReasoningField, ResponseMeta};
 use crate::tools::ToolStrategy;
 pub use abi::{
-    AbiInput, AbiOp, BridgeOp, ClearField, Clock, ConfigOp, DecoderOp, DialectArg, EnumField,
-    Field, FlagField, KindArg, Number, NumberField, Pass, ReplyOp, ResultNumber, Start, Stdout,
-    TextField, abi, abi_bytes,
+    AbiInput, AbiOp, AcpOp, AcpSettings, AcpStdout, AnswerShape, BridgeOp, ClearField, Clock,
+    ConfigOp, DecoderOp, DialectArg, EnumField, Field, FlagField, KindArg, Number, NumberField,
+    Pass, ReplyOp, ResultNumber, Start, Stdout, TextField, TurnArg, abi, abi_bytes,
 };
 use check::Ending;
 pub use dialects::RequestBody;

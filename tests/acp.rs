@@ -842,3 +842,28 @@ fn an_agent_ending_the_turn_over_a_refused_permission_says_so() {
         "{body}"
     );
 }
+
+#[test]
+fn a_turn_on_a_dead_connection_fails_without_stopping_an_agent() {
+    let mut connection = Connection::new(AcpConfig::default(), 0);
+    connection
+        .agent_exited(agentwire::cursor::ExitStatus::Code(1), 1)
+        .unwrap();
+    let request = acp_replay::request(Dialect::ChatCompletions, "auto");
+    let turn = connection.start_turn(
+        Dialect::ChatCompletions,
+        &request,
+        &Config::default(),
+        params(2),
+    );
+    let mut outputs = Vec::new();
+    while let Some(output) = connection.poll_output(turn) {
+        outputs.push(match output {
+            Output::Head(head) => format!("head {}", head.status),
+            Output::Body(_) => "body".into(),
+            Output::StopAgent => "stop".into(),
+            Output::End => "end".into(),
+        });
+    }
+    assert_eq!(outputs, ["head 503", "body", "end"]);
+}

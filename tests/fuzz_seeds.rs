@@ -11,9 +11,10 @@ mod shared;
 use std::path::{Path, PathBuf};
 
 use agentwire::fuzzing::{
-    self, AbiInput, AbiOp, BridgeInput, BridgeOp, ClearField, Clock, ConfigOp, DecoderOp,
-    DialectArg, EnumField, Field, FlagField, KindArg, Knobs, Number, NumberField, Op, Pass,
-    ReplyOp, RequestBody, ResultNumber, Start, Stdout, TextField,
+    self, AbiInput, AbiOp, AcpOp, AcpSettings, AcpStdout, AnswerShape, BridgeInput, BridgeOp,
+    ClearField, Clock, ConfigOp, DecoderOp, DialectArg, EnumField, Field, FlagField, KindArg,
+    Knobs, Number, NumberField, Op, Pass, ReplyOp, RequestBody, ResultNumber, Start, Stdout,
+    TextField, TurnArg,
 };
 
 /// Pseudo-random inputs per body: enough to reach the bodies' deeper paths in a few
@@ -431,6 +432,94 @@ fn random_dialect(rng: &mut Rng, rare: bool) -> DialectArg {
     }
 }
 
+/// An ACP caller: a connection created early, the agent's answers to the ids it used,
+/// updates, recorded lines, turns started and drained; misuse now and then.
+fn random_acp_op(rng: &mut Rng) -> AcpOp {
+    let rare = rng.below(8) == 0;
+    let turn = if rare {
+        TurnArg::Any(rng.next())
+    } else {
+        TurnArg::Started(rng.next() as u8)
+    };
+    let null_out = rare && rng.below(2) == 0;
+    match rng.below(22) {
+        0 => AcpOp::New {
+            settings: (rng.below(2) == 0).then(|| AcpSettings {
+                pool_size: rng.next() as u8,
+                max_concurrent_prompts: rng.next() as u8,
+                queue_timeout_ms: rng.next() as u16,
+                turn_output_budget: (rng.below(3) == 0).then(|| rng.next() as u16),
+                permission: rng.next() as u32 % if rare { 9 } else { 2 },
+                cwd: (rng.some_bytes(12), random_pass(rng)),
+            }),
+            recording: rng.next() as u8,
+            null_out,
+        },
+        1 | 2 => AcpOp::StartTurn {
+            dialect: random_dialect(rng, rare),
+            body: random_request(rng),
+            pass: if rare { random_pass(rng) } else { Pass::Whole },
+            config: (rng.below(3) == 0).then(|| rng.next() as u8),
+            null_out,
+        },
+        3..=6 => AcpOp::Stdout(AcpStdout::Recording, Pass::Whole),
+        7 | 8 => {
+            let shape = match rng.below(6) {
+                0 => AnswerShape::Initialize,
+                1 => AnswerShape::Session(rng.next() as u8),
+                2 => AnswerShape::PromptEnd,
+                3 => AnswerShape::Cancelled,
+                4 => AnswerShape::Error,
+                _ => AnswerShape::Empty,
+            };
+            AcpOp::Stdout(
+                AcpStdout::Answer(rng.below(6) as u8, shape),
+                random_pass(rng),
+            )
+        }
+        9 => AcpOp::Stdout(
+            match rng.below(4) {
+                0 => AcpStdout::Update(rng.next() as u8, "hi".into()),
+                1 => AcpStdout::Permission(rng.next() as u8, rng.next() as u8),
+                2 => AcpStdout::Line(rng.some_bytes(32)),
+                _ => AcpStdout::Raw(rng.some_bytes(32)),
+            },
+            random_pass(rng),
+        ),
+        10 => AcpOp::Stderr(rng.some_bytes(32), random_pass(rng)),
+        11 => AcpOp::Exited {
+            signal: rng.below(2) == 0,
+            code: rng.next() as i32,
+        },
+        12 => AcpOp::Timeout {
+            due: rng.below(2) == 0,
+        },
+        13 => AcpOp::ClientGone(turn),
+        14 => AcpOp::Shutdown,
+        15..=17 => AcpOp::Drain,
+        18 => AcpOp::PollOutput { turn, null_out },
+        19 => match rng.below(6) {
+            0 => AcpOp::PollTransmit { null_out },
+            1 => AcpOp::PollReady { null_out },
+            2 => AcpOp::PollDecision { null_out },
+            3 => AcpOp::PollTimeout {
+                null_has: null_out,
+                null_deadline: rare,
+            },
+            _ => AcpOp::Model {
+                index: rng.next() as u8,
+                null_out,
+            },
+        },
+        20 => AcpOp::LastError,
+        _ => match rng.below(8) {
+            0 => AcpOp::Panic,
+            1 => AcpOp::Free,
+            _ => AcpOp::Overlap,
+        },
+    }
+}
+
 fn random_reply_op(rng: &mut Rng) -> ReplyOp {
     let rare = rng.below(8) == 0;
     match rng.below(10) {
@@ -477,8 +566,18 @@ fn random_abi_input(rng: &mut Rng) -> AbiInput {
         decoder_transcript: rng.next() as u8,
     };
     let mut ops = Vec::new();
+    if rng.below(2) == 0 {
+        // A connection from the start, so that the ACP calls meet a live one.
+        let new = AcpOp::New {
+            settings: None,
+            recording: rng.next() as u8,
+            null_out: false,
+        };
+        ops.push(AbiOp::Acp(0, new));
+    }
     for _ in 0..rng.below(120) {
-        ops.push(match rng.below(20) {
+        ops.push(match rng.below(26) {
+            20..=25 => AbiOp::Acp(slot(rng), random_acp_op(rng)),
             0..=2 => AbiOp::Config(slot(rng), random_config_op(rng)),
             3..=11 => AbiOp::Bridge(slot(rng), random_bridge_op(rng)),
             12..=14 => AbiOp::Decoder(slot(rng), random_decoder_op(rng)),

@@ -8,7 +8,9 @@
 #   4. drive: whole requests of every dialect (Chat Completions, Responses, Messages) and
 #      decoder events over the project's transcripts (and the real captures in ../shared
 #      when present), byte-identical to the Rust examples `translate --api DIALECT` and
-#      `events` on the same input; the replies that need no agent (count_tokens, every
+#      `events` on the same input; an ACP connection's turns in every dialect over the
+#      project's ACP fixtures and the real ACP recordings, byte-identical to the Rust
+#      example `acp run` on the same script of inputs; the replies that need no agent (count_tokens, every
 #      refusal in every dialect) byte-identical to the Rust example `reply`;
 #   5. the plugin example against a stand-in agent that replays a transcript (a request of
 #      each dialect), and the README's C blocks as written there;
@@ -35,11 +37,12 @@ STRICT=(-std=c99 -Wall -Wextra -Werror -pedantic -g -Iinclude)
 LIBS=(-lpthread -ldl -lm)
 SAN=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
 # The test hooks (aw_*_test_panic) are in the library built with --all-features.
-cargo build --quiet --all-features --lib --example translate --example events --example reply
+cargo build --quiet --all-features --lib --example translate --example events --example reply --example acp
 lib=target/debug
 translate=$lib/examples/translate
 events=$lib/examples/events
 reply=$lib/examples/reply
+acp=$lib/examples/acp
 # Programs linked to the shared library load it by its SONAME (libagentwire.so.MAJOR, set
 # by build.rs), which cargo does not create: a link by that name, as install.sh makes one.
 soname_link() { # soname_link LIBDIR LINKDIR: LINKDIR/<SONAME> → LIBDIR/libagentwire.so
@@ -236,6 +239,53 @@ elif [ "$real_status" = 1 ]; then
     echo "    (real captures skipped)"
 else
     fail "the real captures"
+fi
+
+echo "==> ACP connections (bytes equal to the Rust example acp)"
+# acp_case NAME API CHUNK RECORDING RUNNER...: the recording as a script (`acp script`),
+# then the script through the Rust API and through RUNNER, outputs equal.
+acp_case() {
+    local name=$1 api=$2 chunk=$3 recording=$4
+    shift 4
+    if "$acp" script --api "$api" --chunk "$chunk" "$recording" >"$out/acp.script" 2>"$out/acp.err"; then
+        same "acp $name" "$acp" run "$out/acp.script" -- "$@" acp "$out/acp.script"
+    else
+        fail "acp $name (script)"
+        head -c 400 "$out/acp.err" | sed 's/^/    /'
+    fi
+}
+i=0
+for recording in tests/fixtures/acp/*.jsonl; do
+    r=$(basename "$recording")
+    for api in "${apis[@]}"; do
+        for chunk in 1 4096; do
+            acp_case "$api $r chunk $chunk" "$api" "$chunk" "$recording" "$out/drive-static"
+        done
+        acp_case "$api $r asan" "$api" 7 "$recording" "$out/drive-asan"
+    done
+    api=${apis[$((i % 3))]}
+    i=$((i + 1))
+    acp_case "$api $r valgrind" "$api" 5 "$recording" "${VALGRIND[@]}" "$out/drive-shared"
+    acp_case "$api $r release valgrind" "$api" 5 "$recording" "${VALGRIND[@]}" "$out/drive-release"
+done
+acp_status=0
+acp_real=$(shared_fixtures_files acp .jsonl) || acp_status=$?
+if [ "$acp_status" = 0 ]; then
+    i=0
+    while IFS= read -r recording; do
+        r=$(basename "$recording")
+        for api in "${apis[@]}"; do
+            acp_case "real $api $r" "$api" 4096 "$recording" "$out/drive-static"
+        done
+        api=${apis[$((i % 3))]}
+        i=$((i + 1))
+        acp_case "real $api $r asan" "$api" 7 "$recording" "$out/drive-asan"
+        acp_case "real $api $r release valgrind" "$api" 4096 "$recording" "${VALGRIND[@]}" "$out/drive-release"
+    done <<<"$acp_real"
+elif [ "$acp_status" = 1 ]; then
+    echo "    (real ACP recordings skipped)"
+else
+    fail "the real ACP recordings"
 fi
 
 echo "==> replies without an agent (bytes equal to the Rust example reply)"

@@ -331,6 +331,9 @@ impl Connection {
             phase = Phase::Done;
         } else if self.handshake == Handshake::Dead {
             bridge.push_event(&Event::Failed(self.dead_failure()), params.now_ms);
+            // No agent runs for this turn: the bridge's stop is moot, and never reaches
+            // the caller as `StopAgent`.
+            let _ = bridge.take_stop();
             phase = Phase::Done;
         }
         self.turns.push(Turn {

@@ -258,6 +258,18 @@ impl<T> Out<'_, T> {
         unsafe { self.ptr.as_ptr().write(value) }
     }
 
+    /// Writes what a poll gave: `AW_RESULT_OK`, or `AW_RESULT_DRAINED` (nothing written)
+    /// when it gave nothing.
+    pub(crate) fn write_polled(self, value: Option<T>) -> aw_result {
+        match value {
+            Some(value) => {
+                self.write(value);
+                aw_result::Ok
+            }
+            None => aw_result::Drained,
+        }
+    }
+
     /// Writes a value that may be absent: `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE`
     /// (nothing written).
     pub(crate) fn write_optional(self, value: Option<T>) -> aw_result {

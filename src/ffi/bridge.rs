@@ -185,7 +185,7 @@ pub struct aw_output {
 }
 
 impl aw_output {
-    fn of(output: &Output<'_>) -> aw_output {
+    pub(crate) fn of(output: &Output<'_>) -> aw_output {
         let empty = aw_output {
             kind: aw_output_kind::End,
             status: 0,
@@ -591,13 +591,7 @@ pub unsafe extern "C" fn aw_bridge_poll_output(
     unsafe {
         call_mut(bridge, |state| {
             let out = Out::new(out_output, "out_output")?;
-            Ok(match state.bridge.poll_output() {
-                Some(output) => {
-                    out.write(aw_output::of(&output));
-                    aw_result::Ok
-                }
-                None => aw_result::Drained,
-            })
+            Ok(out.write_polled(state.bridge.poll_output().as_ref().map(aw_output::of)))
         })
     }
 }

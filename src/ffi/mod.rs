@@ -12,7 +12,8 @@
 //!   another on the same handle (from another thread) does nothing and returns
 //!   `AW_RESULT_BUSY`, and a free that overlaps a call is refused.
 //!
-//! Handles (`aw_config`, `aw_bridge`, `aw_reply`, `aw_decoder`) are opaque, created by `_new` and
+//! Handles (`aw_config`, `aw_bridge`, `aw_reply`, `aw_decoder`, `aw_acp_config`,
+//! `aw_acp_connection`) are opaque, created by `_new` and
 //! freed by `_free` (NULL-safe). Outputs are borrowed views (`aw_bytes`, `aw_str`) whose
 //! lifetime each function states, usually "until the next mutating call on the same
 //! handle". Polling only, no callbacks. A handle may move between threads but must not be
@@ -26,7 +27,8 @@
 //!
 //! The layout follows the Rust API: [`config`] (`Config`), [`bridge`] (`Bridge` and its
 //! `Dialect`), [`reply`] (the replies an adapter sends without an agent:
-//! `anthropic::count_tokens`, `Dialect::write_error`), [`decoder`] and [`event`]
+//! `anthropic::count_tokens`, `Dialect::write_error`), [`acp_config`] and [`acp`]
+//! (`acp::AcpConfig`, `acp::Connection` and its turns), [`decoder`] and [`event`]
 //! (`cursor::Decoder`, `event::Event`), [`result`], [`views`], [`version`]; [`boundary`]
 //! holds the casts and checks.
 
@@ -47,6 +49,10 @@ pub mod config;
 pub mod bridge;
 
 pub mod reply;
+
+pub mod acp_config;
+
+pub mod acp;
 
 pub mod event;
 

@@ -49,8 +49,10 @@ pub enum aw_result {
     /// The handle is in use by another call (from another thread): calls on one handle
     /// must not overlap, and this one did nothing. Nothing was written and the handle's
     /// last error is left to the call in progress. The program has a race to fix:
-    /// serialise the handle's calls. Last added.
+    /// serialise the handle's calls.
     Busy = 7109,
+    /// A turn number that the ACP connection never handed out. Last added (ABI 1.1).
+    UnknownTurn = 7110,
 
     // Bad input.
     /// A string argument is not valid UTF-8.
@@ -62,7 +64,7 @@ pub enum aw_result {
 
 impl aw_result {
     /// Every value, in order.
-    pub const ALL: [aw_result; 16] = [
+    pub const ALL: [aw_result; 17] = [
         aw_result::Ok,
         aw_result::Drained,
         aw_result::NotAvailable,
@@ -77,6 +79,7 @@ impl aw_result {
         aw_result::ExitedTwice,
         aw_result::AfterEof,
         aw_result::Busy,
+        aw_result::UnknownTurn,
         aw_result::InvalidUtf8,
         aw_result::InteriorNul,
     ];
@@ -98,6 +101,7 @@ impl aw_result {
             aw_result::ExitedTwice => c"AW_RESULT_EXITED_TWICE",
             aw_result::AfterEof => c"AW_RESULT_AFTER_EOF",
             aw_result::Busy => c"AW_RESULT_BUSY",
+            aw_result::UnknownTurn => c"AW_RESULT_UNKNOWN_TURN",
             aw_result::InvalidUtf8 => c"AW_RESULT_INVALID_UTF8",
             aw_result::InteriorNul => c"AW_RESULT_INTERIOR_NUL",
         }

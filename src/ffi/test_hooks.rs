@@ -5,6 +5,8 @@
 
 #[cfg(feature = "ffi-test-hooks")]
 use super::{
+    acp::aw_acp_connection,
+    acp_config::aw_acp_config,
     boundary::{Handle, call_mut},
     bridge::aw_bridge,
     config::aw_config,
@@ -102,4 +104,33 @@ pub unsafe extern "C" fn aw_reply_test_overlap(reply: *mut aw_reply) -> aw_resul
 pub unsafe extern "C" fn aw_decoder_test_overlap(decoder: *mut aw_decoder) -> aw_result {
     // SAFETY: the pointer rules.
     unsafe { overlap(decoder) }
+}
+
+/// Test only: panics inside a call on `connection`, which returns `AW_RESULT_PANIC` and
+/// leaves `connection` poisoned.
+#[cfg(feature = "ffi-test-hooks")]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_connection_test_panic(
+    connection: *mut aw_acp_connection,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe { call_mut(connection, |_| panic!("aw_acp_connection_test_panic")) }
+}
+
+/// Test only: as `aw_config_test_overlap`, on an ACP config.
+#[cfg(feature = "ffi-test-hooks")]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_config_test_overlap(config: *mut aw_acp_config) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe { overlap(config) }
+}
+
+/// Test only: as `aw_config_test_overlap`, on an ACP connection.
+#[cfg(feature = "ffi-test-hooks")]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_connection_test_overlap(
+    connection: *mut aw_acp_connection,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe { overlap(connection) }
 }

@@ -34,12 +34,18 @@
 //! - a call made from inside another on the same handle (the `aw_*_test_overlap` hooks, as
 //!   another thread would) is `BUSY` and does nothing, the free it tries is refused and the
 //!   handle stays live, its last error untouched;
+//! - an ACP connection (`aw_acp_connection`, created from an `aw_acp_config` whose every
+//!   setter and getter is checked against the Rust `AcpConfig`) transmits, names ready
+//!   turns, hands out turn outputs (never `STOP_AGENT`), decisions and deadlines exactly as
+//!   the Rust `acp::Connection` does; a turn number it never handed out is
+//!   `AW_RESULT_UNKNOWN_TURN`;
 //! - `aw_bridge_new` takes every `aw_dialect` (an invalid one is `INVALID_ENUM`, once the
 //!   pointers and the config are checked); an `aw_reply` holds exactly the status,
 //!   retryability and body the Rust API makes (`anthropic::count_tokens`,
 //!   `ErrorReply::refusal` in the dialect's error body), and its body's view stays valid
 //!   and unchanged until the free.
 
+mod acp;
 mod bridge;
 mod config;
 mod decoder;
@@ -57,6 +63,7 @@ use crate::ffi::version::aw_version;
 use crate::ffi::views::aw_str;
 use crate::fuzzing::RequestBody;
 use crate::fuzzing::dialects::DIALECTS;
+pub use acp::{AcpOp, AcpSettings, AcpStdout, AnswerShape, TurnArg};
 pub use bridge::BridgeOp;
 pub use config::{
     ClearField, ConfigOp, EnumField, Field, FlagField, Number, NumberField, TextField,
@@ -111,6 +118,8 @@ pub enum AbiOp {
     ResultName(ResultNumber),
     /// `aw_version`.
     Version,
+    /// A call on ACP connection slot `n % 3`.
+    Acp(u8, AcpOp),
 }
 
 /// How the caller's clock moves. Later calls pass the new time as `now_ms`.
@@ -404,6 +413,7 @@ struct World {
     bridges: [Option<bridge::Slot>; SLOTS],
     decoders: [Option<decoder::Slot>; SLOTS],
     replies: [Option<reply::Slot>; SLOTS],
+    acps: [Option<acp::Slot>; SLOTS],
     views: Views,
 }
 
@@ -415,6 +425,7 @@ impl World {
             bridges: Default::default(),
             decoders: Default::default(),
             replies: Default::default(),
+            acps: Default::default(),
             views: Views::default(),
         }
     }
@@ -525,6 +536,7 @@ impl World {
             Owner::Bridge(slot) => self.bridges[slot].as_mut().map(|s| &mut s.books),
             Owner::Decoder(slot) => self.decoders[slot].as_mut().map(|s| &mut s.books),
             Owner::Reply(slot) => self.replies[slot].as_mut().map(|s| &mut s.books),
+            Owner::Acp(slot) => self.acps[slot].as_mut().map(|s| &mut s.books),
         }
     }
 
@@ -585,6 +597,7 @@ impl World {
             self.bridge(slot, &BridgeOp::Free);
             self.decoder(slot, &DecoderOp::Free);
             self.reply(slot, &ReplyOp::Free);
+            self.acp(slot, &AcpOp::Free);
         }
         self.views.reread();
     }
@@ -740,6 +753,11 @@ pub fn abi(input: AbiInput) {
             AbiOp::Clock(clock) => world.clock(*clock),
             AbiOp::ResultName(number) => world.result_name(*number),
             AbiOp::Version => world.version(),
+            AbiOp::Acp(slot, op) => {
+                let slot = usize::from(*slot) % SLOTS;
+                world.acp(slot, op);
+                world.observe_acp(slot);
+            }
         }
     }
     world.free_all();

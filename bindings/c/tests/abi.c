@@ -89,8 +89,9 @@ static void test_result_names(void)
             CHECK(aw_result_is_status(v) == (v < 7100));
         }
     }
-    CHECK(named == 16);
+    CHECK(named == 17);
     CHECK(!aw_result_is_status(AW_RESULT_BUSY));
+    CHECK(strcmp(aw_result_name(AW_RESULT_UNKNOWN_TURN), "AW_RESULT_UNKNOWN_TURN") == 0);
 }
 
 static void test_config(void)
@@ -685,6 +686,290 @@ static void test_decoder(void)
     aw_decoder_free(NULL);
 }
 
+/* Whether `needle` occurs in the `len` bytes at `data`. */
+static int contains(const uint8_t *data, size_t len, const char *needle)
+{
+    size_t n = strlen(needle), i;
+    for (i = 0; i + n <= len; i++) {
+        if (memcmp(data + i, needle, n) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Pushes one agent line (its newline added) to an ACP connection. */
+static void acp_push(aw_acp_connection *conn, const char *line, uint64_t now_ms)
+{
+    EXPECT(aw_acp_connection_push_stdout(conn, (const uint8_t *)line, strlen(line), now_ms),
+           AW_RESULT_OK);
+    EXPECT(aw_acp_connection_push_stdout(conn, (const uint8_t *)"\n", 1, now_ms), AW_RESULT_OK);
+}
+
+/* The next transmit must hold `needle`; then nothing more is to be written. */
+static void acp_expect_transmit(aw_acp_connection *conn, const char *needle)
+{
+    aw_bytes bytes;
+    EXPECT(aw_acp_connection_poll_transmit(conn, &bytes), AW_RESULT_OK);
+    CHECK(contains(bytes.data, bytes.len, needle));
+    CHECK(bytes.len > 0 && bytes.data[bytes.len - 1] == '\n');
+    EXPECT(aw_acp_connection_poll_transmit(conn, &bytes), AW_RESULT_DRAINED);
+}
+
+static void test_acp_config(void)
+{
+    aw_acp_config *config = NULL;
+    aw_str s;
+    size_t size;
+    uint64_t u64;
+    aw_permission_choice choice;
+
+    EXPECT(aw_acp_config_new(NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_config_new(&config), AW_RESULT_OK);
+    /* The defaults of the Rust AcpConfig::default(). */
+    EXPECT(aw_acp_config_get_cwd(config, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "/"));
+    EXPECT(aw_acp_config_get_client_name(config, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "agentwire"));
+    EXPECT(aw_acp_config_get_permission(config, &choice), AW_RESULT_OK);
+    CHECK(choice == AW_PERMISSION_CHOICE_ALLOW_ONCE);
+    EXPECT(aw_acp_config_get_pool_size(config, &size), AW_RESULT_OK);
+    CHECK(size == 1);
+    EXPECT(aw_acp_config_get_max_concurrent_prompts(config, &size), AW_RESULT_OK);
+    CHECK(size == 4);
+    EXPECT(aw_acp_config_get_queue_timeout_ms(config, &u64), AW_RESULT_OK);
+    CHECK(u64 == 30000);
+    EXPECT(aw_acp_config_get_turn_output_budget(config, &size), AW_RESULT_OK);
+    CHECK(size == (size_t)8 << 20);
+
+    /* Every setter, read back. */
+    EXPECT(aw_acp_config_set_cwd(config, "/srv/w", 6), AW_RESULT_OK);
+    EXPECT(aw_acp_config_set_client_name(config, "plugin", 6), AW_RESULT_OK);
+    EXPECT(aw_acp_config_set_client_version(config, "9.9", 3), AW_RESULT_OK);
+    EXPECT(aw_acp_config_set_permission(config, AW_PERMISSION_CHOICE_REJECT_ONCE), AW_RESULT_OK);
+    EXPECT(aw_acp_config_set_pool_size(config, 0), AW_RESULT_OK);
+    EXPECT(aw_acp_config_set_max_concurrent_prompts(config, 2), AW_RESULT_OK);
+    EXPECT(aw_acp_config_set_queue_timeout_ms(config, 11), AW_RESULT_OK);
+    EXPECT(aw_acp_config_set_initialize_timeout_ms(config, 12), AW_RESULT_OK);
+    EXPECT(aw_acp_config_set_new_session_timeout_ms(config, 13), AW_RESULT_OK);
+    EXPECT(aw_acp_config_set_set_model_timeout_ms(config, 14), AW_RESULT_OK);
+    EXPECT(aw_acp_config_set_cancel_timeout_ms(config, 15), AW_RESULT_OK);
+    EXPECT(aw_acp_config_set_turn_output_budget(config, 16), AW_RESULT_OK);
+    EXPECT(aw_acp_config_set_max_line_len(config, 17), AW_RESULT_OK);
+    EXPECT(aw_acp_config_set_stderr_tail_bytes(config, 18), AW_RESULT_OK);
+    EXPECT(aw_acp_config_get_cwd(config, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "/srv/w"));
+    EXPECT(aw_acp_config_get_client_name(config, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "plugin"));
+    EXPECT(aw_acp_config_get_client_version(config, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "9.9"));
+    EXPECT(aw_acp_config_get_permission(config, &choice), AW_RESULT_OK);
+    CHECK(choice == AW_PERMISSION_CHOICE_REJECT_ONCE);
+    EXPECT(aw_acp_config_get_pool_size(config, &size), AW_RESULT_OK);
+    CHECK(size == 0);
+    EXPECT(aw_acp_config_get_max_concurrent_prompts(config, &size), AW_RESULT_OK);
+    CHECK(size == 2);
+    EXPECT(aw_acp_config_get_queue_timeout_ms(config, &u64), AW_RESULT_OK);
+    CHECK(u64 == 11);
+    EXPECT(aw_acp_config_get_initialize_timeout_ms(config, &u64), AW_RESULT_OK);
+    CHECK(u64 == 12);
+    EXPECT(aw_acp_config_get_new_session_timeout_ms(config, &u64), AW_RESULT_OK);
+    CHECK(u64 == 13);
+    EXPECT(aw_acp_config_get_set_model_timeout_ms(config, &u64), AW_RESULT_OK);
+    CHECK(u64 == 14);
+    EXPECT(aw_acp_config_get_cancel_timeout_ms(config, &u64), AW_RESULT_OK);
+    CHECK(u64 == 15);
+    EXPECT(aw_acp_config_get_turn_output_budget(config, &size), AW_RESULT_OK);
+    CHECK(size == 16);
+    EXPECT(aw_acp_config_get_max_line_len(config, &size), AW_RESULT_OK);
+    CHECK(size == 17);
+    EXPECT(aw_acp_config_get_stderr_tail_bytes(config, &size), AW_RESULT_OK);
+    CHECK(size == 18);
+
+    /* Bad values change nothing. */
+    EXPECT(aw_acp_config_set_permission(config, 2), AW_RESULT_INVALID_ENUM);
+    CHECK(strstr(aw_acp_config_last_error(config), "permission") != NULL);
+    EXPECT(aw_acp_config_set_cwd(config, "\xff", 1), AW_RESULT_INVALID_UTF8);
+    EXPECT(aw_acp_config_set_cwd(config, NULL, 1), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_config_set_cwd(config, "x", (size_t)PTRDIFF_MAX + 1), AW_RESULT_LENGTH_TOO_LARGE);
+    EXPECT(aw_acp_config_get_cwd(config, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "/srv/w"));
+    EXPECT(aw_acp_config_get_permission(config, NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_config_set_pool_size(NULL, 1), AW_RESULT_NULL_PARAMETER);
+    CHECK(strcmp(aw_acp_config_last_error(NULL), "") == 0);
+    aw_acp_config_free(config);
+    aw_acp_config_free(NULL);
+}
+
+static const char ACP_INITIALIZED[] =
+    "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":1,\"agentCapabilities\":{},"
+    "\"authMethods\":[]}}";
+static const char ACP_SESSION[] =
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"sessionId\":\"s-1\",\"models\":{"
+    "\"currentModelId\":\"m-a\",\"availableModels\":[{\"modelId\":\"m-a\",\"name\":\"A\"},"
+    "{\"modelId\":\"m-b\",\"name\":\"B\"}]}}}";
+static const char ACP_CHUNK[] =
+    "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":\"s-1\","
+    "\"update\":{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":\"text\","
+    "\"text\":\"Hello from ACP\"}}}}";
+static const char ACP_PROMPT_END[] =
+    "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"stopReason\":\"end_turn\"}}";
+
+/* One connection from the handshake to the agent's exit: a turn's outputs as a bridge's,
+   the model list, and every misuse. */
+static void test_acp_connection(void)
+{
+    aw_acp_connection *conn = NULL;
+    aw_output out;
+    aw_acp_decision decision;
+    aw_bytes bytes;
+    aw_str s;
+    size_t size;
+    uint64_t turn = 77, u64;
+    bool has;
+    int heads = 0, ends = 0, text = 0;
+
+    EXPECT(aw_acp_connection_new(NULL, 0, NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_connection_new(NULL, 0, &conn), AW_RESULT_OK);
+    CHECK(!aw_acp_connection_is_ready(conn) && !aw_acp_connection_is_dead(conn));
+    EXPECT(aw_acp_connection_poll_timeout(conn, &has, &u64), AW_RESULT_OK);
+    CHECK(has && u64 == 10000);
+    acp_expect_transmit(conn, "\"method\":\"initialize\"");
+    EXPECT(aw_acp_connection_model_count(conn, &size), AW_RESULT_NOT_AVAILABLE);
+    EXPECT(aw_acp_connection_model(conn, 0, &s), AW_RESULT_NOT_AVAILABLE);
+    EXPECT(aw_acp_connection_current_model(conn, &s), AW_RESULT_NOT_AVAILABLE);
+
+    /* The handshake, then the pool's session. */
+    acp_push(conn, ACP_INITIALIZED, 5);
+    CHECK(aw_acp_connection_is_ready(conn));
+    acp_expect_transmit(conn, "\"method\":\"session/new\"");
+    acp_push(conn, ACP_SESSION, 6);
+    EXPECT(aw_acp_connection_model_count(conn, &size), AW_RESULT_OK);
+    CHECK(size == 2);
+    EXPECT(aw_acp_connection_model(conn, 1, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "m-b"));
+    EXPECT(aw_acp_connection_model(conn, 2, &s), AW_RESULT_INDEX_OUT_OF_RANGE);
+    EXPECT(aw_acp_connection_current_model(conn, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "m-a"));
+
+    /* A turn: bad arguments first, each leaving *turn alone. */
+    EXPECT(aw_acp_connection_start_turn(conn, 9, (const uint8_t *)STREAM_BODY, strlen(STREAM_BODY),
+                                        NULL, 7, 1700000000u, 1, &turn),
+           AW_RESULT_INVALID_ENUM);
+    EXPECT(aw_acp_connection_start_turn(conn, AW_DIALECT_CHAT_COMPLETIONS, NULL, 3, NULL, 7,
+                                        1700000000u, 1, &turn),
+           AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_connection_start_turn(conn, AW_DIALECT_CHAT_COMPLETIONS,
+                                        (const uint8_t *)STREAM_BODY, strlen(STREAM_BODY), NULL,
+                                        7, 1700000000u, 1, NULL),
+           AW_RESULT_NULL_PARAMETER);
+    CHECK(turn == 77);
+    EXPECT(aw_acp_connection_poll_output(conn, 0, &out), AW_RESULT_UNKNOWN_TURN);
+    CHECK(strstr(aw_acp_connection_last_error(conn), "never started") != NULL);
+    EXPECT(aw_acp_connection_start_turn(conn, AW_DIALECT_CHAT_COMPLETIONS,
+                                        (const uint8_t *)STREAM_BODY, strlen(STREAM_BODY), NULL,
+                                        7, 1700000000u, 1, &turn),
+           AW_RESULT_OK);
+    CHECK(turn == 0);
+    EXPECT(aw_acp_connection_active_turns(conn, &size), AW_RESULT_OK);
+    CHECK(size == 1);
+    acp_expect_transmit(conn, "\"method\":\"session/prompt\"");
+    EXPECT(aw_acp_connection_poll_output(conn, 1, &out), AW_RESULT_UNKNOWN_TURN);
+    EXPECT(aw_acp_connection_client_gone(conn, 1, 8), AW_RESULT_UNKNOWN_TURN);
+    EXPECT(aw_acp_connection_poll_output(conn, 0, NULL), AW_RESULT_NULL_PARAMETER);
+
+    acp_push(conn, ACP_CHUNK, 9);
+    acp_push(conn, ACP_PROMPT_END, 10);
+    EXPECT(aw_acp_connection_poll_ready(conn, &u64), AW_RESULT_OK);
+    CHECK(u64 == 0);
+    while (aw_acp_connection_poll_output(conn, 0, &out) == AW_RESULT_OK) {
+        CHECK(out.kind != AW_OUTPUT_KIND_STOP_AGENT);
+        if (out.kind == AW_OUTPUT_KIND_HEAD) {
+            heads++;
+            CHECK(out.status == 200 && str_eq(out.content_type, "text/event-stream"));
+        }
+        if (out.kind == AW_OUTPUT_KIND_BODY) {
+            text += contains(out.body.data, out.body.len, "Hello from ACP");
+        }
+        ends += out.kind == AW_OUTPUT_KIND_END;
+    }
+    CHECK(heads == 1 && ends == 1 && text == 1);
+    EXPECT(aw_acp_connection_poll_ready(conn, &u64), AW_RESULT_DRAINED);
+    /* A finished turn is known: drained, not unknown. */
+    EXPECT(aw_acp_connection_poll_output(conn, 0, &out), AW_RESULT_DRAINED);
+    EXPECT(aw_acp_connection_client_gone(conn, 0, 11), AW_RESULT_OK);
+    EXPECT(aw_acp_connection_active_turns(conn, &size), AW_RESULT_OK);
+    CHECK(size == 0);
+    EXPECT(aw_acp_connection_malformed_lines(conn, &u64), AW_RESULT_OK);
+    CHECK(u64 == 0);
+    EXPECT(aw_acp_connection_push_stdout(conn, (const uint8_t *)"not json\n", 9, 12), AW_RESULT_OK);
+    EXPECT(aw_acp_connection_malformed_lines(conn, &u64), AW_RESULT_OK);
+    CHECK(u64 == 1);
+
+    /* The agent exits: dead; a turn started now fails at once; pushes are misuse. */
+    EXPECT(aw_acp_connection_push_stderr(conn, (const uint8_t *)"bye\n", 4, 13), AW_RESULT_OK);
+    EXPECT(aw_acp_connection_agent_exited_signal(conn, 9, 13), AW_RESULT_OK);
+    CHECK(aw_acp_connection_is_dead(conn) && !aw_acp_connection_is_ready(conn));
+    EXPECT(aw_acp_connection_agent_exited_code(conn, 0, 14), AW_RESULT_EXITED_TWICE);
+    EXPECT(aw_acp_connection_push_stdout(conn, (const uint8_t *)"{}\n", 3, 14), AW_RESULT_AFTER_EXIT);
+    CHECK(strstr(aw_acp_connection_last_error(conn), "exited") != NULL);
+    EXPECT(aw_acp_connection_push_stderr(conn, (const uint8_t *)"x", 1, 14), AW_RESULT_AFTER_EXIT);
+    while (aw_acp_connection_poll_decision(conn, &decision) == AW_RESULT_OK) {
+        CHECK(decision.kind == AW_ACP_DECISION_KIND_RESTART && decision.reason.data != NULL);
+    }
+    EXPECT(aw_acp_connection_poll_decision(conn, NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_connection_start_turn(conn, AW_DIALECT_MESSAGES, (const uint8_t *)MESSAGES_BODY,
+                                        strlen(MESSAGES_BODY), NULL, 15, 1700000000u, 2, &turn),
+           AW_RESULT_OK);
+    CHECK(turn == 1);
+    EXPECT(aw_acp_connection_poll_output(conn, 1, &out), AW_RESULT_OK);
+    CHECK(out.kind == AW_OUTPUT_KIND_HEAD && out.status >= 500);
+    EXPECT(aw_acp_connection_shutdown(conn, 16), AW_RESULT_OK);
+    EXPECT(aw_acp_connection_handle_timeout(conn, 17), AW_RESULT_OK);
+    EXPECT(aw_acp_connection_poll_transmit(conn, &bytes), AW_RESULT_DRAINED);
+    aw_acp_connection_free(conn);
+
+    /* NULL handles. */
+    EXPECT(aw_acp_connection_push_stdout(NULL, (const uint8_t *)"x", 1, 0), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_connection_poll_ready(NULL, &u64), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_connection_client_gone(NULL, 0, 0), AW_RESULT_NULL_PARAMETER);
+    CHECK(aw_acp_connection_is_dead(NULL) && !aw_acp_connection_is_ready(NULL));
+    CHECK(strcmp(aw_acp_connection_last_error(NULL), "") == 0);
+    aw_acp_connection_free(NULL);
+}
+
+#ifdef AW_TEST_HOOKS
+/* An ACP connection poisoned by a panic, and calls overlapping on ACP handles. */
+static void test_acp_hooks(void)
+{
+    aw_acp_config *config = NULL;
+    aw_acp_connection *conn = NULL;
+    aw_bytes bytes;
+    size_t size;
+    uint64_t turn;
+
+    EXPECT(aw_acp_config_new(&config), AW_RESULT_OK);
+    EXPECT(aw_acp_config_set_pool_size(config, 3), AW_RESULT_OK);
+    EXPECT(aw_acp_config_test_overlap(config), AW_RESULT_BUSY);
+    EXPECT(aw_acp_config_get_pool_size(config, &size), AW_RESULT_OK);
+    CHECK(size == 3);
+    EXPECT(aw_acp_connection_new(config, 0, &conn), AW_RESULT_OK);
+    EXPECT(aw_acp_connection_test_overlap(conn), AW_RESULT_BUSY);
+    EXPECT(aw_acp_connection_poll_transmit(conn, &bytes), AW_RESULT_OK);
+    EXPECT(aw_acp_connection_test_panic(conn), AW_RESULT_PANIC);
+    CHECK(strstr(aw_acp_connection_last_error(conn), "panicked") != NULL);
+    EXPECT(aw_acp_connection_poll_transmit(conn, &bytes), AW_RESULT_POISONED);
+    EXPECT(aw_acp_connection_start_turn(conn, AW_DIALECT_CHAT_COMPLETIONS,
+                                        (const uint8_t *)STREAM_BODY, strlen(STREAM_BODY), NULL,
+                                        0, 0, 0, &turn),
+           AW_RESULT_POISONED);
+    CHECK(aw_acp_connection_is_dead(conn) && !aw_acp_connection_is_ready(conn));
+    aw_acp_connection_free(conn);
+    conn = NULL;
+    aw_acp_config_free(config);
+}
+#endif
+
 #ifdef AW_TEST_HOOKS
 static void test_poisoned(void)
 {
@@ -803,7 +1088,10 @@ int main(void)
     test_dialects();
     test_replies();
     test_decoder();
+    test_acp_config();
+    test_acp_connection();
 #ifdef AW_TEST_HOOKS
+    test_acp_hooks();
     test_poisoned();
     test_overlap();
     /* Every named result value was returned by some call above. */

@@ -11,6 +11,9 @@
  *   drive reply error DIALECT KIND MESSAGE
  *       Like the `reply` example: the body on stdout, `status: NNN` and
  *       `retryable: true|false` on stderr.
+ *   drive acp SCRIPT
+ *       Like `acp run SCRIPT`: an aw_acp_connection driven by the script's inputs, with
+ *       every output it makes written after each (the format is the example's).
  *
  * Includes only the public header.
  */
@@ -387,6 +390,208 @@ static int run_reply(int argc, char **argv)
     return 0;
 }
 
+/* Drains an ACP connection after an input, writing what `acp run` writes. */
+static void acp_drain(aw_acp_connection *conn)
+{
+    aw_bytes bytes;
+    aw_acp_decision decision;
+    aw_output out;
+    uint64_t turn, deadline;
+    size_t active;
+    uint64_t malformed;
+    bool has_deadline;
+    aw_result r;
+    while ((r = aw_acp_connection_poll_transmit(conn, &bytes)) == AW_RESULT_OK) {
+        printf("transmit %zu\n", bytes.len);
+        fwrite(bytes.data, 1, bytes.len, stdout);
+        putchar('\n');
+    }
+    if (r != AW_RESULT_DRAINED) {
+        die("aw_acp_connection_poll_transmit", r, aw_acp_connection_last_error(conn));
+    }
+    while ((r = aw_acp_connection_poll_decision(conn, &decision)) == AW_RESULT_OK) {
+        printf("decision restart %.*s\n", (int)decision.reason.len, decision.reason.data);
+    }
+    if (r != AW_RESULT_DRAINED) {
+        die("aw_acp_connection_poll_decision", r, aw_acp_connection_last_error(conn));
+    }
+    while ((r = aw_acp_connection_poll_ready(conn, &turn)) == AW_RESULT_OK) {
+        unsigned long long t = (unsigned long long)turn;
+        while ((r = aw_acp_connection_poll_output(conn, turn, &out)) == AW_RESULT_OK) {
+            switch (out.kind) {
+            case AW_OUTPUT_KIND_HEAD:
+                printf("turn %llu head %u %.*s %s\n", t, (unsigned)out.status,
+                       (int)out.content_type.len, out.content_type.data,
+                       out.has_retryable ? (out.retryable ? "true" : "false") : "-");
+                break;
+            case AW_OUTPUT_KIND_BODY:
+                printf("turn %llu body %zu\n", t, out.body.len);
+                fwrite(out.body.data, 1, out.body.len, stdout);
+                putchar('\n');
+                break;
+            case AW_OUTPUT_KIND_STOP_AGENT:
+                printf("turn %llu stop-agent\n", t);
+                break;
+            case AW_OUTPUT_KIND_END:
+                printf("turn %llu end\n", t);
+                break;
+            }
+        }
+        if (r != AW_RESULT_DRAINED) {
+            die("aw_acp_connection_poll_output", r, aw_acp_connection_last_error(conn));
+        }
+    }
+    if (r != AW_RESULT_DRAINED) {
+        die("aw_acp_connection_poll_ready", r, aw_acp_connection_last_error(conn));
+    }
+    if ((r = aw_acp_connection_poll_timeout(conn, &has_deadline, &deadline)) != AW_RESULT_OK
+        || (r = aw_acp_connection_active_turns(conn, &active)) != AW_RESULT_OK
+        || (r = aw_acp_connection_malformed_lines(conn, &malformed)) != AW_RESULT_OK) {
+        die("an ACP getter", r, aw_acp_connection_last_error(conn));
+    }
+    printf("state ready=%d dead=%d active=%zu malformed=%llu timeout=",
+           aw_acp_connection_is_ready(conn) ? 1 : 0, aw_acp_connection_is_dead(conn) ? 1 : 0,
+           active, (unsigned long long)malformed);
+    if (has_deadline) {
+        printf("%llu\n", (unsigned long long)deadline);
+    } else {
+        printf("none\n");
+    }
+}
+
+/* The models line `acp run` ends with. */
+static void acp_models(const aw_acp_connection *conn)
+{
+    size_t count, i;
+    aw_str model;
+    aw_result r = aw_acp_connection_model_count(conn, &count);
+    if (r == AW_RESULT_NOT_AVAILABLE) {
+        printf("models none\n");
+    } else if (r == AW_RESULT_OK) {
+        printf("models %zu\n", count);
+        for (i = 0; i < count; i++) {
+            if ((r = aw_acp_connection_model(conn, i, &model)) != AW_RESULT_OK) {
+                die("aw_acp_connection_model", r, aw_acp_connection_last_error(conn));
+            }
+            printf("model %.*s\n", (int)model.len, model.data);
+        }
+    } else {
+        die("aw_acp_connection_model_count", r, aw_acp_connection_last_error(conn));
+    }
+    r = aw_acp_connection_current_model(conn, &model);
+    if (r == AW_RESULT_OK) {
+        printf("current %.*s\n", (int)model.len, model.data);
+    } else if (r == AW_RESULT_NOT_AVAILABLE) {
+        printf("current none\n");
+    } else {
+        die("aw_acp_connection_current_model", r, aw_acp_connection_last_error(conn));
+    }
+}
+
+/* The n-th space-separated word of `line` (from 0) as a number. */
+static unsigned long long acp_word(const char *line, int n)
+{
+    const char *at = line;
+    while (n-- > 0) {
+        at = strchr(at, ' ');
+        if (!at) {
+            fprintf(stderr, "drive: short script line %s\n", line);
+            exit(2);
+        }
+        at++;
+    }
+    return strtoull(at, NULL, 10);
+}
+
+static int run_acp(int argc, char **argv)
+{
+    size_t len, at = 0;
+    unsigned char *script;
+    aw_acp_connection *conn = NULL;
+    aw_result r = AW_RESULT_OK;
+    if (argc != 3) {
+        fprintf(stderr, "usage: drive acp SCRIPT\n");
+        return 2;
+    }
+    script = read_file(argv[2], &len);
+    while (at < len) {
+        char line[512];
+        const unsigned char *payload = NULL;
+        size_t payload_len = 0, line_len;
+        const unsigned char *newline = (const unsigned char *)memchr(script + at, '\n', len - at);
+        if (!newline || (size_t)(newline - (script + at)) >= sizeof line) {
+            fprintf(stderr, "drive: a script line is cut short or too long\n");
+            return 2;
+        }
+        line_len = (size_t)(newline - (script + at));
+        memcpy(line, script + at, line_len);
+        line[line_len] = '\0';
+        at += line_len + 1;
+        if (strncmp(line, "start ", 6) == 0 || strncmp(line, "stdout ", 7) == 0
+            || strncmp(line, "stderr ", 7) == 0) {
+            payload_len = (size_t)acp_word(line, line[2] == 'a' ? 5 : 2);
+            if (at + payload_len + 1 > len) {
+                fprintf(stderr, "drive: a payload is cut short\n");
+                return 2;
+            }
+            payload = script + at;
+            at += payload_len + 1;
+        }
+        printf("> %s\n", line);
+        if (strncmp(line, "new ", 4) == 0) {
+            aw_acp_config *config;
+            const char *cwd = strchr(strchr(line + 4, ' ') + 1, ' ') + 1;
+            if ((r = aw_acp_config_new(&config)) != AW_RESULT_OK
+                || (r = aw_acp_config_set_pool_size(config, (size_t)acp_word(line, 2))) != AW_RESULT_OK
+                || (r = aw_acp_config_set_cwd(config, cwd, strlen(cwd))) != AW_RESULT_OK) {
+                die("the ACP config", r, aw_acp_config_last_error(config));
+            }
+            aw_acp_connection_free(conn);
+            r = aw_acp_connection_new(config, acp_word(line, 1), &conn);
+            aw_acp_config_free(config);
+            if (r != AW_RESULT_OK) {
+                die("aw_acp_connection_new", r, "");
+            }
+        } else if (!conn) {
+            fprintf(stderr, "drive: the script does not start with `new`\n");
+            return 2;
+        } else if (strncmp(line, "start ", 6) == 0) {
+            uint64_t turn;
+            char api[32] = {0};
+            sscanf(line + 6, "%31s", api);
+            r = aw_acp_connection_start_turn(conn, dialect_named(api), payload, payload_len, NULL,
+                                             acp_word(line, 2), acp_word(line, 3),
+                                             acp_word(line, 4), &turn);
+        } else if (strncmp(line, "stdout ", 7) == 0) {
+            r = aw_acp_connection_push_stdout(conn, payload, payload_len, acp_word(line, 1));
+        } else if (strncmp(line, "stderr ", 7) == 0) {
+            r = aw_acp_connection_push_stderr(conn, payload, payload_len, acp_word(line, 1));
+        } else if (strncmp(line, "exit ", 5) == 0) {
+            r = aw_acp_connection_agent_exited_code(conn, (int32_t)strtol(strchr(line + 5, ' ') + 1, NULL, 10),
+                                                    acp_word(line, 1));
+        } else if (strncmp(line, "gone ", 5) == 0) {
+            r = aw_acp_connection_client_gone(conn, acp_word(line, 1), acp_word(line, 2));
+        } else if (strncmp(line, "timeout ", 8) == 0) {
+            r = aw_acp_connection_handle_timeout(conn, acp_word(line, 1));
+        } else if (strncmp(line, "shutdown ", 9) == 0) {
+            r = aw_acp_connection_shutdown(conn, acp_word(line, 1));
+        } else {
+            fprintf(stderr, "drive: unknown script input %s\n", line);
+            return 2;
+        }
+        if (r != AW_RESULT_OK) {
+            die(line, r, aw_acp_connection_last_error(conn));
+        }
+        acp_drain(conn);
+    }
+    if (conn) {
+        acp_models(conn);
+    }
+    aw_acp_connection_free(conn);
+    free(script);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "bridge") == 0) {
@@ -398,6 +603,9 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "reply") == 0) {
         return run_reply(argc, argv);
     }
-    fprintf(stderr, "usage: drive bridge|events|reply ...\n");
+    if (argc >= 2 && strcmp(argv[1], "acp") == 0) {
+        return run_acp(argc, argv);
+    }
+    fprintf(stderr, "usage: drive bridge|events|reply|acp ...\n");
     return 2;
 }

@@ -1,11 +1,12 @@
 /*
  * Breaking the one-call-at-a-time rule from C: four threads hammer one handle at once (a
  * bridge: pushers, pollers and a timer; a decoder: four pushers and pollers; a config:
- * three setters while bridges are created from it). A call refused with AW_RESULT_BUSY is made
+ * three setters while bridges are created from it; an ACP connection: two pushers of the
+ * agent's lines and two pollers). A call refused with AW_RESULT_BUSY is made
  * again until it gets in. Every call must return a documented status or
  * AW_RESULT_BUSY, nothing may crash, and the handle must come out whole: the decoder
  * counts every pushed line once and hands out every event once; the bridge hands out one
- * head and one end in all.
+ * head and one end in all; the ACP connection counts every pushed line once.
  *
  *   threads [ROUNDS] [--require-busy]
  *
@@ -80,6 +81,7 @@ static void count(struct tally *t, aw_result r)
 static aw_bridge *bridge;
 static aw_decoder *decoder;
 static aw_config *config;
+static aw_acp_connection *acp;
 
 /* Drains the bridge; the kinds are copied, never the views. */
 static void poll_bridge(struct tally *t)
@@ -248,6 +250,60 @@ static void config_round(struct tally *c)
     aw_config_free(config);
 }
 
+/* An ACP agent's line that is not JSON-RPC: each one pushed is counted once. */
+static const char NOT_RPC[] = "not json-rpc\n";
+
+static void *acp_pusher(void *arg)
+{
+    struct tally *t = (struct tally *)arg;
+    long i;
+    for (i = 0; i < rounds; i++) {
+        CALL(t, aw_acp_connection_push_stdout(acp, (const uint8_t *)NOT_RPC, strlen(NOT_RPC),
+                                              (uint64_t)i));
+    }
+    return NULL;
+}
+
+static void *acp_poller(void *arg)
+{
+    struct tally *t = (struct tally *)arg;
+    long i;
+    for (i = 0; i < rounds; i++) {
+        aw_bytes bytes;
+        aw_output out;
+        bool has;
+        uint64_t deadline, turn, lines;
+        size_t active;
+        CALL(t, aw_acp_connection_poll_transmit(acp, &bytes));
+        CALL(t, aw_acp_connection_poll_ready(acp, &turn));
+        CALL(t, aw_acp_connection_poll_output(acp, 0, &out));
+        CALL(t, aw_acp_connection_poll_timeout(acp, &has, &deadline));
+        CALL(t, aw_acp_connection_active_turns(acp, &active));
+        CALL(t, aw_acp_connection_malformed_lines(acp, &lines));
+        CALL(t, aw_acp_connection_handle_timeout(acp, 0));
+        (void)aw_acp_connection_is_ready(acp);
+        (void)aw_acp_connection_is_dead(acp);
+        (void)aw_acp_connection_last_error(acp);
+    }
+    return NULL;
+}
+
+/* An ACP connection: two threads push the agent's lines while two poll; every line is
+   counted exactly once. */
+static void acp_round(struct tally *a)
+{
+    void *(*bodies[THREADS])(void *) = {acp_pusher, acp_pusher, acp_poller, acp_poller};
+    uint64_t turn, lines;
+    CHECK(aw_acp_connection_new(NULL, 0, &acp) == AW_RESULT_OK);
+    CHECK(aw_acp_connection_start_turn(acp, AW_DIALECT_CHAT_COMPLETIONS,
+                                       (const uint8_t *)STREAM_BODY, strlen(STREAM_BODY), NULL,
+                                       0, 0, 1, &turn) == AW_RESULT_OK);
+    CHECK(run(bodies, a));
+    CHECK(aw_acp_connection_malformed_lines(acp, &lines) == AW_RESULT_OK);
+    CHECK(lines == (uint64_t)(2 * rounds));
+    aw_acp_connection_free(acp);
+}
+
 /* Runs `round` once; with `require_busy`, again until a call was refused as BUSY (the
    threads did overlap) or a minute passed. */
 static void hammer(const char *what, void (*round)(struct tally *), struct tally *t,
@@ -274,7 +330,7 @@ static void hammer(const char *what, void (*round)(struct tally *), struct tally
 
 int main(int argc, char **argv)
 {
-    struct tally b, d, c;
+    struct tally b, d, c, a;
     int require_busy = 0, i;
 
     for (i = 1; i < argc; i++) {
@@ -287,9 +343,11 @@ int main(int argc, char **argv)
     memset(&b, 0, sizeof b);
     memset(&d, 0, sizeof d);
     memset(&c, 0, sizeof c);
+    memset(&a, 0, sizeof a);
     hammer("bridge", bridge_round, &b, require_busy);
     hammer("decoder", decoder_round, &d, require_busy);
     hammer("config", config_round, &c, require_busy);
+    hammer("ACP connection", acp_round, &a, require_busy);
     if (failures) {
         fprintf(stderr, "threads: %d checks failed\n", failures);
         return 1;

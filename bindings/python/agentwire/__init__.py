@@ -11,6 +11,9 @@ reads no clock::
     for output in bridge.outputs():  # after every push_stdout / push_stderr /
         ...                          # agent_exited / handle_timeout / client_gone
 
+One warm ACP agent (``gemini --acp``, ``claude-agent-acp``, ``codex-acp``) serving many
+requests is an :class:`AcpConnection`: each request a turn whose outputs are a bridge's.
+
 Replies that need no agent: :func:`count_tokens` (``POST /v1/messages/count_tokens``) and
 :func:`error_reply` (a server's own refusals, in its route's dialect).
 
@@ -37,9 +40,11 @@ from ._lib import (
     NullParameterError,
     PanicError,
     PoisonedError,
+    UnknownTurnError,
 )
 from ._native import ffi as _ffi
 from ._native import lib as _c
+from .acp import AcpConfig, AcpConnection, Decision, PermissionChoice, Restart
 from .bridge import Body, Bridge, Dialect, End, Head, Invocation, Output, StopAgent
 from .config import Config, ReasoningField, ToolStrategy
 from .decoder import (
@@ -70,6 +75,12 @@ __version__: str = _ffi.string(_c.aw_version()).decode()
 # here.
 __all__ = [
     "__version__",
+    # acp
+    "AcpConnection",
+    "AcpConfig",
+    "PermissionChoice",
+    "Restart",
+    "Decision",
     # bridge
     "Bridge",
     "Dialect",
@@ -119,6 +130,7 @@ __all__ = [
     "ExitedTwiceError",
     "AfterEofError",
     "BusyError",
+    "UnknownTurnError",
     "InvalidUtf8Error",
     "InteriorNulError",
     "ClosedError",

@@ -74,6 +74,10 @@ class BusyError(MisuseError):
     serialises its own calls, so this only comes from C code sharing the handle."""
 
 
+class UnknownTurnError(MisuseError, LookupError):
+    """A turn number the ACP connection never handed out."""
+
+
 class InvalidUtf8Error(InvalidInputError):
     """A string is not valid UTF-8."""
 
@@ -102,6 +106,7 @@ _BY_CODE: Dict[int, Type[AgentwireError]] = {
     lib.AW_RESULT_EXITED_TWICE: ExitedTwiceError,
     lib.AW_RESULT_AFTER_EOF: AfterEofError,
     lib.AW_RESULT_BUSY: BusyError,
+    lib.AW_RESULT_UNKNOWN_TURN: UnknownTurnError,
     lib.AW_RESULT_INVALID_UTF8: InvalidUtf8Error,
     lib.AW_RESULT_INTERIOR_NUL: InteriorNulError,
 }

@@ -8,11 +8,20 @@ from __future__ import annotations
 from typing import Any, Dict, Type, Union
 
 from ._lib import Handle, optional_symbol
+from .acp import AcpConfig, AcpConnection
 from .bridge import Bridge
 from .config import Config
 from .decoder import Decoder
 
-_KINDS: Dict[Type[Handle], str] = {Config: "config", Bridge: "bridge", Decoder: "decoder"}
+_KINDS: Dict[Type[Handle], str] = {
+    Config: "config",
+    Bridge: "bridge",
+    Decoder: "decoder",
+    AcpConfig: "acp_config",
+    AcpConnection: "acp_connection",
+}
+#: Every handle type the hooks take.
+Hooked = Union[Config, Bridge, Decoder, AcpConfig, AcpConnection]
 
 
 def has_test_hooks() -> bool:
@@ -20,7 +29,7 @@ def has_test_hooks() -> bool:
     return optional_symbol("aw_bridge_test_panic") is not None
 
 
-def _call_hook(obj: Union[Config, Bridge, Decoder], hook_name: str) -> None:
+def _call_hook(obj: Hooked, hook_name: str) -> None:
     hook: Any = optional_symbol(f"aw_{_KINDS[type(obj)]}_{hook_name}")
     if hook is None:
         raise RuntimeError("the library was built without the ffi-test-hooks feature")
@@ -28,12 +37,12 @@ def _call_hook(obj: Union[Config, Bridge, Decoder], hook_name: str) -> None:
         obj._check(hook(obj._handle()))
 
 
-def panic(obj: Union[Config, Bridge, Decoder]) -> None:
+def panic(obj: Union[Config, Bridge, Decoder, AcpConnection]) -> None:
     """Panics inside a call on ``obj``: raises PanicError and leaves ``obj`` poisoned."""
     _call_hook(obj, "test_panic")
 
 
-def overlap(obj: Union[Config, Bridge, Decoder]) -> None:
+def overlap(obj: Hooked) -> None:
     """From inside a call on ``obj``, calls it again and tries to free it, as C code on
     another thread could: raises BusyError for the second call; ``obj`` stays usable."""
     _call_hook(obj, "test_overlap")

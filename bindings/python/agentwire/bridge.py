@@ -7,7 +7,7 @@ import enum
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Union
+from typing import Any, Dict, Iterator, List, Optional, Union
 
 from ._lib import (
     DRAINED,
@@ -95,6 +95,23 @@ Output = Union[Head, Body, StopAgent, End]
 
 _STOP_AGENT = StopAgent()
 _END = End()
+
+
+def _output_of(out: Any) -> Output:
+    """The output an ``aw_output`` holds, copied (call it before the next call on the
+    handle that wrote it)."""
+    kind = out.kind
+    if kind == lib.AW_OUTPUT_KIND_HEAD:
+        return Head(
+            status=int(out.status),
+            content_type=copy_str(out.content_type),
+            retryable=bool(out.retryable) if out.has_retryable else None,
+        )
+    if kind == lib.AW_OUTPUT_KIND_BODY:
+        return Body(copy_bytes(out.body))
+    if kind == lib.AW_OUTPUT_KIND_STOP_AGENT:
+        return _STOP_AGENT
+    return _END
 
 
 class Bridge(Handle):
@@ -256,19 +273,8 @@ class Bridge(Handle):
         with self._lock:
             if self._check(lib.aw_bridge_poll_output(self._handle(), out)) == DRAINED:
                 return None
-            kind = out.kind
-            if kind == lib.AW_OUTPUT_KIND_HEAD:
-                return Head(
-                    status=int(out.status),
-                    content_type=copy_str(out.content_type),
-                    retryable=bool(out.retryable) if out.has_retryable else None,
-                )
-            if kind == lib.AW_OUTPUT_KIND_BODY:
-                # Copied under the lock: the view lasts until the next call on the bridge.
-                return Body(copy_bytes(out.body))
-            if kind == lib.AW_OUTPUT_KIND_STOP_AGENT:
-                return _STOP_AGENT
-            return _END
+            # Copied under the lock: the view lasts until the next call on the bridge.
+            return _output_of(out)
 
     def outputs(self) -> Iterator[Output]:
         """Drains the outputs: iterate it to the end after every input."""

@@ -85,11 +85,13 @@ class _Field(Generic[G, S]):
         self.__doc__ = doc
 
     def __set_name__(self, owner: type, name: str) -> None:
+        # The C functions are named after the owner's handle: aw_config_get_<name>, ...
+        prefix: str = getattr(owner, "_c_prefix")
         self.name = name
-        self.getter = getattr(lib, f"aw_config_get_{name}")
-        self.setter = getattr(lib, f"aw_config_set_{name}")
-        self.clear = getattr(lib, f"aw_config_clear_{name}") if self.optional else None
-        default = self._get(_DEFAULTS)
+        self.getter = getattr(lib, f"{prefix}_get_{name}")
+        self.setter = getattr(lib, f"{prefix}_set_{name}")
+        self.clear = getattr(lib, f"{prefix}_clear_{name}") if self.optional else None
+        default = self._get(_defaults(prefix))
         if isinstance(default, enum.Enum):
             shown = f"{type(default).__name__}.{default.name}"
         else:
@@ -106,9 +108,9 @@ class _Field(Generic[G, S]):
     def __get__(self, obj: None, owner: type) -> "_Field[G, S]": ...
 
     @overload
-    def __get__(self, obj: "Config", owner: type) -> G: ...
+    def __get__(self, obj: "_Settings", owner: type) -> G: ...
 
-    def __get__(self, obj: Optional["Config"], owner: type) -> Any:
+    def __get__(self, obj: Optional["_Settings"], owner: type) -> Any:
         if obj is None:
             return self
         with obj._lock:
@@ -118,7 +120,7 @@ class _Field(Generic[G, S]):
             # Copied under the lock: a string view lasts until the next call on the config.
             return self.read(copy_str(out[0]) if self.c_type == "aw_str" else out[0])
 
-    def __set__(self, obj: "Config", value: S) -> None:
+    def __set__(self, obj: "_Settings", value: S) -> None:
         if value is None:
             if self.clear is None:
                 raise TypeError(f"{self.name} cannot be None")
@@ -165,13 +167,75 @@ def _enum(enum_type: Type[E], c_type: str, doc: str) -> _Field[E, Union[E, str]]
     return _Field(c_type, doc, lambda name, value: choice(enum_type, name, value), enum_type)
 
 
-# A config with the library's defaults, read by the fields' documentation below.
-_new = ffi.new("aw_config **")
-check(lib.aw_config_new(_new))
-_DEFAULTS = _new[0]
+# A config of each kind with the library's defaults, read by the fields' documentation
+# when their classes are defined, then freed.
+_DEFAULT_HANDLES: Dict[str, Any] = {}
 
 
-class Config(Handle):
+def _defaults(prefix: str) -> Any:
+    if prefix not in _DEFAULT_HANDLES:
+        out = ffi.new(f"{prefix} **")
+        check(getattr(lib, f"{prefix}_new")(out))
+        _DEFAULT_HANDLES[prefix] = out[0]
+    return _DEFAULT_HANDLES[prefix]
+
+
+def _free_defaults() -> None:
+    """Frees the default configs read by the fields' documentation: call it once every
+    settings class is defined."""
+    for prefix, ptr in _DEFAULT_HANDLES.items():
+        getattr(lib, f"{prefix}_free")(ptr)
+    _DEFAULT_HANDLES.clear()
+
+
+class _Settings(Handle):
+    """The base of :class:`Config` and :class:`~agentwire.AcpConfig`: a handle whose
+    fields are class attributes read and written through the library."""
+
+    #: The C handle type, and the prefix of its functions.
+    _c_prefix = ""
+    #: Every field's name, in declaration order.
+    FIELDS: ClassVar[Tuple[str, ...]]
+
+    def _set_given(self, given: Dict[str, object]) -> None:
+        """Creates the handle with the defaults, then sets every given field not None."""
+        out = ffi.new(f"{self._c_prefix} **")
+        check(getattr(lib, f"{self._c_prefix}_new")(out))
+        self._adopt(out[0])
+        for name, value in given.items():
+            if value is not None:
+                setattr(self, name, value)
+
+    if not TYPE_CHECKING:
+        # Hidden from type checkers, which would take any attribute as settable on a class
+        # with __setattr__: they report a misspelt field themselves.
+
+        def __setattr__(self, name: str, value: object) -> None:
+            # A misspelt field would otherwise become a new attribute and change nothing.
+            if not name.startswith("_") and name not in self.FIELDS:
+                raise AttributeError(
+                    f"{type(self).__name__} has no field {name!r}; its fields are: "
+                    f"{', '.join(self.FIELDS)}"
+                )
+            super().__setattr__(name, value)
+
+    def as_dict(self) -> Dict[str, object]:
+        """Every field and its value."""
+        return {name: getattr(self, name) for name in self.FIELDS}
+
+    def __repr__(self) -> str:
+        name = type(self).__name__
+        if self.closed:
+            return f"{name}(<closed>)"
+        return f"{name}(" + ", ".join(f"{k}={v!r}" for k, v in self.as_dict().items()) + ")"
+
+
+def _fields_of(cls: type) -> Tuple[str, ...]:
+    """The names of a settings class's fields, in declaration order."""
+    return tuple(name for name, value in vars(cls).items() if isinstance(value, _Field))
+
+
+class Config(_Settings):
     """Settings for :class:`~agentwire.Bridge` and :class:`~agentwire.Decoder`.
 
     ``Config()`` has the library's defaults (read-only agent in client mode, no
@@ -186,6 +250,7 @@ class Config(Handle):
     _free = lib.aw_config_free
     _last_error = lib.aw_config_last_error
     _what = "config"
+    _c_prefix = "aw_config"
 
     cursor_binary = _string("The cursor-agent program: a path, or a name looked up in PATH.")
     workspace = _optional_string("The agent's ``--workspace`` for every run, or None.")
@@ -295,36 +360,7 @@ class Config(Handle):
         """Every field is a keyword argument; one left out (or None) keeps the library's
         default, which for ``workspace``, ``cli_config_dir`` and ``max_duration_ms`` is
         None. See each field's documentation."""
-        given = {name: value for name, value in locals().items() if name in self.FIELDS}
-        out = ffi.new("aw_config **")
-        check(lib.aw_config_new(out))
-        self._adopt(out[0])
-        for name, value in given.items():
-            if value is not None:
-                setattr(self, name, value)
-
-    if not TYPE_CHECKING:
-        # Hidden from type checkers, which would take any attribute as settable on a class
-        # with __setattr__: they report a misspelt field themselves.
-
-        def __setattr__(self, name: str, value: object) -> None:
-            # A misspelt field would otherwise become a new attribute and change nothing.
-            if not name.startswith("_") and name not in self.FIELDS:
-                raise AttributeError(
-                    f"Config has no field {name!r}; its fields are: {', '.join(self.FIELDS)}"
-                )
-            super().__setattr__(name, value)
-
-    def as_dict(self) -> Dict[str, object]:
-        """Every field and its value."""
-        return {name: getattr(self, name) for name in self.FIELDS}
-
-    def __repr__(self) -> str:
-        if self.closed:
-            return "Config(<closed>)"
-        return "Config(" + ", ".join(f"{k}={v!r}" for k, v in self.as_dict().items()) + ")"
+        self._set_given({k: v for k, v in locals().items() if k in self.FIELDS})
 
 
-Config.FIELDS = tuple(name for name, value in vars(Config).items() if isinstance(value, _Field))
-lib.aw_config_free(_DEFAULTS)
-del _DEFAULTS, _new
+Config.FIELDS = _fields_of(Config)

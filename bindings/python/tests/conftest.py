@@ -1,6 +1,6 @@
 """Shared fixtures: the repository's transcripts and requests, and the Rust examples the
 bindings are compared with (`translate` for whole responses, `events` for decoder events,
-`reply` for the replies that need no agent)."""
+`reply` for the replies that need no agent, `acp` for ACP connections)."""
 
 from __future__ import annotations
 
@@ -66,7 +66,8 @@ class Rust:
     def __init__(self) -> None:
         subprocess.run(
             ["cargo", "build", "--quiet"]
-            + ["--example", "translate", "--example", "events", "--example", "reply"],
+            + ["--example", "translate", "--example", "events", "--example", "reply"]
+            + ["--example", "acp"],
             cwd=REPO,
             check=True,
         )
@@ -74,6 +75,7 @@ class Rust:
         self.translate_bin = target / "debug" / "examples" / "translate"
         self.events_bin = target / "debug" / "examples" / "events"
         self.reply_bin = target / "debug" / "examples" / "reply"
+        self.acp_bin = target / "debug" / "examples" / "acp"
 
     def translate(
         self,
@@ -101,6 +103,16 @@ class Rust:
         )
         status, retryable = done.stderr.decode().splitlines()[:2]
         return int(status.split(": ")[1]), retryable.split(": ")[1] == "true", done.stdout
+
+    def acp_script(self, recording: Path, api: str, chunk: int) -> bytes:
+        """The inputs of an ACP recording's replay, as a script (`acp script`)."""
+        args = [str(self.acp_bin), "script", "--api", api, "--chunk", str(chunk)]
+        return subprocess.run(args + [str(recording)], capture_output=True, check=True).stdout
+
+    def acp_run(self, script: Path) -> bytes:
+        """Everything the Rust connection outputs for a script (`acp run`)."""
+        args = [str(self.acp_bin), "run", str(script)]
+        return subprocess.run(args, capture_output=True, check=True).stdout
 
     def events(self, transcript: Path, chunk: int = 4096) -> str:
         done = subprocess.run(

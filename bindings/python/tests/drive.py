@@ -115,3 +115,87 @@ def decode(transcript: bytes, chunk: int = 4096) -> Tuple[List[aw.Event], str]:
 
 def read(path: Path) -> bytes:
     return path.read_bytes()
+
+
+def acp_run(script: bytes) -> bytes:
+    """Everything an :class:`aw.AcpConnection` outputs for a script of inputs, in the
+    format of the Rust example `acp run` (see examples/acp.rs)."""
+    out = bytearray()
+    conn: Optional[aw.AcpConnection] = None
+    at = 0
+    while at < len(script):
+        end = script.index(b"\n", at)
+        line = script[at:end].decode()
+        at = end + 1
+        words = line.split(" ")
+        payload = b""
+        if words[0] in ("start", "stdout", "stderr"):
+            size = int(words[5] if words[0] == "start" else words[2])
+            payload = script[at : at + size]
+            at += size + 1
+        out += f"> {line}\n".encode()
+        if words[0] == "new":
+            if conn is not None:
+                conn.close()
+            config = aw.AcpConfig(pool_size=int(words[2]), cwd=line.split(" ", 3)[3])
+            conn = aw.AcpConnection(config, now_ms=int(words[1]))
+        else:
+            assert conn is not None, "the script starts with `new`"
+            now = 0 if words[0] == "start" else int(words[1])
+            if words[0] == "start":
+                conn.start_turn(
+                    payload,
+                    now_ms=int(words[2]),
+                    created=int(words[3]),
+                    id_seed=int(words[4]),
+                    dialect=words[1],
+                )
+            elif words[0] == "stdout":
+                conn.push_stdout(payload, now)
+            elif words[0] == "stderr":
+                conn.push_stderr(payload, now)
+            elif words[0] == "exit":
+                conn.agent_exited(code=int(words[2]), now_ms=now)
+            elif words[0] == "gone":
+                conn.client_gone(int(words[1]), int(words[2]))
+            elif words[0] == "timeout":
+                conn.handle_timeout(now)
+            elif words[0] == "shutdown":
+                conn.shutdown(now)
+            else:
+                raise ValueError(f"unknown script input {line!r}")
+        _acp_drain(conn, out)
+    if conn is not None:
+        models = conn.models
+        if models is None:
+            out += b"models none\n"
+        else:
+            out += f"models {len(models)}\n".encode()
+            for model in models:
+                out += f"model {model}\n".encode()
+        out += f"current {conn.current_model or 'none'}\n".encode()
+        conn.close()
+    return bytes(out)
+
+
+def _acp_drain(conn: aw.AcpConnection, out: bytearray) -> None:
+    for data in conn.transmits():
+        out += b"transmit %d\n" % len(data) + data + b"\n"
+    for decision in conn.decisions():
+        out += f"decision restart {decision.reason}\n".encode()
+    for turn in conn.ready_turns():
+        for output in conn.outputs(turn):
+            if isinstance(output, aw.Head):
+                retryable = "-" if output.retryable is None else str(output.retryable).lower()
+                out += f"turn {turn} head {output.status} {output.content_type} {retryable}\n".encode()
+            elif isinstance(output, aw.Body):
+                out += b"turn %d body %d\n" % (turn, len(output)) + output + b"\n"
+            elif isinstance(output, aw.End):
+                out += b"turn %d end\n" % turn
+            else:
+                out += b"turn %d stop-agent\n" % turn
+    deadline = conn.poll_timeout()
+    out += (
+        f"state ready={int(conn.is_ready)} dead={int(conn.is_dead)} active={conn.active_turns} "
+        f"malformed={conn.malformed_lines} timeout={'none' if deadline is None else deadline}\n"
+    ).encode()

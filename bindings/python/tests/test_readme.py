@@ -1,6 +1,6 @@
-"""The README's Python snippet for this package runs as written (with the names it takes
-for granted: the request ``body``, a ``clock``, a ``chunk`` of the agent's stdout) and
-type-checks under ``mypy --strict``."""
+"""The README's Python snippets for this package run as written (with the names they take
+for granted: the request ``body``, a ``clock``, a ``chunk`` of cursor-agent's stdout, an
+ACP agent's output ``agent_out``) and type-check under ``mypy --strict``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
+import pytest
+
 import agentwire as aw
 from conftest import DEFAULT_REQUEST, FIXTURES, REPO
 
@@ -20,6 +22,7 @@ PRELUDE = """from typing import Callable
 body: bytes
 clock: Callable[[], int]
 chunk: bytes
+agent_out: bytes
 """
 
 
@@ -29,12 +32,36 @@ def snippets() -> List[str]:
     return [block for block in blocks if "import agentwire" in block]
 
 
-def test_the_readme_has_a_snippet_for_the_package():
-    assert len(snippets()) == 1
+def bridge_snippet() -> str:
+    (snippet,) = [block for block in snippets() if "aw.Bridge(" in block]
+    return snippet
+
+
+def acp_snippet() -> str:
+    (snippet,) = [block for block in snippets() if "aw.AcpConnection(" in block]
+    return snippet
+
+
+def test_the_readme_has_a_snippet_for_the_bridge_and_one_for_acp():
+    assert len(snippets()) == 2
+    assert bridge_snippet() != acp_snippet()
+
+
+def test_the_acp_snippet_runs():
+    started = time.monotonic()
+    names: Dict[str, Any] = {
+        "body": DEFAULT_REQUEST,
+        "clock": lambda: int((time.monotonic() - started) * 1000),
+        "agent_out": b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}\n',
+    }
+    exec(compile(acp_snippet(), "README.md", "exec"), names)
+    # The handshake's answer made the connection ready: the session it asked for last.
+    assert names["turn"] == 0 and b'"method":"session/new"' in names["data"]
+    assert names["models"] is None and names["conn"].closed
 
 
 def test_the_snippet_runs():
-    (snippet,) = snippets()
+    snippet = bridge_snippet()
     started = time.monotonic()
     names: Dict[str, Any] = {
         "body": DEFAULT_REQUEST,
@@ -48,8 +75,9 @@ def test_the_snippet_runs():
     assert names["deadline"] is None
 
 
-def test_the_snippet_passes_mypy_strict(tmp_path: Path):
-    (snippet,) = snippets()
+@pytest.mark.parametrize("which", ["bridge", "acp"])
+def test_the_snippets_pass_mypy_strict(tmp_path: Path, which: str):
+    snippet = bridge_snippet() if which == "bridge" else acp_snippet()
     program = tmp_path / "readme_snippet.py"
     program.write_text(PRELUDE + snippet)
     done = subprocess.run(

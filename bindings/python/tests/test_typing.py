@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import agentwire as aw
-from agentwire import bridge, config, decoder, reply
+from agentwire import acp, bridge, config, decoder, reply
 from agentwire import _lib
 from conftest import DEFAULT_REQUEST, FIXTURES
 from typed_example import answer_text, refuse, respond
@@ -69,7 +69,7 @@ def test_all_is_a_literal_list_of_every_module_export():
     # Every public class and function of the modules, and the unions of outputs and events.
     defined = {
         name
-        for module in (bridge, config, decoder, reply, _lib)
+        for module in (acp, bridge, config, decoder, reply, _lib)
         for name, value in vars(module).items()
         if (isinstance(value, type) or inspect.isfunction(value))
         and value.__module__ == module.__name__
@@ -78,7 +78,12 @@ def test_all_is_a_literal_list_of_every_module_export():
     helpers = {
         name for name, value in vars(_lib).items() if inspect.isfunction(value)
     }
-    assert defined - {"Handle"} - helpers | {"Output", "Event", "__version__"} == set(literal)
+    assert defined - {"Handle"} - helpers | {
+        "Output",
+        "Event",
+        "Decision",
+        "__version__",
+    } == set(literal)
 
 
 def test_help_documents_every_field_and_the_invocation():

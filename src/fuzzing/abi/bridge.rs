@@ -4,7 +4,7 @@
 use arbitrary::Arbitrary;
 
 use super::views::{
-    OutParam, Owner, ValidUntil, assert_empty_bytes, assert_empty_str, bytes, c_text,
+    OutParam, Owner, ValidUntil, Views, assert_empty_bytes, assert_empty_str, bytes, c_text,
 };
 use super::{
     Books, DialectArg, Hook, OK, OPTIONAL, POLL, Pass, Stdout, World, allowed, check_result,
@@ -145,7 +145,7 @@ pub enum BridgeOp {
 
 /// A polled output, owned.
 #[derive(Debug)]
-enum Polled {
+pub(super) enum Polled {
     Head(u16, &'static str, Option<bool>),
     Body(Vec<u8>),
     StopAgent,
@@ -679,12 +679,7 @@ impl World {
         let result = unsafe { aw_bridge_poll_output(ptr, out.ptr(null)) };
         let mut want = None;
         let allowed = allowed(self.bridges[slot].as_mut(), null_out(null), |s| {
-            want = s.shadow.poll_output().map(|output| match output {
-                Output::Head(head) => Polled::Head(head.status, head.content_type, head.retryable),
-                Output::Body(bytes) => Polled::Body(bytes.to_vec()),
-                Output::StopAgent => Polled::StopAgent,
-                Output::End => Polled::End,
-            });
+            want = s.shadow.poll_output().as_ref().map(Polled::of);
             if s.ended {
                 assert!(want.is_none(), "an output after End: {want:?}");
             }
@@ -709,62 +704,19 @@ impl World {
     fn check_output(&mut self, slot: usize, output: &aw_output, want: &Polled) {
         let what = format!("aw_bridge_poll_output ({want:?})");
         let s = self.bridges[slot].as_mut().expect("a live bridge");
-        let kind = match want {
-            Polled::Head(..) => aw_output_kind::Head,
-            Polled::Body(_) => aw_output_kind::Body,
-            Polled::StopAgent => aw_output_kind::StopAgent,
-            Polled::End => aw_output_kind::End,
-        };
-        assert_eq!(output.kind, kind, "{what}: kind");
-        if let Polled::Head(status, content_type, retryable) = want {
-            s.heads += 1;
-            assert_eq!(s.heads, 1, "{what}: a second head");
-            assert_eq!(output.status, *status, "{what}: status");
-            // Static and NUL-terminated.
-            let got = c_text(output.content_type, &what);
-            assert_eq!(got, *content_type, "{what}: content type");
-            let mut held = got.into_bytes();
-            held.push(0);
-            self.views.keep(
-                Owner::Static,
-                ValidUntil::Free,
-                output.content_type.data.cast(),
-                held,
-                what.clone(),
-            );
-            assert_eq!(output.has_retryable, retryable.is_some(), "{what}");
-            assert_eq!(output.retryable, retryable.unwrap_or(false), "{what}");
-        } else {
-            assert_eq!(output.status, 0, "{what}: status of a non-head");
-            assert_empty_str(output.content_type, &what);
-            assert!(
-                !output.has_retryable && !output.retryable,
-                "{what}: retryable of a non-head"
-            );
-        }
-        if let Polled::Body(want) = want {
-            assert_eq!(s.heads, 1, "{what}: a body before the head");
-            let got = bytes(output.body, &what);
-            assert_eq!(&got, want, "{what}: body");
-            self.views.keep(
-                Owner::Bridge(slot),
-                ValidUntil::NextCall,
-                output.body.data,
-                got,
-                what,
-            );
-        } else {
-            assert_empty_bytes(output.body, &what);
-        }
-        let s = self.bridges[slot].as_mut().expect("a live bridge");
         match want {
+            Polled::Head(..) => {
+                s.heads += 1;
+                assert_eq!(s.heads, 1, "{what}: a second head");
+            }
+            Polled::Body(_) => assert_eq!(s.heads, 1, "{what}: a body before the head"),
             Polled::StopAgent => {
                 s.stops += 1;
                 assert_eq!(s.stops, 1, "a second StopAgent");
             }
             Polled::End => s.ended = true,
-            _ => {}
         }
+        check_output_members(&mut self.views, Owner::Bridge(slot), output, want, &what);
     }
 
     /// `aw_bridge_poll_output` until `AW_RESULT_DRAINED` (or another result that ends the
@@ -815,4 +767,71 @@ impl World {
 fn check_new(result: aw_result, errors: &[aw_result], out: OutParam<*mut aw_bridge>) {
     check_result("aw_bridge_new", result, NEW, errors);
     assert!(out.outcome(result, "aw_bridge_new").is_none());
+}
+
+impl Polled {
+    /// A Rust output, owned.
+    pub(super) fn of(output: &Output<'_>) -> Polled {
+        match output {
+            Output::Head(head) => Polled::Head(head.status, head.content_type, head.retryable),
+            Output::Body(bytes) => Polled::Body(bytes.to_vec()),
+            Output::StopAgent => Polled::StopAgent,
+            Output::End => Polled::End,
+        }
+    }
+}
+
+/// An `aw_output` holds `want`, with the members its kind does not use zero or empty;
+/// its views are kept (the content type static, the body until the next call on `owner`).
+pub(super) fn check_output_members(
+    views: &mut Views,
+    owner: Owner,
+    output: &aw_output,
+    want: &Polled,
+    what: &str,
+) {
+    let kind = match want {
+        Polled::Head(..) => aw_output_kind::Head,
+        Polled::Body(_) => aw_output_kind::Body,
+        Polled::StopAgent => aw_output_kind::StopAgent,
+        Polled::End => aw_output_kind::End,
+    };
+    assert_eq!(output.kind, kind, "{what}: kind");
+    if let Polled::Head(status, content_type, retryable) = want {
+        assert_eq!(output.status, *status, "{what}: status");
+        // Static and NUL-terminated.
+        let got = c_text(output.content_type, what);
+        assert_eq!(got, *content_type, "{what}: content type");
+        let mut held = got.into_bytes();
+        held.push(0);
+        views.keep(
+            Owner::Static,
+            ValidUntil::Free,
+            output.content_type.data.cast(),
+            held,
+            what.into(),
+        );
+        assert_eq!(output.has_retryable, retryable.is_some(), "{what}");
+        assert_eq!(output.retryable, retryable.unwrap_or(false), "{what}");
+    } else {
+        assert_eq!(output.status, 0, "{what}: status of a non-head");
+        assert_empty_str(output.content_type, what);
+        assert!(
+            !output.has_retryable && !output.retryable,
+            "{what}: retryable of a non-head"
+        );
+    }
+    if let Polled::Body(want) = want {
+        let got = bytes(output.body, what);
+        assert_eq!(&got, want, "{what}: body");
+        views.keep(
+            owner,
+            ValidUntil::NextCall,
+            output.body.data,
+            got,
+            what.into(),
+        );
+    } else {
+        assert_empty_bytes(output.body, what);
+    }
 }

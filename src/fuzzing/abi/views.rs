@@ -145,6 +145,8 @@ pub(super) enum Owner {
     Decoder(usize),
     /// An `aw_reply` slot.
     Reply(usize),
+    /// An `aw_acp_connection` slot.
+    Acp(usize),
 }
 
 /// How long a view stays valid, as the function that hands it out documents.

@@ -1,0 +1,407 @@
+"""``AcpConnection``: one warm ACP agent process (JSON-RPC 2.0 over its stdio: ``gemini
+--acp``, ``claude-agent-acp``, ``codex-acp``, ...) serving many requests, each a turn on a
+fresh session whose outputs are a :class:`~agentwire.Bridge`'s; with ``AcpConfig``, its
+settings. No I/O of its own: the caller spawns the agent, writes what
+:meth:`AcpConnection.transmits` gives to its stdin, and pushes what it writes."""
+
+from __future__ import annotations
+
+import enum
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator, List, Optional, TypeVar, Union
+
+from ._lib import (
+    DRAINED,
+    NOT_AVAILABLE,
+    BytesLike,
+    Handle,
+    check,
+    choice,
+    copy_bytes,
+    copy_str,
+    input_bytes,
+)
+from ._native import ffi, lib
+from .bridge import Dialect, Output, _output_of
+from .config import Config, _Settings, _enum, _int, _string, _fields_of, _free_defaults
+
+
+class PermissionChoice(enum.IntEnum):
+    """How the agent's permission requests are answered: by the offered option's kind,
+    never its id; ``allow_always`` is never chosen. An :class:`AcpConfig` also takes the
+    names ``"allow_once"`` (or ``"allow-once"``) and ``"reject_once"``."""
+
+    #: Select the option of kind ``allow_once``: the agent runs the tool this once. The
+    #: default.
+    ALLOW_ONCE = lib.AW_PERMISSION_CHOICE_ALLOW_ONCE
+    #: Select the option of kind ``reject_once``.
+    REJECT_ONCE = lib.AW_PERMISSION_CHOICE_REJECT_ONCE
+
+
+class AcpConfig(_Settings):
+    """Settings for :class:`AcpConnection`, one typed attribute per field of the Rust
+    ``AcpConfig`` a program sets (answers to other agent requests are always "method not
+    found", and ``auto`` and ``default`` always name the agent's default model).
+
+    ``AcpConfig()`` has the library's defaults. Every field is a keyword argument and an
+    attribute, read and set through the library, which refuses bad values with
+    :class:`~agentwire.InvalidInputError` or :class:`~agentwire.MisuseError` (a wrong type
+    is a :class:`TypeError`). Durations are milliseconds, sizes bytes. A connection copies
+    its config when created. Threads may share a config.
+    """
+
+    _free = lib.aw_acp_config_free
+    _last_error = lib.aw_acp_config_last_error
+    _what = "ACP config"
+    _c_prefix = "aw_acp_config"
+
+    cwd = _string(
+        "The working directory sessions are created in (``session/new``'s ``cwd``; ACP "
+        "wants an absolute path)."
+    )
+    client_name = _string("``clientInfo.name`` in ``initialize``.")
+    client_version = _string("``clientInfo.version`` in ``initialize``.")
+    permission = _enum(
+        PermissionChoice,
+        "aw_permission_choice",
+        "How permission requests are answered (a PermissionChoice).",
+    )
+    pool_size = _int(
+        "size_t",
+        "Fresh sessions kept ready ahead of need, to hide ``session/new``'s latency (0: "
+        "sessions are created on demand).",
+    )
+    max_concurrent_prompts = _int("size_t", "Prompts running at once; more wait in a queue.")
+    queue_timeout_ms = _int(
+        "uint64_t", "How long a request may wait in that queue before it fails with 503."
+    )
+    initialize_timeout_ms = _int("uint64_t", "The deadline for the ``initialize`` answer.")
+    new_session_timeout_ms = _int("uint64_t", "The deadline for a ``session/new`` answer.")
+    set_model_timeout_ms = _int(
+        "uint64_t",
+        "The deadline for a ``session/set_config_option`` or ``session/set_model`` answer.",
+    )
+    cancel_timeout_ms = _int(
+        "uint64_t",
+        "How long a cancelled prompt may take to end before its session is given up.",
+    )
+    turn_output_budget = _int(
+        "size_t",
+        "Response bytes a turn may hold that the caller has not taken yet; a turn over it is "
+        "cancelled with a clear error, so that one slow client never stops the agent's "
+        "stdout, which every session shares.",
+    )
+    max_line_len = _int("size_t", "The longest agent stdout line accepted.")
+    stderr_tail_bytes = _int("size_t", "Bytes of the agent's stderr kept for failure messages.")
+
+    def __init__(
+        self,
+        *,
+        cwd: Optional[str] = None,
+        client_name: Optional[str] = None,
+        client_version: Optional[str] = None,
+        permission: Union[PermissionChoice, str, None] = None,
+        pool_size: Optional[int] = None,
+        max_concurrent_prompts: Optional[int] = None,
+        queue_timeout_ms: Optional[int] = None,
+        initialize_timeout_ms: Optional[int] = None,
+        new_session_timeout_ms: Optional[int] = None,
+        set_model_timeout_ms: Optional[int] = None,
+        cancel_timeout_ms: Optional[int] = None,
+        turn_output_budget: Optional[int] = None,
+        max_line_len: Optional[int] = None,
+        stderr_tail_bytes: Optional[int] = None,
+    ) -> None:
+        """Every field is a keyword argument; one left out (or None) keeps the library's
+        default. See each field's documentation."""
+        self._set_given({k: v for k, v in locals().items() if k in self.FIELDS})
+
+
+AcpConfig.FIELDS = _fields_of(AcpConfig)
+_free_defaults()
+
+
+@dataclass(frozen=True)
+class Restart:
+    """Kill the agent's process group and start a new agent process with a new
+    :class:`AcpConnection`: this one serves nothing more."""
+
+    #: Why, for logs.
+    reason: str
+
+
+#: A connection-level decision (only :class:`Restart` today).
+Decision = Restart
+
+
+class AcpConnection(Handle):
+    """One ACP agent process serving many requests, each a turn numbered from 0.
+
+    Spawn the agent once (in its own process group), create the connection, then for every
+    input — :meth:`start_turn` per request, :meth:`push_stdout`, :meth:`push_stderr`,
+    :meth:`agent_exited`, :meth:`handle_timeout`, :meth:`client_gone`, :meth:`shutdown` —
+    **drain** :meth:`transmits` (write them to the agent's stdin), :meth:`decisions`
+    (:class:`Restart`), and :meth:`outputs` of every turn :meth:`ready_turns` names; then
+    ask :meth:`poll_timeout` for the next deadline. A turn's outputs are a
+    :class:`~agentwire.Bridge`'s (:class:`~agentwire.Head`, :class:`~agentwire.Body`,
+    :class:`~agentwire.End`), never :class:`~agentwire.StopAgent`: a turn that must stop
+    has its session cancelled instead. Time is ``now_ms`` on a monotonic millisecond clock
+    of the caller's choice. Threads may share a connection: its calls run one at a time.
+
+    Getters: :attr:`is_ready`, :attr:`is_dead`, :attr:`active_turns`,
+    :attr:`malformed_lines`, :attr:`models`, :attr:`current_model`.
+    """
+
+    _free = lib.aw_acp_connection_free
+    _last_error = lib.aw_acp_connection_last_error
+    _what = "ACP connection"
+
+    def __init__(self, config: Optional[AcpConfig] = None, *, now_ms: int = 0) -> None:
+        """A connection to a just-spawned agent: its first transmit is ``initialize``.
+        ``config`` is copied (None for the defaults)."""
+        if config is not None and not isinstance(config, AcpConfig):
+            raise TypeError(f"config must be an AcpConfig, not {type(config).__name__}")
+        out = ffi.new("aw_acp_connection **")
+        if config is None:
+            check(lib.aw_acp_connection_new(ffi.NULL, now_ms, out))
+        else:
+            with config._lock:
+                check(lib.aw_acp_connection_new(config._handle(), now_ms, out))
+        self._adopt(out[0])
+
+    # Getters.
+
+    @property
+    def is_ready(self) -> bool:
+        """Whether the handshake succeeded and the agent is serving."""
+        with self._lock:
+            return bool(lib.aw_acp_connection_is_ready(self._handle()))
+
+    @property
+    def is_dead(self) -> bool:
+        """Whether the connection serves nothing more (the handshake failed, the agent
+        exited, or a restart was decided)."""
+        with self._lock:
+            return bool(lib.aw_acp_connection_is_dead(self._handle()))
+
+    @property
+    def active_turns(self) -> int:
+        """How many turns have a response that has not ended yet."""
+        out = ffi.new("size_t *")
+        with self._lock:
+            self._check(lib.aw_acp_connection_active_turns(self._handle(), out))
+        return int(out[0])
+
+    @property
+    def malformed_lines(self) -> int:
+        """How many agent stdout lines were not JSON-RPC (ignored)."""
+        out = ffi.new("uint64_t *")
+        with self._lock:
+            self._check(lib.aw_acp_connection_malformed_lines(self._handle(), out))
+        return int(out[0])
+
+    @property
+    def models(self) -> Optional[List[str]]:
+        """The model ids the agent offers (from its latest ``session/new`` answer), in its
+        order; None until a session was created; empty when the agent lists none (then
+        only its default is served)."""
+        count = ffi.new("size_t *")
+        view = ffi.new("aw_str *")
+        with self._lock:
+            handle = self._handle()
+            if self._check(lib.aw_acp_connection_model_count(handle, count)) == NOT_AVAILABLE:
+                return None
+            models = []
+            for i in range(count[0]):
+                self._check(lib.aw_acp_connection_model(handle, i, view))
+                models.append(copy_str(view[0]))
+            return models
+
+    @property
+    def current_model(self) -> Optional[str]:
+        """The model a fresh session uses unless told otherwise, when the agent says."""
+        view = ffi.new("aw_str *")
+        with self._lock:
+            handle = self._handle()
+            if self._check(lib.aw_acp_connection_current_model(handle, view)) == NOT_AVAILABLE:
+                return None
+            return copy_str(view[0])
+
+    # Inputs.
+
+    def start_turn(
+        self,
+        body: BytesLike,
+        config: Optional[Config] = None,
+        *,
+        now_ms: int,
+        created: Optional[int] = None,
+        id_seed: Optional[int] = None,
+        dialect: Union[Dialect, str] = Dialect.CHAT_COMPLETIONS,
+    ) -> int:
+        """A client request: validated and answered as a :class:`~agentwire.Bridge`
+        would, then queued for a session; returns the turn's number. A body that cannot be
+        served (invalid, or with client ``tools``, which the agent cannot call) is not an
+        exception: the turn's outputs are the error head, body and end. ``config`` holds the
+        request's settings (copied; None for the defaults); ``created``, ``id_seed`` and
+        ``dialect`` are as for a :class:`~agentwire.Bridge`."""
+        data = input_bytes(body, "body")
+        if config is not None and not isinstance(config, Config):
+            raise TypeError(f"config must be a Config, not {type(config).__name__}")
+        chosen = choice(Dialect, "dialect", dialect)
+        created = int(time.time()) if created is None else created
+        id_seed = secrets.randbits(63) if id_seed is None else id_seed
+        turn = ffi.new("uint64_t *")
+        with self._lock:
+            handle = self._handle()
+            if config is None:
+                self._check(
+                    lib.aw_acp_connection_start_turn(
+                        handle, chosen, data, len(data), ffi.NULL, now_ms, created, id_seed, turn
+                    )
+                )
+            else:
+                with config._lock:
+                    self._check(
+                        lib.aw_acp_connection_start_turn(
+                            handle,
+                            chosen,
+                            data,
+                            len(data),
+                            config._handle(),
+                            now_ms,
+                            created,
+                            id_seed,
+                            turn,
+                        )
+                    )
+        return int(turn[0])
+
+    def push_stdout(self, data: BytesLike, now_ms: int) -> None:
+        """Bytes the agent wrote to stdout (any bytes-like object), in any chunking."""
+        buf = input_bytes(data, "data")
+        with self._lock:
+            self._check(lib.aw_acp_connection_push_stdout(self._handle(), buf, len(buf), now_ms))
+
+    def push_stderr(self, data: BytesLike, now_ms: int) -> None:
+        """Bytes the agent wrote to stderr, in any chunking (only the tail is kept)."""
+        buf = input_bytes(data, "data")
+        with self._lock:
+            self._check(lib.aw_acp_connection_push_stderr(self._handle(), buf, len(buf), now_ms))
+
+    def agent_exited(
+        self, *, code: Optional[int] = None, signal: Optional[int] = None, now_ms: int
+    ) -> None:
+        """The agent exited with ``code``, or was ended by ``signal`` (exactly one): every
+        open turn fails with its stderr tail, and the connection is dead."""
+        if (code is None) == (signal is None):
+            raise TypeError("agent_exited takes exactly one of code= and signal=")
+        with self._lock:
+            if code is not None:
+                self._check(lib.aw_acp_connection_agent_exited_code(self._handle(), code, now_ms))
+            else:
+                self._check(
+                    lib.aw_acp_connection_agent_exited_signal(self._handle(), signal, now_ms)
+                )
+
+    def handle_timeout(self, now_ms: int) -> None:
+        """The deadline from :meth:`poll_timeout` passed. Early calls do nothing."""
+        with self._lock:
+            self._check(lib.aw_acp_connection_handle_timeout(self._handle(), now_ms))
+
+    def client_gone(self, turn: int, now_ms: int) -> None:
+        """The HTTP client of ``turn`` hung up: its prompt is cancelled and nothing more is
+        written for it. :class:`~agentwire.UnknownTurnError` for a turn never started."""
+        with self._lock:
+            self._check(lib.aw_acp_connection_client_gone(self._handle(), turn, now_ms))
+
+    def shutdown(self, now_ms: int) -> None:
+        """The program is shutting down: every turn ends as a failure the client may
+        retry, and every running prompt is cancelled."""
+        with self._lock:
+            self._check(lib.aw_acp_connection_shutdown(self._handle(), now_ms))
+
+    # Outputs.
+
+    def poll_transmit(self) -> Optional[bytes]:
+        """Bytes to write to the agent's stdin (whole JSON-RPC lines), or None."""
+        out = ffi.new("aw_bytes *")
+        with self._lock:
+            if self._check(lib.aw_acp_connection_poll_transmit(self._handle(), out)) == DRAINED:
+                return None
+            # Copied under the lock: the view lasts until the next call.
+            return copy_bytes(out[0])
+
+    def transmits(self) -> Iterator[bytes]:
+        """Drains :meth:`poll_transmit`."""
+        return _drain(self.poll_transmit)
+
+    def poll_ready(self) -> Optional[int]:
+        """A turn that has output, each named at most once between two inputs, in the
+        order turns were started; None when no other turn has any."""
+        out = ffi.new("uint64_t *")
+        with self._lock:
+            if self._check(lib.aw_acp_connection_poll_ready(self._handle(), out)) == DRAINED:
+                return None
+        return int(out[0])
+
+    def ready_turns(self) -> Iterator[int]:
+        """Drains :meth:`poll_ready`."""
+        return _drain(self.poll_ready)
+
+    def poll_output(self, turn: int) -> Optional[Output]:
+        """The next output of ``turn``, or None until the next input (and for ever after
+        :class:`~agentwire.End`). :class:`~agentwire.UnknownTurnError` for a turn never
+        started."""
+        out = ffi.new("aw_output *")
+        with self._lock:
+            code = lib.aw_acp_connection_poll_output(self._handle(), turn, out)
+            if self._check(code) == DRAINED:
+                return None
+            return _output_of(out)
+
+    def outputs(self, turn: int) -> Iterator[Output]:
+        """Drains :meth:`poll_output` of ``turn``."""
+        return _drain(lambda: self.poll_output(turn))
+
+    def poll_decision(self) -> Optional[Decision]:
+        """The next connection-level decision, or None."""
+        out = ffi.new("aw_acp_decision *")
+        with self._lock:
+            if self._check(lib.aw_acp_connection_poll_decision(self._handle(), out)) == DRAINED:
+                return None
+            return Restart(copy_str(out.reason))
+
+    def decisions(self) -> Iterator[Decision]:
+        """Drains :meth:`poll_decision`."""
+        return _drain(self.poll_decision)
+
+    def poll_timeout(self) -> Optional[int]:
+        """When :meth:`handle_timeout` is next due (``now_ms`` clock), or None."""
+        has = ffi.new("bool *")
+        deadline = ffi.new("uint64_t *")
+        with self._lock:
+            self._check(lib.aw_acp_connection_poll_timeout(self._handle(), has, deadline))
+        return int(deadline[0]) if has[0] else None
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return "AcpConnection(<closed>)"
+        return (
+            f"AcpConnection(ready={self.is_ready}, dead={self.is_dead}, "
+            f"active_turns={self.active_turns})"
+        )
+
+
+T = TypeVar("T")
+
+
+def _drain(poll: Callable[[], Optional[T]]) -> Iterator[T]:
+    """Yields what ``poll`` gives until it gives None, taking the lock per item."""
+    while True:
+        item = poll()
+        if item is None:
+            return
+        yield item
