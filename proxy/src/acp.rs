@@ -33,7 +33,7 @@ use agentwire::acp::{AcpConfig, Connection, Decision, TurnId};
 use agentwire::bridge::{BridgeParams, Config, Dialect, Output};
 use agentwire::cursor::ExitStatus;
 
-use crate::agent::{AgentProgram, EXIT_DRAIN, Signal, exit_status, signal_group};
+use crate::agent::{AgentProgram, EXIT_DRAIN, Signal, escaped_groups, exit_status, signal_group};
 use crate::http::{self, Reply};
 use crate::{Clock, Settings, reaper};
 
@@ -599,6 +599,12 @@ impl Warm {
         let Some(group) = state.process.as_ref().map(|p| p.group) else {
             return;
         };
+        // Found while the leader lives: once it is reaped, its detached descendants are
+        // orphans no walk finds.
+        let mut escaped = escaped_groups(group);
+        for &escaped in &escaped {
+            signal_group(escaped, Signal::Term);
+        }
         signal_group(group, Signal::Term);
         let mut killed = false;
         let term_at = Instant::now();
@@ -614,6 +620,10 @@ impl Warm {
             }
             let kill_at = term_at + self.kill_grace;
             if !killed && Instant::now() >= kill_at {
+                escaped.extend(escaped_groups(group));
+                for &escaped in &escaped {
+                    signal_group(escaped, Signal::Kill);
+                }
                 signal_group(group, Signal::Kill);
                 killed = true;
             }
@@ -627,6 +637,12 @@ impl Warm {
                 .wait_timeout(state, until.saturating_duration_since(Instant::now()))
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
+        }
+        if !killed {
+            // The leader went at SIGTERM; what it detached gets what its group would.
+            for &escaped in &escaped {
+                signal_group(escaped, Signal::Kill);
+            }
         }
         let now = self.clock.now_ms();
         if let Some(status) = state.process.as_mut().and_then(|p| {

@@ -251,6 +251,58 @@ pub fn signal_group(group: u32, signal: Signal) {
     }
 }
 
+/// The process groups of `leader`'s live descendants that left its group (a `setsid` or
+/// detached child, which leads a group of its own, and what it started): out of reach of
+/// `killpg(leader)`. A warm agent lives long and runs commands a prompt asked for, some
+/// of them detached (Claude Code's shell tool), so stopping it signals these groups too.
+/// Read from `/proc`, while the leader is still unreaped (after that its orphans are
+/// re-parented and no longer found); empty where `/proc` is not available.
+pub fn escaped_groups(leader: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    // (pid, parent, group) of every process.
+    let mut table: Vec<(u32, u32, u32)> = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid pgrp …`: the command name may hold spaces and parentheses.
+        let Some(rest) = stat.rfind(')').map(|at| &stat[at + 1..]) else {
+            continue;
+        };
+        let mut fields = rest.split_ascii_whitespace().skip(1);
+        if let (Some(Ok(parent)), Some(Ok(group))) = (
+            fields.next().map(str::parse::<u32>),
+            fields.next().map(str::parse::<u32>),
+        ) {
+            table.push((pid, parent, group));
+        }
+    }
+    let mut descendants = vec![leader];
+    let mut next = 0;
+    while next < descendants.len() {
+        let parent = descendants[next];
+        next += 1;
+        descendants.extend(table.iter().filter(|p| p.1 == parent).map(|p| p.0));
+    }
+    let mut groups: Vec<u32> = table
+        .iter()
+        .filter(|p| p.2 != leader && descendants.contains(&p.0) && descendants.contains(&p.2))
+        .map(|p| p.2)
+        .collect();
+    groups.sort_unstable();
+    groups.dedup();
+    groups
+}
+
 /// The exit status as the bridge takes it.
 pub fn exit_status(status: std::process::ExitStatus) -> ExitStatus {
     match (status.code(), status.signal()) {

@@ -683,6 +683,7 @@ both!(
     acp_client_gone_cancels_the_session_only,
     acp_agent_dying_mid_turn_is_restarted,
     acp_shutdown_leaves_no_process,
+    acp_shutdown_stops_what_the_agent_detached,
     acp_scripted_failures_reach_the_client,
     acp_stand_in_plays_the_recorded_agents,
     acp_an_agent_that_never_serves_fails_requests_fast,
@@ -2710,6 +2711,44 @@ fn acp_shutdown_leaves_no_process(kind: Kind) {
     assert!(status.success(), "{status:?}");
     assert_shutdown_in_band(&mut conn, body);
     assert_groups_gone(&groups, Duration::from_secs(1), "after shutdown");
+}
+
+/// A warm agent runs commands a prompt asked for, some detached into groups of their own
+/// (Claude Code's shell tool): stopping the agent stops them too.
+fn acp_shutdown_stops_what_the_agent_detached(kind: Kind) {
+    let scratch = Scratch::new("acp-detached");
+    let pids = scratch.path("detached.pids");
+    let script = format!(
+        "#!/bin/sh\n\
+         if [ \"$1\" != --version ]; then\n\
+         \tsetsid sleep 60 &\n\
+         \t# Out of the group before the proxy can stop the agent.\n\
+         \tuntil [ \"$(cut -d' ' -f6 /proc/$!/stat)\" = \"$!\" ]; do :; done\n\
+         \techo $! >> '{}'\n\
+         fi\n\
+         exec '{}' --recording '{}' \"$@\"\n",
+        pids.display(),
+        example("acp_agent").display(),
+        two_prompts()
+    );
+    let agent = scratch.script("acp.sh", &script);
+    let mut proxy = Proxy::start(
+        kind,
+        &agent,
+        &scratch,
+        &["--agent-protocol", "acp", "--agent-arg", "acp"],
+    );
+    let reply = proxy.chat(&plain_body("Ask alpha"));
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let detached: HashSet<u32> = pids_in(&pids).into_iter().collect();
+    assert_eq!(detached.len(), 1);
+    assert!(
+        !alive_in(&detached).is_empty(),
+        "a group of its own, running"
+    );
+    let status = proxy.stop();
+    assert!(status.success(), "{status:?}");
+    assert_groups_gone(&detached, Duration::from_secs(5), "after shutdown");
 }
 
 /// The stand-in's scripted failures through the proxy: an agent not logged in, malformed
