@@ -644,6 +644,9 @@ impl Warm {
                 signal_group(escaped, Signal::Kill);
             }
         }
+        // What it detached and dropped earlier was adopted by the proxy (a subreaper in
+        // ACP mode): it goes too.
+        reaper::stop_adopted();
         let now = self.clock.now_ms();
         if let Some(status) = state.process.as_mut().and_then(|p| {
             (!p.reported).then(|| {
@@ -727,6 +730,7 @@ impl Warm {
         reaper::release(group);
         // Children still holding the pipes go with it.
         signal_group(group, Signal::Kill);
+        reaper::stop_adopted();
         let mut state = self.lock();
         if state.generation == generation {
             if let Some(process) = &mut state.process {

@@ -13,6 +13,7 @@
 //! flags read, such as `AGENTWIRE_API_KEY`) and any variable holding the API key: the
 //! agent runs shell commands a prompt can ask for, and must not be able to print them.
 
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
@@ -258,6 +259,44 @@ pub fn signal_group(group: u32, signal: Signal) {
 /// Read from `/proc`, while the leader is still unreaped (after that its orphans are
 /// re-parented and no longer found); empty where `/proc` is not available.
 pub fn escaped_groups(leader: u32) -> Vec<u32> {
+    let table = process_table();
+    let descendants = descendants_in(&table, leader, &HashSet::new());
+    let mut groups: Vec<u32> = table
+        .iter()
+        .filter(|p| p.2 != leader && descendants.contains(&p.0) && descendants.contains(&p.2))
+        .map(|p| p.2)
+        .collect();
+    groups.sort_unstable();
+    groups.dedup();
+    groups
+}
+
+/// The live descendants of `root` (not `root` itself), leaving out the subtrees of the
+/// children in `skip`. Read from `/proc`; empty where it is not available.
+pub fn descendants(root: u32, skip: &HashSet<u32>) -> Vec<u32> {
+    let mut found = descendants_in(&process_table(), root, skip);
+    found.retain(|&pid| pid != root);
+    found
+}
+
+fn descendants_in(table: &[(u32, u32, u32)], root: u32, skip: &HashSet<u32>) -> Vec<u32> {
+    let mut descendants = vec![root];
+    let mut next = 0;
+    while next < descendants.len() {
+        let parent = descendants[next];
+        next += 1;
+        descendants.extend(
+            table
+                .iter()
+                .filter(|p| p.1 == parent && p.0 != parent && !skip.contains(&p.0))
+                .map(|p| p.0),
+        );
+    }
+    descendants
+}
+
+/// (pid, parent, group) of every process, from `/proc`.
+fn process_table() -> Vec<(u32, u32, u32)> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -286,21 +325,7 @@ pub fn escaped_groups(leader: u32) -> Vec<u32> {
             table.push((pid, parent, group));
         }
     }
-    let mut descendants = vec![leader];
-    let mut next = 0;
-    while next < descendants.len() {
-        let parent = descendants[next];
-        next += 1;
-        descendants.extend(table.iter().filter(|p| p.1 == parent).map(|p| p.0));
-    }
-    let mut groups: Vec<u32> = table
-        .iter()
-        .filter(|p| p.2 != leader && descendants.contains(&p.0) && descendants.contains(&p.2))
-        .map(|p| p.2)
-        .collect();
-    groups.sort_unstable();
-    groups.dedup();
-    groups
+    table
 }
 
 /// The exit status as the bridge takes it.

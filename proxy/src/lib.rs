@@ -60,7 +60,10 @@ pub fn start(program: &str) -> Result<Settings, ExitCode> {
         ExitCode::from(2)
     };
     let mut settings = flags.settings().map_err(fail)?;
-    if settings.reap_orphans {
+    // A warm ACP agent lives as long as the proxy, and what it detaches and then drops
+    // (a shell tool's command in a group of its own, whose session process went) would
+    // otherwise be init's: adopted, it is stopped with the agent.
+    if settings.reap_orphans || (settings.acp.is_some() && cfg!(target_os = "linux")) {
         reaper::start().map_err(fail)?;
     }
     let (fits, warning) =

@@ -75,6 +75,29 @@ pub fn release(pid: u32) {
     wake(&mut state);
 }
 
+/// Stops every orphan this process adopted as a subreaper, and what they started: its
+/// descendants that are not its own children (those it [`spawn`]ed and has not reaped)
+/// nor theirs, each sent SIGKILL; the reaper then reaps them. Called once the agent that
+/// left them is gone, so that nothing it started outlives it. Nothing without
+/// [`start`]: then orphans are init's.
+pub fn stop_adopted() {
+    if !ENABLED.load(Ordering::Acquire) {
+        return;
+    }
+    let own: HashSet<u32> = state().as_ref().map(|s| s.own.clone()).unwrap_or_default();
+    // Twice: a process forked by an orphan between the walk and its kill is found again.
+    for _ in 0..2 {
+        for pid in crate::agent::descendants(std::process::id(), &own) {
+            if let Ok(pid) = i32::try_from(pid) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+    }
+}
+
 /// Makes this process a child subreaper and starts reaping orphans on a thread of its own.
 /// Only on Linux, where subreapers exist.
 pub fn start() -> Result<(), String> {

@@ -2714,7 +2714,8 @@ fn acp_shutdown_leaves_no_process(kind: Kind) {
 }
 
 /// A warm agent runs commands a prompt asked for, some detached into groups of their own
-/// (Claude Code's shell tool): stopping the agent stops them too.
+/// (Claude Code's shell tool), some of them dropped by their parent while the agent runs on
+/// (a session's process gone): stopping the agent stops them too.
 fn acp_shutdown_stops_what_the_agent_detached(kind: Kind) {
     let scratch = Scratch::new("acp-detached");
     let pids = scratch.path("detached.pids");
@@ -2724,12 +2725,14 @@ fn acp_shutdown_stops_what_the_agent_detached(kind: Kind) {
          \tsetsid sleep 60 &\n\
          \t# Out of the group before the proxy can stop the agent.\n\
          \tuntil [ \"$(cut -d' ' -f6 /proc/$!/stat)\" = \"$!\" ]; do :; done\n\
-         \techo $! >> '{}'\n\
+         \techo $! >> '{pids}'\n\
+         \t# And one whose parent exits at once: an orphan while the agent lives.\n\
+         \tsh -c 'setsid sleep 60 & until [ \"$(cut -d\" \" -f6 /proc/$!/stat)\" = \"$!\" ]; do :; done; echo $! >> {pids}'\n\
          fi\n\
          exec '{}' --recording '{}' \"$@\"\n",
-        pids.display(),
         example("acp_agent").display(),
-        two_prompts()
+        two_prompts(),
+        pids = pids.display(),
     );
     let agent = scratch.script("acp.sh", &script);
     let mut proxy = Proxy::start(
@@ -2741,11 +2744,8 @@ fn acp_shutdown_stops_what_the_agent_detached(kind: Kind) {
     let reply = proxy.chat(&plain_body("Ask alpha"));
     assert_eq!(reply.status, 200, "{}", reply.text());
     let detached: HashSet<u32> = pids_in(&pids).into_iter().collect();
-    assert_eq!(detached.len(), 1);
-    assert!(
-        !alive_in(&detached).is_empty(),
-        "a group of its own, running"
-    );
+    assert_eq!(detached.len(), 2);
+    assert_eq!(alive_in(&detached).len(), 2, "groups of their own, running");
     let status = proxy.stop();
     assert!(status.success(), "{status:?}");
     assert_groups_gone(&detached, Duration::from_secs(5), "after shutdown");
