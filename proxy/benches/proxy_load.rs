@@ -19,7 +19,7 @@
 //! (tests/support/mix.rs: the real captures when ../shared is present), and the same two
 //! answers as ACP recordings for the `acp_agent` stand-in: `acp-latency.jsonl` (the
 //! latency answer's four pieces as `agent_message_chunk` updates, then `end_turn`) and
-//! `acp-paced.jsonl` (the 100 words).
+//! `acp-paced.jsonl` (the 100 words); `latency.txt` holds the short answer's text.
 //!
 //! `latency` sends `DIR/latency.jsonl`'s request REQUESTS times and pairs each with the line
 //! the replay agent appended to `DIR/times.jsonl` (the proxy's agents run with
@@ -34,7 +34,7 @@
 //! `latency` also reports this client sending the request → the first content frame.
 //!
 //! `acp-latency` does the same against a proxy serving a warm `acp_agent` (run with
-//! `--recording DIR/acp-latency.jsonl` and `AGENTWIRE_REPLAY_TIMES=DIR/acp-times.jsonl`,
+//! `--recording DIR/acp-latency.jsonl` and `AGENTWIRE_REPLAY_TIMES=DIR/times.jsonl`,
 //! where it stamps each prompt's first `agent_message_chunk` as it writes it): request
 //! sent → first content frame, and the agent writing its first chunk → the first content
 //! frame read here (the proxy's added latency), p50/p99/max. Its floor, measured between
@@ -44,7 +44,8 @@
 //! DELAY_MS is the `--delay-ms` both agents run with.
 //!
 //! `rate` keeps CLIENTS requests in flight until REQUESTS were answered, checks each like
-//! `concurrent`, and reports requests (sessions) per second.
+//! `concurrent`, and reports requests (sessions) per second. Both it and `acp-latency`
+//! first send requests until one is answered (a warm agent may still be starting).
 //!
 //! `concurrent` starts every stream together and checks each: status 200, the text
 //! (concatenated `delta.content`) equal to EXPECTED_TEXT, exactly one `finish_reason:
@@ -198,6 +199,7 @@ fn workloads(dir: &Path) -> Result<(), String> {
     paced += &result_line(&words.concat());
     write("paced.jsonl", paced.as_bytes())?;
     write("paced.txt", words.concat().as_bytes())?;
+    write("latency.txt", pieces.concat().as_bytes())?;
     write("acp-latency.jsonl", acp_recording(&pieces).as_bytes())?;
     let words: Vec<&str> = words.iter().map(String::as_str).collect();
     write("acp-paced.jsonl", acp_recording(&words).as_bytes())?;
@@ -654,6 +656,25 @@ impl AcpFloor {
     }
 }
 
+/// Sends requests until one is answered (the warm agent may still be starting: 503), for
+/// up to 30 s.
+fn warm_up(target: &Target, expected: &str) -> Result<(), String> {
+    let began = Instant::now();
+    loop {
+        match target
+            .send()
+            .and_then(Stream::read_all)
+            .and_then(|s| s.check(expected))
+        {
+            Ok(()) => return Ok(()),
+            Err(e) if began.elapsed() > Duration::from_secs(30) => {
+                return Err(format!("no answer within 30 s: {e}"));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
 fn acp_latency(
     target: &Target,
     requests: usize,
@@ -661,7 +682,7 @@ fn acp_latency(
     agent: &str,
     delay_ms: &str,
 ) -> Result<(), String> {
-    let proxy_times = dir.join("acp-times.jsonl");
+    let proxy_times = dir.join("times.jsonl");
     let floor_times = dir.join("acp-floor-times.jsonl");
     let _ = std::fs::remove_file(&floor_times);
     let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
@@ -672,8 +693,9 @@ fn acp_latency(
         delay_ms,
         &floor_times,
     )?;
-    let already = chunk_stamps(&proxy_times)?.len();
     let expected = PIECES.concat();
+    warm_up(target, &expected)?;
+    let already = chunk_stamps(&proxy_times)?.len();
     let (mut sent, mut first_content, mut floor_arrived) = (Vec::new(), Vec::new(), Vec::new());
     // Proxy requests and floor runs alternate, so both meet the same machine load.
     for i in 0..requests {
@@ -728,6 +750,7 @@ fn rate(
     let expected = Arc::new(
         std::fs::read_to_string(expected_path).map_err(|e| format!("{expected_path}: {e}"))?,
     );
+    warm_up(target, &expected)?;
     let left = Arc::new(AtomicIsize::new(requests as isize));
     let began = Instant::now();
     let workers: Vec<_> = (0..clients)
