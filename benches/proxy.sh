@@ -153,9 +153,15 @@ start_acp() {
         --agent-arg "$recording" --agent-arg --delay-ms --agent-arg "$delay" "$@"
 }
 
-# per_stream_kib IDLE_MIB PEAK_MIB STREAMS
-per_stream_kib() {
-    calc %.0f "($2 - $1) * 1024 / $3"
+# open_streams: OPEN paced streams at once against the running proxy, checked; prints the
+# proxy's peak RSS before and after, and the growth per stream.
+open_streams() {
+    local idle peak
+    idle=$(peak_rss_mib)
+    "$load" concurrent "$url" "$key" auto "$open" "$dir/paced.txt" || true
+    peak=$(peak_rss_mib)
+    echo "  proxy peak RSS ${idle} MiB idle, ${peak} MiB after:" \
+        "$(calc %.0f "($peak - $idle) * 1024 / $open") KiB per stream"
 }
 
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -231,20 +237,14 @@ for kind in $proxies; do
 
     echo " $open streams open at once, per-request:"
     start "$kind" "$dir/agent-delay-10" "$dir/paced.jsonl" --max-concurrent "$open"
-    idle=$(peak_rss_mib)
-    "$load" concurrent "$url" "$key" auto "$open" "$dir/paced.txt" || true
-    peak=$(peak_rss_mib)
-    echo "  agents left: $(leftovers); proxy peak RSS ${idle} MiB idle, ${peak} MiB after:" \
-        "$(per_stream_kib "$idle" "$peak" "$open") KiB per stream"
+    open_streams
+    echo "  agents left: $(leftovers)"
     stop
     echo " $open streams open at once, ACP:"
     start_acp "$kind" "$dir/acp-paced.jsonl" 10 --max-concurrent "$open"
+    # Idle is measured with the agent warm and one request served.
     "$load" rate "$url" "$key" auto 1 1 "$dir/paced.txt" >/dev/null
-    idle=$(peak_rss_mib)
-    "$load" concurrent "$url" "$key" auto "$open" "$dir/paced.txt" || true
-    peak=$(peak_rss_mib)
-    echo "  proxy peak RSS ${idle} MiB idle (agent warm, one request served), ${peak} MiB after:" \
-        "$(per_stream_kib "$idle" "$peak" "$open") KiB per stream"
+    open_streams
     stop
     echo "  agents left after the proxy stopped: $(leftovers)"
 done

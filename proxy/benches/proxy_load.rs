@@ -429,6 +429,39 @@ fn agent_times(path: &Path, expected_runs: usize) -> Result<Vec<(u64, u64)>, Str
     Ok(runs)
 }
 
+/// A child whose stdout a thread relays into a loopback TCP connection: the floors' two
+/// wake-ups (pipe, then socket), as through a proxy.
+struct Relayed {
+    child: Child,
+    /// The connection's reading end.
+    reader: TcpStream,
+    relay: JoinHandle<std::io::Result<u64>>,
+    /// When the child was spawned.
+    spawned: u64,
+}
+
+impl Relayed {
+    fn spawn(listener: &TcpListener, command: &mut Command) -> Result<Relayed, String> {
+        let io = |e: std::io::Error| format!("floor: {e}");
+        let reader = TcpStream::connect(listener.local_addr().map_err(io)?).map_err(io)?;
+        let (mut writer, _) = listener.accept().map_err(io)?;
+        writer.set_nodelay(true).map_err(io)?;
+        let spawned = unix_ns();
+        let mut child = command
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("{}: {e}", command.get_program().to_string_lossy()))?;
+        let mut stdout = child.stdout.take().expect("piped");
+        let relay = std::thread::spawn(move || std::io::copy(&mut stdout, &mut writer));
+        Ok(Relayed {
+            child,
+            reader,
+            relay,
+            spawned,
+        })
+    }
+}
+
 /// The same-run floor of what the proxy path costs: this client spawns the replay agent
 /// itself (no prompt), a relay thread copies its stdout into a loopback TCP connection, and
 /// the first line is timed when it comes out of the other end. Two wake-ups, as through a
@@ -441,19 +474,17 @@ fn floor_run(
     times: &Path,
 ) -> Result<(u64, u64), String> {
     let io = |e: std::io::Error| format!("floor run: {e}");
-    let mut reader = TcpStream::connect(listener.local_addr().map_err(io)?).map_err(io)?;
-    let (mut writer, _) = listener.accept().map_err(io)?;
-    writer.set_nodelay(true).map_err(io)?;
-    let spawned = unix_ns();
-    let mut child = Command::new(replay)
+    let mut command = Command::new(replay);
+    command
         .args(["--transcript", transcript])
         .env("AGENTWIRE_REPLAY_TIMES", times)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("{replay}: {e}"))?;
-    let mut stdout = child.stdout.take().expect("piped");
-    let relay = std::thread::spawn(move || std::io::copy(&mut stdout, &mut writer));
+        .stdin(Stdio::null());
+    let Relayed {
+        mut child,
+        mut reader,
+        relay,
+        spawned,
+    } = Relayed::spawn(listener, &mut command)?;
     let mut buf = [0u8; 4096];
     let mut first_line = None;
     loop {
@@ -571,22 +602,20 @@ impl AcpFloor {
         delay_ms: &str,
         times: &Path,
     ) -> Result<AcpFloor, String> {
-        let io = |e: std::io::Error| format!("ACP floor: {e}");
-        let reader = TcpStream::connect(listener.local_addr().map_err(io)?).map_err(io)?;
-        let (mut writer, _) = listener.accept().map_err(io)?;
-        writer.set_nodelay(true).map_err(io)?;
-        let mut child = Command::new(agent)
+        let mut command = Command::new(agent);
+        command
             .arg("--recording")
             .arg(recording)
             .args(["--delay-ms", delay_ms])
             .env("AGENTWIRE_REPLAY_TIMES", times)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("{agent}: {e}"))?;
-        let mut stdout = child.stdout.take().expect("piped");
+            .stdin(Stdio::piped());
+        let Relayed {
+            mut child,
+            reader,
+            relay,
+            ..
+        } = Relayed::spawn(listener, &mut command)?;
         let stdin = child.stdin.take().expect("piped");
-        let relay = std::thread::spawn(move || std::io::copy(&mut stdout, &mut writer));
         let mut floor = AcpFloor {
             child,
             stdin,
