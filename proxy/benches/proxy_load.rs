@@ -713,6 +713,8 @@ fn acp_latency(
 ) -> Result<(), String> {
     let proxy_times = dir.join("times.jsonl");
     let floor_times = dir.join("acp-floor-times.jsonl");
+    // The agent opens the file for each stamp: what an earlier run left goes.
+    let _ = std::fs::remove_file(&proxy_times);
     let _ = std::fs::remove_file(&floor_times);
     let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     let mut floor = AcpFloor::start(
