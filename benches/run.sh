@@ -27,7 +27,7 @@ def rate(group, bench):
     per = amount.get("Bytes") or amount.get("Elements")
     return per / seconds / 1e6
 
-print("\nstage                                           MB/s   x serde_json   x memchr")
+header = "\nstage                                           MB/s   x serde_json   x memchr"
 for group, benches in [
     ("framing", ["line_framer"]),
     ("stdout_to_sse", ["bridge"]),
@@ -41,6 +41,9 @@ for group, benches in [
             continue
         x_validate = f"{r / validate:12.2f}" if validate else " " * 12
         x_scan = f"{r / scan:10.3f}" if scan else ""
+        if header:
+            print(header)
+            header = None
         print(f"{group + '/' + bench:44} {r:9.1f} {x_validate}   {x_scan}")
 fast = rate("chunking", "bridge_4096")
 for chunk in ["1", "64", "4096"]:
