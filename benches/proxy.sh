@@ -9,19 +9,37 @@
 #      complete and correct, agent processes left afterwards, the proxy's peak RSS;
 #   3. throughput: one stream of a 64 MiB event-mix transcript written as fast as the agent
 #      can, next to `translate` on the same file, runs alternating (best of 5 each).
+# Then the warm ACP path (`--agent-protocol acp`, the `acp_agent` stand-in playing a recording
+# that answers the same text) beside the per-request path, for each proxy:
+#   4. request sent -> first content frame, p50/p99, REQUESTS sequential requests each way
+#      (the per-request agent, replay_agent, paced by ACP_DELAY_MS between lines; the ACP
+#      agent waits ACP_DELAY_MS before each line, its first chunk included); and the proxy's
+#      added latency: the ACP agent stamping its first agent_message_chunk as it writes it ->
+#      the client reading the first content frame, p50/p99/max, next to its floor measured
+#      between the requests (the same warm agent relayed through a loopback TCP connection);
+#   5. sessions per second: RATE_REQUESTS requests, CLIENTS at a time, each way;
+#   6. memory: OPEN streams at once, 101 lines at 10 ms, each way: the proxy's peak RSS over
+#      its idle RSS, per stream (over ACP 4 prompts run at once, the rest wait in its queue).
 # Nothing is asserted but correctness: the numbers are for the README. Options through the
-# environment: PROXIES ("tokio blocking"), REQUESTS (1000), STREAMS (512), RUNS (5).
+# environment: PARTS ("per-request acp": sections 1-3, sections 4-6), PROXIES ("tokio
+# blocking"), REQUESTS (1000), STREAMS (512), RUNS (5), ACP_DELAY_MS (0), RATE_REQUESTS
+# (1000), CLIENTS (4), OPEN (64).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+parts=${PARTS:-per-request acp}
 proxies=${PROXIES:-tokio blocking}
 requests=${REQUESTS:-1000}
 streams=${STREAMS:-512}
 runs=${RUNS:-5}
+acp_delay=${ACP_DELAY_MS:-0}
+rate_requests=${RATE_REQUESTS:-1000}
+clients=${CLIENTS:-4}
+open=${OPEN:-64}
 
 builds=()
 for kind in $proxies; do builds+=(--bin "${kind}_proxy"); done
-cargo build --release --quiet -p agentwire-proxy "${builds[@]}" --bin replay_agent
+cargo build --release --quiet -p agentwire-proxy "${builds[@]}" --bin replay_agent --bin acp_agent
 cargo build --release --quiet -p agentwire --example translate
 cargo bench --no-run --quiet -p agentwire-proxy --bench proxy_load
 load=$(cargo bench --no-run -p agentwire-proxy --bench proxy_load --message-format=json 2>/dev/null |
@@ -34,6 +52,7 @@ target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, 
 bins=$target/release
 examples=$target/release/examples
 replay=$bins/replay_agent
+acp=$bins/acp_agent
 
 dir=$(mktemp -d)
 pid=
@@ -46,7 +65,7 @@ trap cleanup EXIT
 ulimit -n "$(ulimit -Hn)"
 
 "$load" workloads "$dir"
-for delay in 0 10; do
+for delay in 0 10 "$acp_delay"; do
     printf '#!/bin/sh\nexec %q --delay-ms %s "$@"\n' "$replay" "$delay" >"$dir/agent-delay-$delay"
     chmod +x "$dir/agent-delay-$delay"
 done
@@ -84,7 +103,7 @@ stop() {
 leftovers() {
     local n waited=0
     while true; do
-        n=$( (pgrep -f "^$replay" || true; ps -o pid= --ppid "$pid" || true) | sort -u | grep -c . || true)
+        n=$( (pgrep -f "^$replay" || true; pgrep -f "^$acp" || true; [ -z "$pid" ] || ps -o pid= --ppid "$pid" || true) | sort -u | grep -c . || true)
         if [ "$n" = 0 ] || [ $waited -ge 100 ]; then
             echo "$n"
             return
@@ -126,10 +145,31 @@ least() {
     printf '%s\n' $1 "$2" | sort -g | head -1
 }
 
+# start_acp KIND RECORDING DELAY_MS [FLAGS...]: starts a proxy serving a warm acp_agent.
+start_acp() {
+    local kind=$1 recording=$2 delay=$3
+    shift 3
+    start "$kind" "$acp" /dev/null --agent-protocol acp --agent-arg --recording \
+        --agent-arg "$recording" --agent-arg --delay-ms --agent-arg "$delay" "$@"
+}
+
+# open_streams: OPEN paced streams at once against the running proxy, checked; prints the
+# proxy's peak RSS before and after, and the growth per stream.
+open_streams() {
+    local idle peak
+    idle=$(peak_rss_mib)
+    "$load" concurrent "$url" "$key" auto "$open" "$dir/paced.txt" || true
+    peak=$(peak_rss_mib)
+    echo "  proxy peak RSS ${idle} MiB idle, ${peak} MiB after:" \
+        "$(calc %.0f "($peak - $idle) * 1024 / $open") KiB per stream"
+}
+
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 mix=$dir/mix.jsonl
 mix_bytes=$(stat -c %s "$mix")
 
-for kind in $proxies; do
+case " $parts " in *" per-request "*) ;; *) proxies_per_request= ;; esac
+for kind in ${proxies_per_request-$proxies}; do
     echo
     echo "== ${kind}_proxy"
 
@@ -168,4 +208,43 @@ for kind in $proxies; do
     echo "  CPU for one stream: proxy ${proxy_cpu} s, translate ${translate_cpu} s" \
         "($(calc %.2f "$translate_cpu / $proxy_cpu")x); proxy peak RSS $(peak_rss_mib) MiB"
     stop
+done
+
+case " $parts " in *" acp "*) ;; *) exit 0 ;; esac
+for kind in $proxies; do
+    echo
+    echo "== ${kind}_proxy: the warm ACP agent beside the per-request path"
+
+    echo " per-request (replay_agent --delay-ms $acp_delay):"
+    start "$kind" "$dir/agent-delay-$acp_delay" "$dir/latency.jsonl"
+    "$load" latency "$url" "$key" auto "$requests" "$dir" "$dir/agent-delay-$acp_delay"
+    stop
+    echo " ACP (acp_agent --delay-ms $acp_delay):"
+    start_acp "$kind" "$dir/acp-latency.jsonl" "$acp_delay"
+    "$load" acp-latency "$url" "$key" auto "$requests" "$dir" "$acp" "$acp_delay"
+    stop
+
+    echo " sessions per second, per-request:"
+    start "$kind" "$dir/agent-delay-0" "$dir/latency.jsonl"
+    "$load" rate "$url" "$key" auto "$rate_requests" "$clients" "$dir/latency.txt"
+    echo "  agents left: $(leftovers); proxy CPU $(cpu_seconds) s"
+    stop
+    echo " sessions per second, ACP:"
+    start_acp "$kind" "$dir/acp-latency.jsonl" 0
+    "$load" rate "$url" "$key" auto "$rate_requests" "$clients" "$dir/latency.txt"
+    echo "  proxy CPU $(cpu_seconds) s"
+    stop
+
+    echo " $open streams open at once, per-request:"
+    start "$kind" "$dir/agent-delay-10" "$dir/paced.jsonl" --max-concurrent "$open"
+    open_streams
+    echo "  agents left: $(leftovers)"
+    stop
+    echo " $open streams open at once, ACP:"
+    start_acp "$kind" "$dir/acp-paced.jsonl" 10 --max-concurrent "$open"
+    # Idle is measured with the agent warm and one request served.
+    "$load" rate "$url" "$key" auto 1 1 "$dir/paced.txt" >/dev/null
+    open_streams
+    stop
+    echo "  agents left after the proxy stopped: $(leftovers)"
 done

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Runs the criterion benchmarks and prints each stage's throughput next to the baselines
-# measured in the same run. Arguments go to criterion (a filter such as `stdout_to_sse`,
-# or `--measurement-time 10`). Workloads come from ../shared/fixtures when present
+# Runs the criterion benchmarks (benches/throughput.rs, then benches/acp.rs) and prints each
+# stage's throughput next to the baselines measured in the same run. Arguments go to
+# criterion (a filter such as `stdout_to_sse` or `acp`, or `--measurement-time 10`). Workloads come from ../shared/fixtures when present
 # (AGENTWIRE_WORKLOAD=project forces the project's own transcripts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo bench --bench throughput -- "$@"
+cargo bench --bench acp -- "$@"
 
 python3 - "${CARGO_TARGET_DIR:-target}/criterion" <<'PY'
 import json, os, sys
@@ -26,7 +27,7 @@ def rate(group, bench):
     per = amount.get("Bytes") or amount.get("Elements")
     return per / seconds / 1e6
 
-print("\nstage                                           MB/s   x serde_json   x memchr")
+header = "\nstage                                           MB/s   x serde_json   x memchr"
 for group, benches in [
     ("framing", ["line_framer"]),
     ("stdout_to_sse", ["bridge"]),
@@ -40,6 +41,9 @@ for group, benches in [
             continue
         x_validate = f"{r / validate:12.2f}" if validate else " " * 12
         x_scan = f"{r / scan:10.3f}" if scan else ""
+        if header:
+            print(header)
+            header = None
         print(f"{group + '/' + bench:44} {r:9.1f} {x_validate}   {x_scan}")
 fast = rate("chunking", "bridge_4096")
 for chunk in ["1", "64", "4096"]:
@@ -60,6 +64,16 @@ for bench in ["serde_json_validate", "serde_json_value", "parse", "parse_and_ren
     r = rate("request", bench)
     if r is not None:
         print(f"{'request/' + bench:44} {r:9.1f} {r / value:12.2f}")
+sessions = rate("acp", "session")
+if sessions:
+    # Elements are sessions: rates in millions of sessions per second.
+    print(f"\n{'acp/session (a whole request, warm connection)':44} {sessions * 1e6:9.0f} sessions/s")
+    for bench, what in [("per_request_bridge", "the per-request Bridge, same answer"),
+                        ("serde_json_validate", "serde_json validating its exchange"),
+                        ("memchr_scan", "memchr scanning its exchange")]:
+        r = rate("acp", bench)
+        if r:
+            print(f"{'  vs acp/' + bench:44} {r * 1e6:9.0f} /s   (acp/session takes {r / sessions:.2f}x the time of {what})")
 small, large = rate("client_batch", "starts_40000"), rate("client_batch", "starts_80000")
 if small and large:
     # Rates are per start: the time ratio of twice the starts is 2 x small / large.

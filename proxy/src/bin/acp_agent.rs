@@ -33,6 +33,11 @@
 //! `{"event":"answered","pid":…,"session":…}` when a prompt's answer is written and
 //! `{"event":"cancel","pid":…,"session":…}` per cancellation and
 //! `{"event":"close","pid":…,"session":…}` per `session/close`.
+//!
+//! With env `AGENTWIRE_REPLAY_TIMES=FILE`, each prompt's first `agent_message_chunk`
+//! appends `{"pid":…,"session":…,"first_chunk_unix_ns":…}`: when the process began writing
+//! that line, on the system clock every process shares (benches/proxy.sh measures the
+//! proxies' added latency against it).
 
 use std::collections::VecDeque;
 use std::fs::OpenOptions;
@@ -299,6 +304,27 @@ fn log(event: &Value) {
     }
 }
 
+fn unix_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+/// `AGENTWIRE_REPLAY_TIMES`: appends that `session`'s first answer chunk began to be
+/// written at `at` (ns since the epoch).
+fn stamp_first_chunk(session: &str, at: u128) {
+    let Some(path) = std::env::var_os("AGENTWIRE_REPLAY_TIMES") else {
+        return;
+    };
+    let line = format!(
+        "{}\n",
+        json!({"pid": std::process::id(), "session": session, "first_chunk_unix_ns": at})
+    );
+    if let Ok(mut file) = OpenOptions::new().create(true).append(true).open(path) {
+        let _ = file.write_all(line.as_bytes());
+    }
+}
+
 /// Whether no prompt was logged yet by any run.
 fn first_prompt_ever() -> bool {
     let Some(path) = std::env::var_os("AGENTWIRE_REPLAY_LOG") else {
@@ -316,6 +342,8 @@ struct Play {
     recorded_id: Value,
     lines: VecDeque<Record>,
     due: Instant,
+    /// Whether its first `agent_message_chunk` was written (`AGENTWIRE_REPLAY_TIMES`).
+    chunk_written: bool,
 }
 
 struct Agent {
@@ -412,6 +440,7 @@ impl Agent {
                     recorded_id: recorded.id,
                     lines: recorded.lines.into(),
                     due: Instant::now() + self.delay,
+                    chunk_written: false,
                 });
                 Ok(())
             }
@@ -465,6 +494,7 @@ impl Agent {
                 continue;
             };
             play.due = now + self.delay;
+            let mut first_chunk = None;
             let line = match record {
                 Record::Raw(raw) => raw,
                 Record::Exit(stderr) => {
@@ -482,11 +512,22 @@ impl Agent {
                             &json!({"event": "answered", "pid": std::process::id(), "session": play.session}),
                         );
                     }
+                    if !play.chunk_written
+                        && msg["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+                    {
+                        play.chunk_written = true;
+                        first_chunk = Some(play.session.clone());
+                    }
                     msg.to_string()
                 }
                 Record::ToAgent(_) => continue,
             };
+            // Stamped before the write, logged after it: the log's own I/O is not timed.
+            let at = first_chunk.is_some().then(unix_ns);
             self.write(&line)?;
+            if let (Some(session), Some(at)) = (first_chunk, at) {
+                stamp_first_chunk(&session, at);
+            }
         }
         Ok(Next::Go)
     }
