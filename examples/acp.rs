@@ -1,7 +1,7 @@
 //! Drives an [`acp::Connection`](agentwire::acp::Connection) from a script of inputs and
 //! writes everything it outputs, so that the C and Python bindings, running the same
 //! script, can be compared with the Rust API byte for byte; and writes a recording's
-//! replay as JSON steps (`replay`, see [`steps`]), which the JavaScript tests match.
+//! replay as JSON steps (`replay`, see `steps`), which the JavaScript tests match.
 //!
 //! ```text
 //! acp script [--api chat-completions|responses|messages] [--chunk N] RECORDING > SCRIPT
