@@ -184,7 +184,7 @@ fn every_recording_gives_the_same_outcome_byte_at_a_time_and_split_anywhere() {
         let records = load(&path);
         let whole = replay(&records, Dialect::ChatCompletions, Split::Whole);
         assert_eq!(
-            replay(&records, Dialect::ChatCompletions, Split::Bytes),
+            replay(&records, Dialect::ChatCompletions, Split::Chunks(1)),
             whole,
             "{}",
             name(&path)
@@ -216,7 +216,7 @@ fn project(name: &str) -> Vec<acp_replay::Record> {
 
 fn every_chunking(records: &[acp_replay::Record], dialect: Dialect) -> Outcome {
     let whole = replay(records, dialect, Split::Whole);
-    assert_eq!(replay(records, dialect, Split::Bytes), whole);
+    assert_eq!(replay(records, dialect, Split::Chunks(1)), whole);
     let longest = records
         .iter()
         .map(|r| r.msg.to_string().len() + 1)

@@ -22,7 +22,7 @@ cargo clippy --quiet -p agentwire-js --all-targets --all-features -- -D warnings
 cargo clippy --quiet -p agentwire-js --target wasm32-unknown-unknown --all-features -- -D warnings
 
 step "the Rust programs the suite compares with and runs"
-for program in events translate reply replay_agent acp_replay acp_agent; do
+for program in events translate reply replay_agent acp acp_agent; do
     path=$(cd $js/test && node -e "import('./support/paths.mjs').then((m) => console.log(m.rustProgram('$program')))")
     export "AGENTWIRE_${program^^}=$path"
 done

@@ -1,6 +1,6 @@
 // AcpConnection from JavaScript: every ACP recording replayed in every dialect gives, after
 // every input, the Rust connection's bytes for the agent, turn outputs, decisions and next
-// deadline (the `acp_replay` example), whole, a byte at a time and split in two; misuse
+// deadline (the `acp` example's `acp replay`), whole, a byte at a time and split in two; misuse
 // throwing the right code; and the stand-in agent (`acp_agent`) driven as a real child
 // process, in its own process group, end to end.
 import { test } from 'node:test';
@@ -17,7 +17,7 @@ import { rustAcpReplay } from './support/rust.mjs';
 
 const TEXT = new TextEncoder();
 const UTF8 = new TextDecoder();
-/** The connection `acp_replay` makes. */
+/** The connection `acp replay` makes. */
 const REPLAY_CONFIG = { cwd: '/home/user/project', poolSize: 0 };
 const SPLITS = ['whole', 'bytes', 'halves'];
 

@@ -1,7 +1,7 @@
 // What the Rust core answers for the same inputs: the `events` example (decoder events in a
 // stable text form), the `translate` example (the HTTP body of a whole request in a
 // dialect), each run with 4 KiB reads, the `reply` example (the replies that need no
-// agent) and the `acp_replay` example (an ACP recording's inputs and outputs). run-tests.sh computes every case once (test/expect.mjs) into the
+// agent) and the `acp` example's `acp replay` (an ACP recording's inputs and outputs). run-tests.sh computes every case once (test/expect.mjs) into the
 // file $AGENTWIRE_JS_EXPECTED, which the suite reads under Node, Bun and Deno alike;
 // without it a case is computed when asked for.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -80,11 +80,11 @@ export function runReply(args, stdin) {
 }
 
 export function acpReplayKey(dialect, recording) {
-  return `acp_replay ${dialect} ${recording}`;
+  return `acp replay ${dialect} ${recording}`;
 }
 
 /**
- * The `acp_replay` example's document for `recording` with every turn in `dialect`: each
+ * The `acp replay` document for `recording` with every turn in `dialect`: each
  * input it gave an `acp::Connection` and everything that followed (`{ steps }`).
  */
 export function rustAcpReplay(dialect, recording) {
@@ -94,6 +94,6 @@ export function rustAcpReplay(dialect, recording) {
 }
 
 export function runAcpReplay(dialect, recording) {
-  const out = execFileSync(program('acp_replay'), [dialect, recording], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const out = execFileSync(program('acp'), ['replay', dialect, recording], { encoding: 'utf8', maxBuffer: 64 << 20 });
   return JSON.parse(out);
 }
