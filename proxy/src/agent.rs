@@ -260,7 +260,9 @@ pub fn signal_group(group: u32, signal: Signal) {
 /// re-parented and no longer found); empty where `/proc` is not available.
 pub fn escaped_groups(leader: u32) -> Vec<u32> {
     let table = process_table();
-    let descendants = descendants_in(&table, leader, &HashSet::new());
+    let descendants: HashSet<u32> = descendants_in(&table, leader, &HashSet::new())
+        .into_iter()
+        .collect();
     let mut groups: Vec<u32> = table
         .iter()
         .filter(|p| p.2 != leader && descendants.contains(&p.0) && descendants.contains(&p.2))
