@@ -57,6 +57,23 @@ pub fn classify(evidence: &Evidence<'_>) -> Failure {
     let lower = clean.to_lowercase();
     let has = |needles: &[&str]| needles.iter().any(|n| lower.contains(n));
 
+    // 127 and 126 are what a shell (and the adapters, for a spawn that failed) report for a
+    // program that is not there or cannot be run: no retry helps, someone must install it
+    // or name the right one.
+    if !evidence.saw_events && matches!(evidence.exit, Some(ExitStatus::Code(126 | 127))) {
+        let mut message = String::from(
+            "The agent could not be started: its binary was not found or is not executable. \
+             Install the Cursor CLI (`curl https://cursor.com/install -fsS | bash`), or name \
+             the binary to run (the proxies' `--agent`, `Config::cursor_binary`, the \
+             JavaScript package's `cursorBinary`).",
+        );
+        let detail = excerpt(&clean);
+        if !detail.is_empty() && !invites_retry(&detail) {
+            message.push(' ');
+            message.push_str(&detail);
+        }
+        return Failure::new(FailureKind::Misconfigured, message);
+    }
     if has(&[
         "workspace trust required",
         "pass --trust",
@@ -312,6 +329,35 @@ mod tests {
         assert!(
             crash.message.contains("exit code 139") && crash.message.contains("segmentation fault")
         );
+    }
+
+    #[test]
+    fn a_binary_that_cannot_start_is_a_misconfiguration_with_the_install_hint() {
+        for exit in [126, 127] {
+            let failure = stderr(
+                "could not start cursor-agent: No such file or directory (os error 2)",
+                exit,
+            );
+            assert_eq!(failure.kind, FailureKind::Misconfigured);
+            assert!(
+                failure.message.contains("cursor.com/install"),
+                "{}",
+                failure.message
+            );
+            assert!(
+                failure.message.contains("No such file"),
+                "{}",
+                failure.message
+            );
+            assert!(!invites_retry(&failure.message), "{}", failure.message);
+        }
+        // A run that answered something before ending 127 crashed; it was started.
+        let started = classify(&Evidence {
+            exit: Some(ExitStatus::Code(127)),
+            saw_events: true,
+            ..Evidence::default()
+        });
+        assert_eq!(started.kind, FailureKind::AgentCrashed);
     }
 
     #[test]

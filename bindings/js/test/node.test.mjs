@@ -73,10 +73,12 @@ test('an agent that ignores SIGTERM is killed after the grace period', async () 
   assert.ok(performance.now() - started < 5_000);
 });
 
-test('a missing agent binary answers as the proxies do: 502 with the reason', async () => {
+test('a missing agent binary is a misconfiguration: 500, not retryable, with the install hint', async () => {
   const r = new AgentRun(DEFAULT_REQUEST, { config: { cursorBinary: '/nonexistent/cursor-agent' } });
   const { head, text } = await collect(r);
-  assert.equal(head.status, 502);
+  assert.equal(head.status, 500);
+  assert.equal(head.retryable, false);
+  assert.match(text, /cursor\.com\/install/);
   assert.match(text, /could not start \/nonexistent\/cursor-agent/);
   assert.equal(await r.exited, undefined);
 });
