@@ -58,6 +58,7 @@ pub mod framing;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod openai;
+pub mod registry;
 pub mod tools;
 
 /// The real captures beside the repository, found as every integration test finds them.

@@ -63,10 +63,10 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use crate::api::parse::{
-    base64_size, member, message_list, message_role, models, optional_bool, read_object, tool_list,
+    MAX_ID_BYTES, base64_size, member, message_list, message_role, models, optional_bool, read_object, tool_list,
 };
 use crate::api::{
-    Effort, Reasoning, ReasoningDisplay, Request, RequestError, RequestLimits, RequestProblem,
+    Continuation, Effort, Reasoning, ReasoningDisplay, Request, RequestError, RequestLimits, RequestProblem,
     Thinking,
 };
 use crate::conversation::{
@@ -159,7 +159,24 @@ pub(super) fn parse(
         reasoning,
         include_usage: true,
         ignored,
+        continuation: Continuation {
+            conversation_key: metadata_session(object.get("metadata")),
+            previous_response_id: None,
+        },
     })
+}
+
+/// The session a client names in `metadata.user_id`: Claude Code sends a JSON object text
+/// with a `session_id` (older builds: `user_<hash>_account_<id>_session_<uuid>`). Anything
+/// else names none; `metadata` is otherwise not read, so a shape not known here is no
+/// error.
+fn metadata_session(metadata: Option<&Value>) -> Option<String> {
+    let user_id = metadata?.get("user_id")?.as_str()?;
+    let session = match serde_json::from_str::<Value>(user_id) {
+        Ok(Value::Object(object)) => object.get("session_id")?.as_str()?.to_owned(),
+        _ => user_id.rsplit_once("_session_")?.1.to_owned(),
+    };
+    (!session.is_empty() && session.len() <= MAX_ID_BYTES).then_some(session)
 }
 
 /// `max_tokens`: required, a positive integer (`8000.0` too: JavaScript clients do not

@@ -48,7 +48,7 @@ mod surrogates;
 
 pub use error::{ErrorKind, ErrorReply};
 pub use request::{
-    Effort, Reasoning, ReasoningDisplay, Request, RequestError, RequestLimits, RequestProblem,
+    Continuation, Effort, Reasoning, ReasoningDisplay, Request, RequestError, RequestLimits, RequestProblem,
     Thinking,
 };
 pub use response::{BodyBuilder, StreamEncoder};

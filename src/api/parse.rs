@@ -288,6 +288,28 @@ pub(crate) fn optional_bool(
 
 /// The names in `fields` that `object` holds with a value other than `null`: the fields
 /// a request sent that the agent cannot honour ([`Request::ignored`](super::Request::ignored)).
+/// An optional string field that identifies something (a key, an id): absent, `null`
+/// and `""` are `None`; another type is a 400. Bounded, like model names, because it is
+/// kept.
+pub(crate) fn optional_id(
+    object: &Map<String, Value>,
+    field: &'static str,
+) -> Result<Option<String>, RequestError> {
+    match object.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if text.is_empty() => Ok(None),
+        Some(Value::String(text)) if text.len() > MAX_ID_BYTES => Err(RequestError::invalid_value(
+            format!("'{field}' is longer than {MAX_ID_BYTES} bytes."),
+            field,
+        )),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(_) => Err(RequestError::invalid_type(field, "a string")),
+    }
+}
+
+/// The longest key or id kept from a request ([`optional_id`]).
+pub(crate) const MAX_ID_BYTES: usize = 1024;
+
 pub(crate) fn present(object: &Map<String, Value>, fields: &[&'static str]) -> Vec<&'static str> {
     fields
         .iter()

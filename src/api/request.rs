@@ -57,6 +57,22 @@ pub struct Request {
     /// Known fields present in the request that the agent cannot honour, by their names in
     /// the request's dialect.
     pub ignored: Vec<&'static str>,
+    /// What the request says about the conversation it belongs to.
+    pub continuation: Continuation,
+}
+
+/// What a request body says about the conversation it belongs to, besides its content:
+/// what lets a later request be matched to the agent session that answered an earlier
+/// one (see [`registry`](crate::registry)).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Continuation {
+    /// A key the client sends with every request of one conversation: the OpenAI APIs'
+    /// `prompt_cache_key` (Codex sets it to its conversation id), or the session named in
+    /// Anthropic's `metadata.user_id` (Claude Code's session id).
+    pub conversation_key: Option<String>,
+    /// The Responses API's `previous_response_id`: the request carries only what follows
+    /// that response.
+    pub previous_response_id: Option<String>,
 }
 
 /// What the client asked of the model's reasoning ("thinking"). The agent has no switch

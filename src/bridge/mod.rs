@@ -204,6 +204,18 @@ impl Bridge {
                 };
             }
         };
+        if request.continuation.previous_response_id.is_some() {
+            // A continuation needs the session that answered the earlier response; a
+            // bridge on its own keeps none (the registry's transports answer it).
+            let mut core = Core::new(None, false, Emitter::new(dialect, None), config, params);
+            core.emitter.reject(&previous_response_unsupported());
+            core.end = Once::Due;
+            return Bridge {
+                decoder,
+                core,
+                model: String::new(),
+            };
+        }
         let conversation = &request.conversation;
         let client_mode =
             !conversation.tools.is_empty() && conversation.tool_choice != ToolChoice::None;
@@ -513,6 +525,17 @@ impl Bridge {
             self.core.route(&event, now_ms);
         }
     }
+}
+
+/// The answer to `previous_response_id` where no conversation registry is in use.
+pub(crate) fn previous_response_unsupported() -> ErrorReply {
+    let mut reply = ErrorReply::new(
+        crate::api::ErrorKind::InvalidRequest,
+        "'previous_response_id' is not supported: this server keeps no responses. Send the whole conversation in 'input'.",
+        "invalid_value",
+    );
+    reply.param = Some("previous_response_id".into());
+    reply
 }
 
 impl fmt::Debug for Bridge {

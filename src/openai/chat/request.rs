@@ -36,10 +36,12 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use crate::api::parse::{
-    data_url, member, message_list, message_role, models, optional_bool, present, read_object,
+    data_url, member, message_list, message_role, models, optional_bool, optional_id, present, read_object,
     tool_choice_with, tool_list,
 };
-use crate::api::{Reasoning, Request, RequestError, RequestLimits, RequestProblem};
+use crate::api::{
+    Continuation, Reasoning, Request, RequestError, RequestLimits, RequestProblem,
+};
 use crate::conversation::{
     Attachment, AttachmentKind, Conversation, HistoryToolCall, Message, OutputFormat, Part, Role,
     ToolChoice, ToolSpec,
@@ -121,6 +123,10 @@ pub fn parse_request(body: &[u8], limits: &RequestLimits) -> Result<Request, Req
     let tool_choice = parse_tool_choice(object.get("tool_choice"), &tools)?;
     let messages = parse_messages(object.get("messages"), limits)?;
     let ignored = present(&object, IGNORED);
+    let continuation = Continuation {
+        conversation_key: optional_id(&object, "prompt_cache_key")?,
+        previous_response_id: None,
+    };
     Ok(Request {
         model,
         response_model,
@@ -135,6 +141,7 @@ pub fn parse_request(body: &[u8], limits: &RequestLimits) -> Result<Request, Req
         reasoning: Reasoning::default(),
         include_usage,
         ignored,
+        continuation,
     })
 }
 

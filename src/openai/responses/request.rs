@@ -29,9 +29,9 @@ use serde_json::{Map, Value};
 
 use super::input::parse_input;
 use super::tools::{Tools, tool_choice};
-use crate::api::parse::{models, optional_bool, present, read_object};
+use crate::api::parse::{models, optional_bool, optional_id, present, read_object};
 use crate::api::{
-    Effort, Reasoning, ReasoningDisplay, Request, RequestError, RequestLimits, Thinking,
+    Continuation,     Effort, Reasoning, ReasoningDisplay, Request, RequestError, RequestLimits, Thinking,
 };
 use crate::conversation::{Conversation, Message, OutputFormat, Role};
 
@@ -57,10 +57,6 @@ const IGNORED: &[&str] = &[
 
 /// Fields that need state kept between requests (see the module docs).
 const STATEFUL: &[(&str, &str)] = &[
-    (
-        "previous_response_id",
-        "'previous_response_id' is not supported: this server keeps no responses. Send the whole conversation in 'input'.",
-    ),
     (
         "conversation",
         "'conversation' is not supported: this server keeps no conversations. Send the whole conversation in 'input'.",
@@ -117,6 +113,10 @@ pub fn parse_request(body: &[u8], limits: &RequestLimits) -> Result<Request, Req
     if references > 0 {
         ignored.push("item_reference");
     }
+    let continuation = Continuation {
+        conversation_key: optional_id(&object, "prompt_cache_key")?,
+        previous_response_id: optional_id(&object, "previous_response_id")?,
+    };
     Ok(Request {
         model,
         response_model,
@@ -132,6 +132,7 @@ pub fn parse_request(body: &[u8], limits: &RequestLimits) -> Result<Request, Req
         // The Responses API always reports usage.
         include_usage: true,
         ignored,
+        continuation,
     })
 }
 
