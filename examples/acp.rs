@@ -229,6 +229,7 @@ fn drain(connection: &mut Connection, out: &mut Vec<u8>) -> Vec<u8> {
                     out.push(b'\n');
                 }
                 Output::StopAgent => writeln!(out, "turn {t} stop-agent").unwrap(),
+                Output::Respawn => writeln!(out, "turn {t} respawn").unwrap(),
                 Output::End => writeln!(out, "turn {t} end").unwrap(),
             }
         }

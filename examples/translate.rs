@@ -146,7 +146,8 @@ fn drain(bridge: &mut Bridge, out: &mut impl Write) -> io::Result<bool> {
         match output {
             Output::Head(head) => eprintln!("status: {}", head.status),
             Output::Body(bytes) => out.write_all(bytes)?,
-            Output::StopAgent => {}
+            // A bridge made by `Bridge::new` never respawns: it serves no conversation.
+            Output::StopAgent | Output::Respawn => {}
             Output::End => return Ok(true),
         }
     }

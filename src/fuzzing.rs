@@ -609,6 +609,7 @@ fn drain_owned(bridge: &mut Bridge) -> Vec<OwnedOutput> {
             Output::Head(head) => OwnedOutput::Head(head.status, head.content_type, head.retryable),
             Output::Body(bytes) => OwnedOutput::Body(bytes.to_vec()),
             Output::StopAgent => OwnedOutput::Stop,
+            Output::Respawn => unreachable!("only a conversation's bridge respawns"),
             Output::End => OwnedOutput::End,
         });
         assert!(out.len() < 1000, "poll_output does not run dry");
@@ -885,6 +886,7 @@ impl Contract {
                     assert!(!self.exited, "StopAgent after the agent exited");
                     self.stops += 1;
                 }
+                Output::Respawn => panic!("a bridge made by Bridge::new never respawns"),
                 Output::End => {
                     assert!(
                         self.head.is_some() || self.gone,

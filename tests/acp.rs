@@ -356,7 +356,7 @@ fn drain_turn(
         match output {
             Output::Head(head) => status = Some(head.status),
             Output::Body(bytes) => body.extend_from_slice(bytes),
-            Output::StopAgent => panic!("never"),
+            Output::StopAgent | Output::Respawn => panic!("never"),
             Output::End => ends += 1,
         }
     }
@@ -862,6 +862,7 @@ fn a_turn_on_a_dead_connection_fails_without_stopping_an_agent() {
             Output::Head(head) => format!("head {}", head.status),
             Output::Body(_) => "body".into(),
             Output::StopAgent => "stop".into(),
+            Output::Respawn => "respawn".into(),
             Output::End => "end".into(),
         });
     }

@@ -63,11 +63,12 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use crate::api::parse::{
-    MAX_ID_BYTES, base64_size, member, message_list, message_role, models, optional_bool, read_object, tool_list,
+    MAX_ID_BYTES, base64_size, member, message_list, message_role, models, optional_bool,
+    read_object, tool_list,
 };
 use crate::api::{
-    Continuation, Effort, Reasoning, ReasoningDisplay, Request, RequestError, RequestLimits, RequestProblem,
-    Thinking,
+    Continuation, Effort, Reasoning, ReasoningDisplay, Request, RequestError, RequestLimits,
+    RequestProblem, Thinking,
 };
 use crate::conversation::{
     Attachment, AttachmentKind, Conversation, HistoryToolCall, Message, OutputFormat, Part, Role,

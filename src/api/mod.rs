@@ -48,7 +48,7 @@ mod surrogates;
 
 pub use error::{ErrorKind, ErrorReply};
 pub use request::{
-    Continuation, Effort, Reasoning, ReasoningDisplay, Request, RequestError, RequestLimits, RequestProblem,
-    Thinking,
+    Continuation, Effort, Reasoning, ReasoningDisplay, Request, RequestError, RequestLimits,
+    RequestProblem, Thinking,
 };
 pub use response::{BodyBuilder, StreamEncoder};

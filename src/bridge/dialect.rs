@@ -31,6 +31,9 @@ pub struct Prepared {
     pub request: Request,
     /// The writer of its response: a stream encoder when the request asks for a stream.
     pub writer: ResponseWriter,
+    /// The id the response will carry when its dialect gives responses ids a later
+    /// request can name (Responses: `resp_…`, for `previous_response_id`).
+    pub response_id: Option<String>,
 }
 
 /// A dialect's writer of one response.
@@ -97,7 +100,11 @@ impl Dialect {
                     || ChunkEncoder::new(&meta, &options),
                     || CompletionBuilder::new(&meta, &options),
                 );
-                Ok(Prepared { request, writer })
+                Ok(Prepared {
+                    request,
+                    writer,
+                    response_id: None,
+                })
             }
             Dialect::Responses => {
                 use openai::responses::{
@@ -111,7 +118,12 @@ impl Dialect {
                     || EventEncoder::new(&meta, &options),
                     || ResponseBuilder::new(&meta, &options),
                 );
-                Ok(Prepared { request, writer })
+                let response_id = Some(meta.id.clone());
+                Ok(Prepared {
+                    request,
+                    writer,
+                    response_id,
+                })
             }
             Dialect::Messages => {
                 let request = anthropic::parse_request(body, &config.request_limits)?;
@@ -126,7 +138,11 @@ impl Dialect {
                     || anthropic::MessageStreamEncoder::new(&meta, &options),
                     || anthropic::MessageBuilder::new(&meta, &options),
                 );
-                Ok(Prepared { request, writer })
+                Ok(Prepared {
+                    request,
+                    writer,
+                    response_id: None,
+                })
             }
         }
     }

@@ -15,6 +15,7 @@
 
 mod client;
 mod config;
+mod conversation;
 mod dialect;
 
 use std::fmt;
@@ -24,16 +25,18 @@ use thiserror::Error;
 pub use config::Config;
 pub use dialect::{Dialect, Prepared, ResponseWriter};
 
-use crate::api::ErrorReply;
+use crate::api::{ErrorReply, Request};
 use crate::conversation::ToolChoice;
 use crate::cursor::diagnose::{self, Evidence, ExitStatus};
-use crate::cursor::prompt::render_prompt;
+use crate::cursor::prompt::{render_continuation, render_prompt};
 use crate::cursor::{AgentMode, Decoder, Invocation, InvocationSpec};
 use crate::event::{Event, Failure, FailureKind};
 use crate::framing;
+use crate::registry::{ConversationKeys, Decision, Owner, Registry, Resume};
 use crate::tools::loop_guard::LoopGuard;
 use crate::tools::{ToolPlan, ToolStrategy};
 use client::ClientTools;
+use conversation::InConversation;
 
 /// Per-request values the caller supplies, because the core reads no clock and draws no
 /// random numbers.
@@ -71,8 +74,24 @@ pub enum Output<'a> {
     Body(&'a [u8]),
     /// Terminate the agent's process group now.
     StopAgent,
+    /// Start the agent again with [`Bridge::invocation`], which now describes a new run,
+    /// and feed its output to this bridge as before. Only a bridge made with
+    /// [`Bridge::in_conversation`] asks for it, at most once, after the run it replaces was
+    /// reported exited: the agent could not resume its chat, and the whole conversation is
+    /// given to a fresh one before anything was sent to the client.
+    Respawn,
     /// Close the response. Nothing follows.
     End,
+}
+
+/// Who sends a request that may continue a conversation: the owner its sessions belong to
+/// and the ids it gives the conversation (see [`registry`](crate::registry)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Caller<'a> {
+    /// The key the request authenticated with, or [`Owner::LOCAL`].
+    pub owner: Owner,
+    /// The conversation's ids from the request's headers or the embedding program.
+    pub keys: ConversationKeys<'a>,
 }
 
 /// Caller misuse of a [`Bridge`].
@@ -156,6 +175,12 @@ pub struct Bridge {
     model: String,
 }
 
+/// How a run begins: the whole conversation, or a resumed chat given only what follows.
+enum Start {
+    Fresh,
+    Resume(Resume),
+}
+
 /// Everything but the decoder, so decoder events can be routed while it is borrowed.
 struct Core {
     invocation: Option<Invocation>,
@@ -167,6 +192,11 @@ struct Core {
     exited: bool,
     stop: Once,
     end: Once,
+    /// A fresh run replaces a resumed one that failed (see [`Output::Respawn`]).
+    respawn: Once,
+    /// The resumed run is being given up for a fresh one: its output is ignored until it
+    /// exits.
+    abandoning: bool,
     // Time.
     started_ms: u64,
     last_agent_ms: u64,
@@ -190,40 +220,100 @@ impl Bridge {
     /// over-limit body), the dialect's error body and `End`, and whose
     /// [`invocation`](Self::invocation) is `None`.
     pub fn new(dialect: Dialect, body: &[u8], config: &Config, params: BridgeParams) -> Bridge {
-        let decoder = Decoder::new(config.decoder.clone());
-        let Prepared { request, writer } = match dialect.prepare(body, config, &params) {
+        let prepared = match dialect.prepare(body, config, &params) {
             Ok(prepared) => prepared,
             Err(error) => {
-                let mut core = Core::new(None, false, Emitter::new(dialect, None), config, params);
-                core.emitter.reject(&ErrorReply::from(&error));
-                core.end = Once::Due;
-                return Bridge {
-                    decoder,
-                    core,
-                    model: String::new(),
-                };
+                return Bridge::rejected(dialect, &ErrorReply::from(&error), config, params);
             }
         };
-        if request.continuation.previous_response_id.is_some() {
+        if prepared.request.continuation.previous_response_id.is_some() {
             // A continuation needs the session that answered the earlier response; a
-            // bridge on its own keeps none (the registry's transports answer it).
-            let mut core = Core::new(None, false, Emitter::new(dialect, None), config, params);
-            core.emitter.reject(&previous_response_unsupported());
-            core.end = Once::Due;
-            return Bridge {
-                decoder,
-                core,
-                model: String::new(),
-            };
+            // bridge without a registry keeps none.
+            return Bridge::rejected(dialect, &previous_response_unsupported(), config, params);
         }
+        Bridge::start(dialect, prepared, config, params, Start::Fresh)
+    }
+
+    /// Like [`new`](Self::new), for a request that may continue a conversation: the
+    /// `registry` decides whether it resumes the cursor-agent chat that answered the
+    /// conversation so far (the invocation then passes `--resume` and its prompt holds
+    /// only what is new: the results of the chat's tool calls and the new input) or runs
+    /// fresh with the whole conversation, as `new` does.
+    ///
+    /// The caller gives the bridge's place back with
+    /// [`end_conversation_turn`](Self::end_conversation_turn) once the response ended.
+    /// A resumed chat the agent cannot continue (it fails before answering anything, or
+    /// reports another chat) is stopped and replaced by a fresh run
+    /// ([`Output::Respawn`]), once, before anything reaches the client.
+    pub fn in_conversation(
+        dialect: Dialect,
+        body: &[u8],
+        config: &Config,
+        params: BridgeParams,
+        registry: &mut Registry,
+        caller: Caller<'_>,
+    ) -> Bridge {
+        let prepared = match dialect.prepare(body, config, &params) {
+            Ok(prepared) => prepared,
+            Err(error) => {
+                return Bridge::rejected(dialect, &ErrorReply::from(&error), config, params);
+            }
+        };
+        let decision =
+            registry.decide(caller.owner, &caller.keys, &prepared.request, params.now_ms);
+        let response_id = prepared.response_id.clone();
+        let (lease, start) = match decision {
+            Decision::Refuse(reply) => return Bridge::rejected(dialect, &reply, config, params),
+            Decision::Fresh { lease, .. } => (lease, Start::Fresh),
+            Decision::Resume { lease, resume } => (Some(lease), Start::Resume(resume)),
+        };
+        let mut bridge = Bridge::start(dialect, prepared, config, params, start);
+        let conversation = bridge
+            .core
+            .emitter
+            .conversation
+            .get_or_insert_with(|| Box::new(InConversation::new(None, None)));
+        conversation.adopt(lease, response_id);
+        bridge
+    }
+
+    /// A bridge whose only outputs are `reply`'s head and body, then `End`.
+    fn rejected(
+        dialect: Dialect,
+        reply: &ErrorReply,
+        config: &Config,
+        params: BridgeParams,
+    ) -> Bridge {
+        let mut core = Core::new(None, false, Emitter::new(dialect, None), config, params);
+        core.emitter.reject(reply);
+        core.end = Once::Due;
+        Bridge {
+            decoder: Decoder::new(config.decoder.clone()),
+            core,
+            model: String::new(),
+        }
+    }
+
+    fn start(
+        dialect: Dialect,
+        prepared: Prepared,
+        config: &Config,
+        params: BridgeParams,
+        start: Start,
+    ) -> Bridge {
+        let Prepared {
+            request, writer, ..
+        } = prepared;
+        let decoder = Decoder::new(config.decoder.clone());
         let conversation = &request.conversation;
         let client_mode =
             !conversation.tools.is_empty() && conversation.tool_choice != ToolChoice::None;
-        let plan = if client_mode {
-            ToolPlan::new(&conversation.tools, config.tool_strategy)
+        let tools = if client_mode {
+            conversation.tools.as_slice()
         } else {
-            ToolPlan::new(&[], config.tool_strategy)
+            &[]
         };
+        let plan = ToolPlan::new(tools, config.tool_strategy);
         // Client mode never passes --force: the agent's shell calls are handed to the
         // client, and with --force the agent would run them itself as well.
         let mode = match (client_mode, config.tool_strategy) {
@@ -233,18 +323,26 @@ impl Bridge {
             (true, ToolStrategy::Native) => AgentMode::Native { force: false },
             (true, _) => AgentMode::ReadOnly,
         };
-        let prompt = render_prompt(conversation, &plan);
-        let invocation = Invocation::new(
-            &InvocationSpec {
-                program: &config.cursor_binary,
-                model: &request.model,
-                workspace: config.workspace.as_deref(),
-                config_dir: config.cli_config_dir.as_deref(),
-                mode,
-                partial_output: config.partial_output,
-            },
-            prompt,
-        );
+        let spec = |resume| InvocationSpec {
+            program: &config.cursor_binary,
+            model: &request.model,
+            workspace: config.workspace.as_deref(),
+            config_dir: config.cli_config_dir.as_deref(),
+            mode,
+            partial_output: config.partial_output,
+            resume,
+        };
+        let mut resumed = None;
+        let invocation = match &start {
+            Start::Fresh => Invocation::new(&spec(None), render_prompt(conversation, &plan)),
+            Start::Resume(resume) => {
+                let from = continuation_start(&request, resume);
+                let prompt = render_continuation(conversation, from);
+                let fresh = Invocation::new(&spec(None), String::new());
+                resumed = Some((resume.agent_session.clone(), fresh));
+                Invocation::new(&spec(Some(&resume.agent_session)), prompt)
+            }
+        };
         let client = client_mode.then(|| {
             let guard = LoopGuard::new(conversation, &config.loop_guard);
             ClientTools::new(
@@ -256,7 +354,19 @@ impl Bridge {
             )
         });
         let emitter = Emitter::new(dialect, Some(writer));
-        let core = Core::new(Some(invocation), request.stream, emitter, config, params);
+        let mut core = Core::new(Some(invocation), request.stream, emitter, config, params);
+        if let Some((chat, fresh)) = resumed {
+            let mut conversation = InConversation::new(None, None);
+            let plan = ToolPlan::new(tools, config.tool_strategy);
+            conversation.resuming(
+                chat,
+                fresh,
+                request.conversation.clone(),
+                plan,
+                config.decoder.clone(),
+            );
+            core.emitter.conversation = Some(Box::new(conversation));
+        }
         Bridge {
             decoder,
             core: Core { client, ..core },
@@ -308,6 +418,7 @@ impl Bridge {
                 .expect("stdout is not ended before the agent exits");
             input = &input[used..];
             self.route_events(now_ms);
+            self.check_resumed_chat();
             if input.is_empty() || self.core.ending() {
                 break;
             }
@@ -344,6 +455,14 @@ impl Bridge {
             self.core.stop = Once::Done;
         }
         if self.core.ending() {
+            return Ok(());
+        }
+        if !self.core.abandoning && self.core.resume_retryable() && !self.decoder.saw_result() {
+            // The resumed run ended without answering anything.
+            self.core.abandoning = true;
+        }
+        if self.core.abandoning {
+            self.respawn(now_ms);
             return Ok(());
         }
         self.decoder.push_eof().expect("stdout ends once");
@@ -397,9 +516,29 @@ impl Bridge {
         if self.core.end != Once::No {
             return;
         }
+        if let Some(conversation) = &mut self.core.emitter.conversation {
+            conversation.client_gone();
+        }
         self.core.emitter.discard();
         self.core.request_stop();
         self.core.end = Once::Due;
+    }
+
+    /// Gives the request's place in its conversation back to `registry`: the chat is
+    /// parked for the conversation's next request when the answer finished and reached
+    /// the client; otherwise it is released. Call it once the response ended
+    /// ([`Output::End`]; earlier, it counts as a response that did not finish). Does
+    /// nothing for a bridge not made by [`in_conversation`](Self::in_conversation), and
+    /// the second time.
+    pub fn end_conversation_turn(&mut self, registry: &mut Registry, now_ms: u64) {
+        let ended = self.is_ended();
+        let chat = self.decoder.session_id();
+        if let Some(conversation) = &mut self.core.emitter.conversation {
+            if !ended {
+                conversation.client_gone();
+            }
+            conversation.settle(chat, registry, now_ms);
+        }
     }
 
     /// The adapter is shutting down: the response ends now as a failure the client may
@@ -439,6 +578,10 @@ impl Bridge {
         if core.stop == Once::Due {
             core.stop = Once::Done;
             return Some(Output::StopAgent);
+        }
+        if core.respawn == Once::Due {
+            core.respawn = Once::Done;
+            return Some(Output::Respawn);
         }
         if core.end == Once::Due && (core.emitter.head_sent || core.emitter.discarded) {
             core.end = Once::Done;
@@ -520,11 +663,60 @@ impl Bridge {
         }
     }
 
+    /// A resumed run that reports another chat than the one resumed lost it (cursor-agent
+    /// starts a new chat for an id it does not know): it is given up for a fresh run.
+    fn check_resumed_chat(&mut self) {
+        let Some(conversation) = &self.core.emitter.conversation else {
+            return;
+        };
+        if let (Some(resumed), Some(reported)) =
+            (conversation.retryable_chat(), self.decoder.session_id())
+        {
+            if resumed != reported && !self.core.abandoning {
+                self.core.abandon();
+            }
+        }
+    }
+
+    /// Replaces the abandoned run, which has exited, by the fresh one.
+    fn respawn(&mut self, now_ms: u64) {
+        let (fresh, decoder) = self
+            .core
+            .emitter
+            .conversation
+            .as_mut()
+            .and_then(|c| c.take_fallback())
+            .expect("only a retryable resume is abandoned");
+        self.core.invocation = Some(fresh);
+        self.decoder = Decoder::new(decoder);
+        self.core.abandoning = false;
+        self.core.exited = false;
+        self.core.stop = Once::No;
+        self.core.respawn = Once::Due;
+        self.core.stderr_tail.clear();
+        self.core.last_agent_ms = now_ms;
+    }
+
     fn route_events(&mut self, now_ms: u64) {
         while let Some(event) = self.decoder.poll_event() {
             self.core.route(&event, now_ms);
         }
     }
+}
+
+/// Where a resumed chat's prompt starts: at the agent's own last answer when the delta
+/// answers its tool calls (a chat stopped right after calling them may not have kept
+/// them), else at the delta.
+fn continuation_start(request: &Request, resume: &Resume) -> usize {
+    let messages = &request.conversation.messages;
+    if resume.shape.results == 0 {
+        return resume.delta;
+    }
+    let mut from = resume.delta;
+    while from > 0 && messages[from - 1].role == crate::conversation::Role::Assistant {
+        from -= 1;
+    }
+    from
 }
 
 /// The answer to `previous_response_id` where no conversation registry is in use.
@@ -567,6 +759,8 @@ impl Core {
             exited: false,
             stop: Once::No,
             end: Once::No,
+            respawn: Once::No,
+            abandoning: false,
             started_ms: params.now_ms,
             last_agent_ms: params.now_ms,
             head_deadline_ms: stream.then(|| params.now_ms.saturating_add(config.head_deadline_ms)),
@@ -581,6 +775,20 @@ impl Core {
         self.end != Once::No
     }
 
+    /// Whether this run resumes a chat and can still be replaced by a fresh one.
+    fn resume_retryable(&self) -> bool {
+        self.emitter
+            .conversation
+            .as_ref()
+            .is_some_and(|c| c.retryable_chat().is_some())
+    }
+
+    /// Gives the resumed run up: it is stopped, and replaced once it exited.
+    fn abandon(&mut self) {
+        self.abandoning = true;
+        self.request_stop();
+    }
+
     fn request_stop(&mut self) {
         if self.stop == Once::No && !self.exited {
             self.stop = Once::Due;
@@ -590,7 +798,13 @@ impl Core {
     /// Routes one decoder event through client-tool handling (client mode) to the
     /// response.
     fn route(&mut self, event: &Event<'_>, now_ms: u64) {
-        if self.ending() {
+        if self.ending() || self.abandoning {
+            return;
+        }
+        if matches!(event, Event::Failed(_)) && self.resume_retryable() {
+            // The agent could not continue the chat, and nothing was sent: a fresh run
+            // answers instead.
+            self.abandon();
             return;
         }
         match &mut self.client {
@@ -705,6 +919,9 @@ struct Emitter {
     /// Grows whenever body bytes are produced; compared at each stamp.
     produced: u64,
     stamped: u64,
+    /// The request's place in a conversation ([`Bridge::in_conversation`]): it records
+    /// what the client is sent.
+    conversation: Option<Box<InConversation>>,
 }
 
 impl Emitter {
@@ -722,6 +939,7 @@ impl Emitter {
             last_output_ms: None,
             produced: 0,
             stamped: 0,
+            conversation: None,
         }
     }
 
@@ -788,6 +1006,9 @@ impl Emitter {
     }
 
     fn emit_inner(&mut self, event: &Event<'_>) {
+        if let Some(conversation) = &mut self.conversation {
+            conversation.observe(event);
+        }
         if matches!(event, Event::Finish(_)) {
             self.agent_done = true;
         }

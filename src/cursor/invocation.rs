@@ -49,12 +49,29 @@ pub struct InvocationSpec<'a> {
     pub mode: AgentMode,
     /// Pass `--stream-partial-output` (token-level text instead of whole segments).
     pub partial_output: bool,
+    /// `--resume`: the chat to continue, as the agent reported it (its `session_id`); the
+    /// prompt then holds only what follows. See [`is_chat_id`].
+    pub resume: Option<&'a str>,
+}
+
+/// Whether `id` can be passed to `--resume`: cursor-agent's chat ids are UUIDs; anything
+/// that is not letters, digits, `-` and `_` (at most 128) is never put on the command line,
+/// where it could read as a flag.
+#[must_use]
+pub fn is_chat_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && !id.starts_with('-')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 impl Invocation {
     /// Builds the command line: `--print --output-format stream-json
-    /// [--stream-partial-output] --model M --trust [--workspace W] [--mode ask | --force]`,
-    /// with `prompt` for stdin.
+    /// [--stream-partial-output] --model M --trust [--workspace W] [--resume C] [--mode ask
+    /// | --force]`, with `prompt` for stdin. A `resume` id that [`is_chat_id`] refuses is
+    /// left out.
     pub fn new(spec: &InvocationSpec<'_>, prompt: String) -> Self {
         let mut args: Vec<String> = ["--print", "--output-format", "stream-json"]
             .iter()
@@ -70,6 +87,10 @@ impl Invocation {
         if let Some(workspace) = spec.workspace {
             args.push("--workspace".into());
             args.push(workspace.into());
+        }
+        if let Some(chat) = spec.resume.filter(|id| is_chat_id(id)) {
+            args.push("--resume".into());
+            args.push(chat.into());
         }
         match spec.mode {
             AgentMode::ReadOnly => {
@@ -104,6 +125,7 @@ mod tests {
             config_dir: None,
             mode,
             partial_output: true,
+            resume: None,
         }
     }
 
@@ -155,5 +177,19 @@ mod tests {
         );
         let inv = Invocation::new(&spec(AgentMode::Native { force: false }), "p".into());
         assert!(!inv.args.iter().any(|a| a == "--force" || a == "--mode"));
+    }
+
+    #[test]
+    fn resume_passes_only_a_chat_id() {
+        let mut s = spec(AgentMode::ReadOnly);
+        s.resume = Some("9f1c2d3e-aaaa-4bbb-8ccc-0123456789ab");
+        let inv = Invocation::new(&s, "p".into());
+        let at = inv.args.iter().position(|a| a == "--resume").unwrap();
+        assert_eq!(inv.args[at + 1], "9f1c2d3e-aaaa-4bbb-8ccc-0123456789ab");
+        for bad in ["--force", "a b", "", "x\ny", &"a".repeat(129)] {
+            s.resume = Some(bad);
+            let inv = Invocation::new(&s, "p".into());
+            assert!(!inv.args.iter().any(|a| a == "--resume"), "{bad:?}");
+        }
     }
 }

@@ -22,5 +22,5 @@ mod tool_call;
 
 pub use decoder::{Decoder, DecoderConfig, DecoderError, DecoderStats};
 pub use diagnose::{Evidence, ExitStatus};
-pub use invocation::{AgentMode, Invocation, InvocationSpec};
+pub use invocation::{AgentMode, Invocation, InvocationSpec, is_chat_id};
 pub use models::{ModelEntry, parse_models};

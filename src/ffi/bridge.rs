@@ -160,6 +160,10 @@ pub enum aw_output_kind {
     StopAgent = 2,
     /// Close the response. Nothing follows: every later poll returns `AW_RESULT_DRAINED`.
     End = 3,
+    /// Start the agent again from the bridge's invocation, which now describes a new run,
+    /// and feed its output to the same bridge. Only a bridge of a conversation asks for it
+    /// (at most once, after the run it replaces was reported exited).
+    Respawn = 4,
 }
 
 /// One output of a bridge. Only the members of its `kind` are meaningful; the others are
@@ -210,6 +214,10 @@ impl aw_output {
             },
             Output::StopAgent => aw_output {
                 kind: aw_output_kind::StopAgent,
+                ..empty
+            },
+            Output::Respawn => aw_output {
+                kind: aw_output_kind::Respawn,
                 ..empty
             },
             Output::End => empty,

@@ -143,7 +143,10 @@ mod tests {
             Err(FreshReason::UnknownResult)
         );
         assert_eq!(
-            check(&[result("a"), result("b"), user.clone(), result("c")], &pending),
+            check(
+                &[result("a"), result("b"), user.clone(), result("c")],
+                &pending
+            ),
             Err(FreshReason::UnknownResult)
         );
         assert_eq!(check(&[], &pending), Err(FreshReason::NothingNew));

@@ -4,11 +4,12 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 /// Who owns a session: the key the request authenticated with, or the local user when the
 /// server takes no key. A session is only ever resumed by a request of its owner.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Owner(u64);
 
 impl Owner {
-    /// The owner of requests that carried no key (a server that takes none, on loopback).
+    /// The owner of requests that carried no key (a server that takes none, on loopback);
+    /// the default.
     pub const LOCAL: Owner = Owner(0);
 
     /// The owner of requests authenticated with `key` (the bytes the client sent, after

@@ -33,7 +33,7 @@ pub mod transcript;
 pub use delta::{DeltaShape, FreshReason};
 pub use keys::{ConversationKeys, Owner};
 pub use sessions::{
-    Decision, Lease, Park, Registry, RegistryConfig, RegistryError, RegistryStats, Released,
-    ReleaseReason, Resume, SessionId,
+    Decision, Lease, Park, Registry, RegistryConfig, RegistryError, RegistryStats, ReleaseReason,
+    Released, Resume, SessionId,
 };
 pub use transcript::{AnswerDigest, Digest, Tail, Transcript};

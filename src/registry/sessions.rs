@@ -324,7 +324,10 @@ impl Registry {
                 reason = FreshReason::Busy;
                 break;
             }
-            let parked = session.parked.as_ref().expect("indexed sessions are parked");
+            let parked = session
+                .parked
+                .as_ref()
+                .expect("indexed sessions are parked");
             match delta::check(&request.conversation.messages[next..], &parked.pending) {
                 Ok(shape) => {
                     found = Some((
@@ -489,7 +492,10 @@ impl Registry {
                 "previous_response_in_use",
             );
         }
-        let parked = session.parked.as_ref().expect("indexed sessions are parked");
+        let parked = session
+            .parked
+            .as_ref()
+            .expect("indexed sessions are parked");
         if parked.response_id.as_deref() != Some(previous) {
             return refuse(
                 self,

@@ -82,7 +82,10 @@ impl Transcript {
     /// The digest of the whole conversation.
     #[must_use]
     pub fn digest(&self) -> Digest {
-        self.boundaries.last().expect("the header is always there").0
+        self.boundaries
+            .last()
+            .expect("the header is always there")
+            .0
     }
 
     /// The end of the transcript, which an answer extends.
@@ -117,7 +120,11 @@ impl Tail {
     }
 
     /// The transcript with `messages` after it.
-    pub(crate) fn push_messages(&mut self, messages: &[Message], mut boundary: impl FnMut(Digest, usize)) {
+    pub(crate) fn push_messages(
+        &mut self,
+        messages: &[Message],
+        mut boundary: impl FnMut(Digest, usize),
+    ) {
         let mut at = 0;
         while at < messages.len() {
             let entry = if messages[at].role == Role::Assistant {

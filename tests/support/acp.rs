@@ -89,6 +89,7 @@ pub fn replay(records: &[Record], dialect: Dialect, split: Split) -> Outcome {
                         response.body.extend_from_slice(bytes);
                     }
                     Output::StopAgent => panic!("a turn never stops the process"),
+                    Output::Respawn => panic!("a turn never respawns the process"),
                     Output::End => response.ends += 1,
                 }
             }

@@ -89,6 +89,7 @@ pub fn drain_into(bridge: &mut Bridge, seen: &mut Vec<Seen>) {
                 assert!(!seen.contains(&Seen::Stop), "one stop");
                 Seen::Stop
             }
+            Output::Respawn => panic!("a bridge made by Bridge::new never respawns"),
             Output::End => Seen::End,
         });
     }

@@ -22,6 +22,7 @@ const HEAD: u8 = 1;
 const BODY: u8 = 2;
 const STOP_AGENT: u8 = 3;
 const END: u8 = 4;
+const RESPAWN: u8 = 5;
 
 /// The dialect of its name in the package (`Dialect`): the API names of the routes.
 pub(crate) fn dialect(name: &str) -> Result<Dialect, RawError> {
@@ -204,6 +205,7 @@ pub(crate) fn encode(out: &mut Vec<u8>, output: &Output<'_>) {
             out.extend_from_slice(bytes);
         }
         Output::StopAgent => out.push(STOP_AGENT),
+        Output::Respawn => out.push(RESPAWN),
         Output::End => out.push(END),
     }
 }

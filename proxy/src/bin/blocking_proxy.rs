@@ -1199,6 +1199,7 @@ impl Sink {
                 }
             }
             Output::StopAgent => return Framed::Stop,
+            Output::Respawn => unreachable!("the proxy's bridges serve no conversation yet"),
             Output::End => {
                 if client_gone {
                     return Framed::End;

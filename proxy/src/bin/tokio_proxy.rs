@@ -713,7 +713,7 @@ impl AcpTurn {
             match output {
                 Output::Head(h) => *head = Some(h),
                 Output::Body(bytes) => body.extend_from_slice(bytes),
-                Output::StopAgent | Output::End => {}
+                Output::StopAgent | Output::Respawn | Output::End => {}
             }
         });
         came
@@ -1107,6 +1107,7 @@ impl Run {
                         }
                     }
                 }
+                Output::Respawn => unreachable!("the proxy's bridges serve no conversation yet"),
                 Output::End => self.ended = true,
             }
         }

@@ -149,6 +149,7 @@ pub(super) enum Polled {
     Head(u16, &'static str, Option<bool>),
     Body(Vec<u8>),
     StopAgent,
+    Respawn,
     End,
 }
 
@@ -714,6 +715,7 @@ impl World {
                 s.stops += 1;
                 assert_eq!(s.stops, 1, "a second StopAgent");
             }
+            Polled::Respawn => panic!("{what}: a bridge made by aw_bridge_new never respawns"),
             Polled::End => s.ended = true,
         }
         check_output_members(&mut self.views, Owner::Bridge(slot), output, want, &what);
@@ -776,6 +778,7 @@ impl Polled {
             Output::Head(head) => Polled::Head(head.status, head.content_type, head.retryable),
             Output::Body(bytes) => Polled::Body(bytes.to_vec()),
             Output::StopAgent => Polled::StopAgent,
+            Output::Respawn => Polled::Respawn,
             Output::End => Polled::End,
         }
     }
@@ -794,6 +797,7 @@ pub(super) fn check_output_members(
         Polled::Head(..) => aw_output_kind::Head,
         Polled::Body(_) => aw_output_kind::Body,
         Polled::StopAgent => aw_output_kind::StopAgent,
+        Polled::Respawn => aw_output_kind::Respawn,
         Polled::End => aw_output_kind::End,
     };
     assert_eq!(output.kind, kind, "{what}: kind");

@@ -36,12 +36,10 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use crate::api::parse::{
-    data_url, member, message_list, message_role, models, optional_bool, optional_id, present, read_object,
-    tool_choice_with, tool_list,
+    data_url, member, message_list, message_role, models, optional_bool, optional_id, present,
+    read_object, tool_choice_with, tool_list,
 };
-use crate::api::{
-    Continuation, Reasoning, Request, RequestError, RequestLimits, RequestProblem,
-};
+use crate::api::{Continuation, Reasoning, Request, RequestError, RequestLimits, RequestProblem};
 use crate::conversation::{
     Attachment, AttachmentKind, Conversation, HistoryToolCall, Message, OutputFormat, Part, Role,
     ToolChoice, ToolSpec,

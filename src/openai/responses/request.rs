@@ -31,7 +31,8 @@ use super::input::parse_input;
 use super::tools::{Tools, tool_choice};
 use crate::api::parse::{models, optional_bool, optional_id, present, read_object};
 use crate::api::{
-    Continuation,     Effort, Reasoning, ReasoningDisplay, Request, RequestError, RequestLimits, Thinking,
+    Continuation, Effort, Reasoning, ReasoningDisplay, Request, RequestError, RequestLimits,
+    Thinking,
 };
 use crate::conversation::{Conversation, Message, OutputFormat, Role};
 
