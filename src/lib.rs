@@ -18,21 +18,23 @@
 //!  stderr, exit status ─► cursor::diagnose ─► event::Failure ─────────┘                  │
 //!                                                  <dialect> api::StreamEncoder / api::BodyBuilder ─► SSE / JSON
 //!  time (now_ms) ──────► bridge::Bridge (status, keep-alive, idle timeout, client tool calls, stop)
+//!  ACP agent stdout ─► acp::Connection (JSON-RPC, sessions) ─► event::Event ─► a bridge::Bridge per turn
 //! ```
 //!
-//! Modules follow the flow — framing → cursor (decode, invocation, prompt) → event /
-//! conversation / api → tools → one module per API dialect ([`openai`]: chat and
-//! responses; [`anthropic`]) → bridge → acp → ffi — and never import against it: [`framing`]
-//! knows nothing of JSON; [`cursor`] turns the agent's output into [`event`]s, the neutral
-//! model of what the agent did, and renders its input (the [`cursor::prompt`]) from a
-//! [`conversation`], the neutral model of what the client asked; [`api`] holds what every
-//! dialect shares (the neutral request, the error reply, the encoder interface); [`tools`]
-//! maps the agent's tool use onto the client's tools and guards against loops; a dialect
-//! module parses its requests into the neutral ones and writes events in its frames, and
-//! nothing below it knows its names; [`bridge`] composes them all into one request's state
-//! machine — the object adapters drive, told the dialect by the route; [`acp`] serves many
-//! requests from one warm Agent Client Protocol agent through that same machine; [`ffi`]
-//! is its C ABI (the default `capi` feature).
+//! The modules stand in layers, each using only the layers before it (`tests/layers.rs`
+//! holds them to it): framing → event / conversation → api → tools → cursor → [`openai`] /
+//! [`anthropic`] → bridge → acp → ffi. [`framing`] knows nothing of JSON; [`event`] is the
+//! neutral model of what the agent did, [`conversation`] of what the client asked; [`api`]
+//! holds what every dialect shares (the neutral request, the error reply, the encoder
+//! interface); [`tools`] maps the agent's tool use onto the client's tools and guards
+//! against loops; [`cursor`] is the agent's side: it renders the agent's input (the
+//! [`cursor::prompt`] and the [`cursor::Invocation`]) from a conversation and a tool plan,
+//! and turns its output into events; a dialect module ([`openai`]: chat and responses;
+//! [`anthropic`]) parses its requests into the neutral ones and writes events in its
+//! frames, and nothing below it knows its names; [`bridge`] composes them all into one
+//! request's state machine — the object adapters drive, told the dialect by the route;
+//! [`acp`] serves many requests from one warm Agent Client Protocol agent through that same
+//! machine; [`ffi`] is its C ABI (the default `capi` feature).
 //!
 //! The one rule every driver keeps: **after every input, drain the outputs (`poll_*`)
 //! until they return `None`.** See [`bridge::Bridge`] for the whole loop, and
