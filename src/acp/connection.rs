@@ -294,27 +294,8 @@ impl Connection {
     pub fn handle_timeout(&mut self, now_ms: u64) {
         self.ready_after = None;
         for kind in self.rpc.take_expired(now_ms) {
-            match kind {
-                PendingKind::Initialize | PendingKind::NewSession => {
-                    let what = if kind == PendingKind::Initialize {
-                        "initialize"
-                    } else {
-                        "session/new"
-                    };
-                    let message = format!(
-                        "The ACP agent did not answer `{what}` in time; it is being restarted. The request may be retried."
-                    );
-                    self.die(Failure::new(FailureKind::Timeout, message), now_ms);
-                    return;
-                }
-                PendingKind::SetModel(turn) => {
-                    let failure = Failure::new(
-                        FailureKind::Timeout,
-                        "The ACP agent did not confirm the model in time. The request may be retried.",
-                    );
-                    self.fail_turn(turn, failure, now_ms);
-                }
-                PendingKind::Prompt(_) | PendingKind::Close => {}
+            if !self.expire_request(kind, now_ms) {
+                return;
             }
         }
         for index in 0..self.turns.len() {
@@ -411,10 +392,6 @@ impl Connection {
 
     // Internals: the agent's lifecycle.
 
-    pub(super) fn index(&self, turn: TurnId) -> Option<usize> {
-        self.turns.iter().position(|t| t.id == turn)
-    }
-
     /// Fails every open turn with `failure` and decides a restart.
     pub(super) fn die(&mut self, failure: Failure, now_ms: u64) {
         if self.handshake != Handshake::Dead {
@@ -441,20 +418,34 @@ impl Connection {
         );
     }
 
-    // Internals: turns.
+    // Internals: deadlines.
 
-    fn fail_turn(&mut self, turn: TurnId, failure: Failure, now_ms: u64) {
-        if let Some(index) = self.index(turn) {
-            self.turns[index].fail(failure, now_ms);
-        }
-    }
-
-    /// After any input to a turn's bridge: act on its stop decision (cancel, not kill)
-    /// and on its output budget.
-    pub(super) fn after_turn_input(&mut self, index: usize, now_ms: u64) {
-        if let Some(session) = self.turns[index].after_input(&self.config, now_ms) {
-            self.rpc
-                .notify("session/cancel", json!({"sessionId": session}));
+    /// A request of ours went unanswered past its deadline: a missed handshake or
+    /// `session/new` restarts the agent, a missed model answer fails its turn. `false`
+    /// when the agent is restarted.
+    fn expire_request(&mut self, kind: PendingKind, now_ms: u64) -> bool {
+        match kind {
+            PendingKind::Initialize | PendingKind::NewSession => {
+                let what = if kind == PendingKind::Initialize {
+                    "initialize"
+                } else {
+                    "session/new"
+                };
+                let message = format!(
+                    "The ACP agent did not answer `{what}` in time; it is being restarted. The request may be retried."
+                );
+                self.die(Failure::new(FailureKind::Timeout, message), now_ms);
+                false
+            }
+            PendingKind::SetModel(turn) => {
+                let failure = Failure::new(
+                    FailureKind::Timeout,
+                    "The ACP agent did not confirm the model in time. The request may be retried.",
+                );
+                self.fail_turn(turn, failure, now_ms);
+                true
+            }
+            PendingKind::Prompt(_) | PendingKind::Close => true,
         }
     }
 
@@ -490,6 +481,27 @@ impl Connection {
             _ => {}
         }
         true
+    }
+
+    // Internals: turns.
+
+    pub(super) fn index(&self, turn: TurnId) -> Option<usize> {
+        self.turns.iter().position(|t| t.id == turn)
+    }
+
+    fn fail_turn(&mut self, turn: TurnId, failure: Failure, now_ms: u64) {
+        if let Some(index) = self.index(turn) {
+            self.turns[index].fail(failure, now_ms);
+        }
+    }
+
+    /// After any input to a turn's bridge: act on its stop decision (cancel, not kill)
+    /// and on its output budget.
+    pub(super) fn after_turn_input(&mut self, index: usize, now_ms: u64) {
+        if let Some(session) = self.turns[index].after_input(&self.config, now_ms) {
+            self.rpc
+                .notify("session/cancel", json!({"sessionId": session}));
+        }
     }
 
     /// The agent is done with the turn at `index`: its session is retired, if the agent
