@@ -408,6 +408,7 @@ impl Connection {
         }
     }
 
+    /// Restarts the agent for `reason`: every open turn fails, retryable.
     fn restart(&mut self, reason: String, now_ms: u64) {
         self.die(
             Failure::new(
@@ -485,10 +486,12 @@ impl Connection {
 
     // Internals: turns.
 
+    /// Where `turn` is in `turns`, while it is there.
     pub(super) fn index(&self, turn: TurnId) -> Option<usize> {
         self.turns.iter().position(|t| t.id == turn)
     }
 
+    /// Fails `turn`, if it is still there.
     fn fail_turn(&mut self, turn: TurnId, failure: Failure, now_ms: u64) {
         if let Some(index) = self.index(turn) {
             self.turns[index].fail(failure, now_ms);

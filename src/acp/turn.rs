@@ -39,6 +39,7 @@ pub(super) enum Phase {
     Done,
 }
 
+/// A turn: the request's [`Bridge`], fed the events of the agent's answer.
 pub(super) struct Turn {
     pub(super) id: TurnId,
     pub(super) bridge: Bridge,
@@ -46,6 +47,7 @@ pub(super) struct Turn {
     /// The session the turn runs on: given when it leaves the queue, taken back when the
     /// agent is done with the turn (the connection's `release_session`).
     pub(super) session: Option<Session>,
+    /// The agent's tool calls seen so far, to describe their completions.
     pub(super) tools: ToolCalls,
     /// What the agent reported the session cost so far.
     pub(super) cost: Option<f64>,
@@ -57,6 +59,7 @@ pub(super) struct Turn {
 }
 
 impl Turn {
+    /// A turn starting in `phase` (`Done` for a request answered at once).
     pub(super) fn new(id: TurnId, bridge: Bridge, phase: Phase) -> Turn {
         Turn {
             id,
@@ -76,6 +79,7 @@ impl Turn {
         !self.bridge.is_ended() && !self.gone
     }
 
+    /// Whether it waits for a prompt slot or a session.
     pub(super) fn is_queued(&self) -> bool {
         matches!(self.phase, Phase::Queued { .. })
     }
