@@ -17,8 +17,9 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// The layers named by the first `framing → … → …` chain of `text`: each layer's modules,
-/// in order. Parenthesised remarks are dropped, `/` separates the modules of one layer.
+/// The layers named by the longest `a → b / c → …` chain of `text`: each layer's
+/// modules, in order. Parenthesised remarks are dropped, `/` separates the modules of one
+/// layer, and punctuation after a name ends the chain.
 fn chain(text: &str) -> Vec<Vec<String>> {
     let mut plain = String::new();
     let mut depth = 0usize;
@@ -32,10 +33,20 @@ fn chain(text: &str) -> Vec<Vec<String>> {
         }
     }
     let words: Vec<&str> = plain.split_whitespace().collect();
-    let start = (0..words.len())
-        .find(|&i| words[i] == "framing" && words.get(i + 1) == Some(&"→"))
-        .expect("a `framing → …` chain");
-    let mut layers = vec![vec!["framing".to_owned()]];
+    (0..words.len())
+        .filter(|&i| is_name(words[i]) && words.get(i + 1) == Some(&"→"))
+        .map(|start| chain_from(&words, start))
+        .max_by_key(Vec::len)
+        .expect("a chain of layers `a → b → …`")
+}
+
+fn is_name(word: &str) -> bool {
+    !word.is_empty() && word.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+}
+
+/// The chain whose first module is `words[start]`.
+fn chain_from(words: &[&str], start: usize) -> Vec<Vec<String>> {
+    let mut layers = vec![vec![words[start].to_owned()]];
     let mut i = start + 1;
     while let (Some(&joint), Some(&word)) = (words.get(i), words.get(i + 1)) {
         let name: String = word
@@ -198,7 +209,8 @@ fn no_module_imports_against_the_documented_layers() {
     for module in declared_modules(&lib) {
         assert!(
             rank.contains_key(&module) || SUPPORT.contains(&module.as_str()),
-            "src/lib.rs declares `{module}` but its layers do not place it: {layers:?}"
+            "src/lib.rs declares `{module}` but its layers do not place it (name it in the \
+             layers paragraph of src/lib.rs and the README's layers line): {layers:?}"
         );
     }
     for module in rank.keys() {
