@@ -38,6 +38,10 @@ if [ ! -d "${AGENTWIRE_SHARED_DIR:-../shared}/fixtures" ]; then
     echo "ci/test.sh: the real captures ${AGENTWIRE_SHARED_DIR:-../shared}/fixtures are absent: the tests over them are skipped (each says SKIPPED), or fail under CI=true or AGENTWIRE_REQUIRE_SHARED=1" >&2
 fi
 
+step "what the repository says of itself (ci/check_docs.py: one description of the APIs, no citation of a document it does not hold)"
+python3 ci/check_docs.py --self-test
+python3 ci/check_docs.py
+
 step "set-up (ci/setup.sh)"
 ci/setup.sh
 
