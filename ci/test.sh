@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: Rust (unit, integration, real-capture conformance, doc tests, the
 # C header's freshness, and both example proxies over loopback with the replay agent —
-# proxy/tests/proxy.rs), lints and docs, the C ABI from C (strict, static and shared, sanitizers,
+# proxy/tests), lints and docs, the C ABI from C (strict, static and shared, sanitizers,
 # valgrind), the Python package built from source, the JavaScript package (WebAssembly,
 # under Node, Bun and Deno), the packages as users get them (the
 # crate, the Python sdist and wheel, the C library installed into a prefix), the real
