@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What the repository says of itself, checked where a script can tell (a second or less).
+"""What the repository says of itself, checked where a script can tell (about a second of CPU).
 
 1. **One description.** The crate (`Cargo.toml`, and the first paragraph of `src/lib.rs`),
    the example proxies (`proxy/Cargo.toml`), the wheel (`bindings/python/pyproject.toml`
