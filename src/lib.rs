@@ -1,13 +1,14 @@
-//! agentwire: the APIs agents speak — OpenAI Chat Completions and OpenAI Responses today,
-//! Anthropic Messages next — on top of the `cursor-agent` CLI, as a sans-IO protocol
-//! library.
+//! agentwire: the OpenAI Chat Completions, OpenAI Responses and Anthropic Messages APIs on
+//! top of coding agents — the `cursor-agent` CLI (its stream-json output) and any Agent
+//! Client Protocol (ACP) agent — as a sans-IO protocol library.
 //!
 //! agentwire owns every protocol decision and no I/O. It does not spawn processes, read
-//! pipes, open sockets or read a clock: request bodies, the agent's stdout and stderr
-//! bytes, its exit status and the current time (as a number the caller picks) go in; SSE
-//! frames or a JSON body, the HTTP status, and "stop the agent now" decisions come out. The
-//! same core therefore serves a tokio server, a blocking one, an editor plugin through the
-//! C ABI, or Python.
+//! pipes, open sockets or read a clock: request bodies, the agent's output (cursor-agent's
+//! stdout and stderr bytes, or an ACP agent's JSON-RPC lines), its exit status and the
+//! current time (as a number the caller picks) go in; SSE frames or a JSON body, the HTTP
+//! status, the lines to write to an ACP agent, and "stop the agent now" decisions come out.
+//! The same core therefore serves a tokio server, a blocking one, an editor plugin through
+//! the C ABI, Python, or JavaScript through WebAssembly.
 //!
 //! ```text
 //!  request body ─► <dialect>::parse_request ─► api::Request { conversation::Conversation, … }

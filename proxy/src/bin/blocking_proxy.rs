@@ -1,14 +1,16 @@
-//! The same OpenAI-compatible server as `tokio_proxy`, with std threads, `std::process`
-//! and `std::net` (and `httparse` for request heads) — the shape for programs without an
-//! async runtime.
+//! The same server as `tokio_proxy` (the OpenAI Chat Completions, OpenAI Responses and
+//! Anthropic Messages APIs on top of cursor-agent or a warm ACP agent), with std threads,
+//! `std::process` and `std::net` (and `httparse` for request heads) — the shape for
+//! programs without an async runtime.
 //!
 //! ```text
 //! cargo run --release -p agentwire-proxy --bin blocking_proxy -- --demo
 //! cargo run --release -p agentwire-proxy --bin blocking_proxy -- [--listen ADDR] [--api-key KEY] [--agent-bin PATH] …
 //! ```
 //!
-//! Same flags, routes and behaviour as `tokio_proxy` (both are built on this package's
-//! library).
+//! Same flags, routes (one per API, `count_tokens`, the models list, the probes), errors in
+//! the route's API's shape, and behaviour as `tokio_proxy` (both are built on this
+//! package's library).
 //!
 //! One thread per connection, one request per connection (responses close it). The head
 //! must arrive within `--header-timeout-ms` and the whole request within
@@ -25,7 +27,9 @@
 //! serving each as it comes; a write that makes no progress for `--write-timeout-ms` means
 //! the client is gone. Every run ends the same way: the group is stopped if it still runs
 //! (SIGTERM, SIGKILL after a grace period), the leader is reaped, the slot is freed, then
-//! what is left of the response is written and the request logged.
+//! what is left of the response is written and the request logged. With
+//! `--agent-protocol acp` the request is instead a turn on the one warm agent
+//! ([`agentwire_proxy::acp`]), and the connection thread blocks on the turn's outputs.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};

@@ -1,15 +1,20 @@
-//! An OpenAI-compatible server on top of cursor-agent: tokio, hyper, and agentwire's
-//! [`Bridge`] making every protocol decision.
+//! A server for the OpenAI Chat Completions, OpenAI Responses and Anthropic Messages APIs
+//! on top of cursor-agent (one process per request) or a warm ACP agent
+//! (`--agent-protocol acp`): tokio, hyper, and agentwire's [`Bridge`] making every protocol
+//! decision.
 //!
 //! ```text
 //! cargo run --release -p agentwire-proxy -- --demo      # no Cursor account needed
 //! cargo run --release -p agentwire-proxy -- [--listen ADDR] [--api-key KEY] [--agent-bin PATH] …
 //! ```
 //!
-//! Routes: `POST /v1/chat/completions` (and `/chat/completions`), `GET /v1/models`,
-//! `GET /health`, `OPTIONS` (CORS preflight for allowed origins); OpenAI-shaped errors
-//! otherwise. Every flag is shared with `blocking_proxy` (see `--help`), and so are the
-//! checks every request passes ([`agentwire_proxy::http`]).
+//! Routes: `POST /v1/chat/completions`, `POST /v1/responses` and `POST /v1/messages` (one
+//! per API), `POST /v1/messages/count_tokens` (answered without an agent), `GET /v1/models`
+//! (each also without `/v1`), `GET /health`, `HEAD /api/hello` (Claude Code's probe),
+//! `OPTIONS` (CORS preflight for allowed origins). Every error the proxy writes itself is in
+//! the error shape of the route's API: an Anthropic body on the Messages routes, an OpenAI
+//! one elsewhere. Every flag is shared with `blocking_proxy` (see `--help`), and so are the
+//! routes and the checks every request passes ([`agentwire_proxy::http`]).
 //!
 //! How a request runs: the body is read (bounded in size and, with the head, in time), a
 //! concurrency slot taken, the bridge built, and cursor-agent spawned as the leader of its
@@ -17,7 +22,8 @@
 //! its stderr, its exit, the bridge's next deadline ([`Bridge::poll_timeout`], the only
 //! timer) and server shutdown, feeds whichever comes to the bridge, and hands the outputs
 //! on: the head becomes the response head, body chunks go to the client, `StopAgent`
-//! signals the group.
+//! signals the group. With `--agent-protocol acp` the request is instead a turn on the one
+//! warm agent ([`agentwire_proxy::acp`]), and the loop awaits the turn's outputs.
 //!
 //! A stream's run is a task of its own that hands chunks to the response body through a
 //! one-slot channel. While the client does not take them it stops reading the agent's
