@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: Rust (unit, integration, real-capture conformance, doc tests, the
 # C header's freshness, and both example proxies over loopback with the replay agent —
-# proxy/tests/proxy.rs), lints and docs, the C ABI from C (strict, static and shared, sanitizers,
+# proxy/tests), lints and docs, the C ABI from C (strict, static and shared, sanitizers,
 # valgrind), the Python package built from source, the JavaScript package (WebAssembly,
 # under Node, Bun and Deno), the packages as users get them (the
 # crate, the Python sdist and wheel, the C library installed into a prefix), the real
@@ -37,6 +37,10 @@ fi
 if [ ! -d "${AGENTWIRE_SHARED_DIR:-../shared}/fixtures" ]; then
     echo "ci/test.sh: the real captures ${AGENTWIRE_SHARED_DIR:-../shared}/fixtures are absent: the tests over them are skipped (each says SKIPPED), or fail under CI=true or AGENTWIRE_REQUIRE_SHARED=1" >&2
 fi
+
+step "what the repository says of itself (ci/check_docs.py: one description of the APIs, no citation of a document it does not hold)"
+python3 ci/check_docs.py --self-test
+python3 ci/check_docs.py
 
 step "set-up (ci/setup.sh)"
 ci/setup.sh

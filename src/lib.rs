@@ -1,13 +1,14 @@
-//! agentwire: the APIs agents speak — OpenAI Chat Completions and OpenAI Responses today,
-//! Anthropic Messages next — on top of the `cursor-agent` CLI, as a sans-IO protocol
-//! library.
+//! agentwire: the OpenAI Chat Completions, OpenAI Responses and Anthropic Messages APIs on
+//! top of coding agents — the `cursor-agent` CLI (its stream-json output) and any Agent
+//! Client Protocol (ACP) agent — as a sans-IO protocol library.
 //!
 //! agentwire owns every protocol decision and no I/O. It does not spawn processes, read
-//! pipes, open sockets or read a clock: request bodies, the agent's stdout and stderr
-//! bytes, its exit status and the current time (as a number the caller picks) go in; SSE
-//! frames or a JSON body, the HTTP status, and "stop the agent now" decisions come out. The
-//! same core therefore serves a tokio server, a blocking one, an editor plugin through the
-//! C ABI, or Python.
+//! pipes, open sockets or read a clock: request bodies, the agent's output (cursor-agent's
+//! stdout and stderr bytes, or an ACP agent's JSON-RPC lines), its exit status and the
+//! current time (as a number the caller picks) go in; SSE frames or a JSON body, the HTTP
+//! status, the lines to write to an ACP agent, and "stop the agent now" decisions come out.
+//! The same core therefore serves a tokio server, a blocking one, an editor plugin through
+//! the C ABI, Python, or JavaScript through WebAssembly.
 //!
 //! ```text
 //!  request body ─► <dialect>::parse_request ─► api::Request { conversation::Conversation, … }
@@ -18,21 +19,26 @@
 //!  stderr, exit status ─► cursor::diagnose ─► event::Failure ─────────┘                  │
 //!                                                  <dialect> api::StreamEncoder / api::BodyBuilder ─► SSE / JSON
 //!  time (now_ms) ──────► bridge::Bridge (status, keep-alive, idle timeout, client tool calls, stop)
+//!  ACP agent stdout ─► acp::Connection (JSON-RPC, sessions) ─► event::Event ─► a bridge::Bridge per turn
+//!  api::Request, owner, keys ─► registry::Registry ─► resume a parked session with the delta, or start fresh
 //! ```
 //!
-//! Modules follow the flow — framing → cursor (decode, invocation, prompt) → event /
-//! conversation / api → tools → one module per API dialect ([`openai`]: chat and
-//! responses; [`anthropic`]) → bridge → acp → ffi — and never import against it: [`framing`]
-//! knows nothing of JSON; [`cursor`] turns the agent's output into [`event`]s, the neutral
-//! model of what the agent did, and renders its input (the [`cursor::prompt`]) from a
-//! [`conversation`], the neutral model of what the client asked; [`api`] holds what every
-//! dialect shares (the neutral request, the error reply, the encoder interface); [`tools`]
-//! maps the agent's tool use onto the client's tools and guards against loops; a dialect
-//! module parses its requests into the neutral ones and writes events in its frames, and
-//! nothing below it knows its names; [`bridge`] composes them all into one request's state
-//! machine — the object adapters drive, told the dialect by the route; [`acp`] serves many
-//! requests from one warm Agent Client Protocol agent through that same machine; [`ffi`]
-//! is its C ABI (the default `capi` feature).
+//! The modules stand in layers, each using only the layers before it (`tests/layers.rs`
+//! holds them to it): framing → event / conversation → api → tools → cursor → [`openai`] /
+//! [`anthropic`] → registry → bridge → acp → ffi. [`framing`] knows nothing of JSON; [`event`] is the
+//! neutral model of what the agent did, [`conversation`] of what the client asked; [`api`]
+//! holds what every dialect shares (the neutral request, the error reply, the encoder
+//! interface); [`tools`] maps the agent's tool use onto the client's tools and guards
+//! against loops; [`cursor`] is the agent's side: it renders the agent's input (the
+//! [`cursor::prompt`] and the [`cursor::Invocation`]) from a conversation and a tool plan,
+//! and turns its output into events; a dialect module ([`openai`]: chat and responses;
+//! [`anthropic`]) parses its requests into the neutral ones and writes events in its
+//! frames, and nothing below it knows its names; [`registry`] decides which agent session
+//! a request continues (a conversation's earlier answers are parked with the agent that
+//! gave them); [`bridge`] composes them all into one
+//! request's state machine — the object adapters drive, told the dialect by the route;
+//! [`acp`] serves many requests from one warm Agent Client Protocol agent through that same
+//! machine; [`ffi`] is its C ABI (the default `capi` feature).
 //!
 //! The one rule every driver keeps: **after every input, drain the outputs (`poll_*`)
 //! until they return `None`.** See [`bridge::Bridge`] for the whole loop, and

@@ -152,7 +152,11 @@ fn every_recording_replays_through_every_dialect() {
     let Some(files) = shared_recordings() else {
         return;
     };
-    assert_eq!(files.len(), 21, "the recordings named in PROVENANCE.md");
+    assert_eq!(
+        files.len(),
+        21,
+        "the recordings ../shared/fixtures/PROVENANCE.md names"
+    );
     for path in files {
         let file = name(&path);
         let records = load(&path);

@@ -544,10 +544,53 @@ fn reasoning_is_shown_when_a_summary_is_asked_for() {
     );
 }
 
+/// A body the parser refuses, the param its 400 names, and the error's code.
+type Hostile = (Value, &'static str, &'static str);
+
 #[test]
 fn hostile_bodies_get_an_openai_400_naming_the_param() {
-    let user = json!({"role":"user","content":"x"});
-    let cases: Vec<(Value, &str, &str)> = vec![
+    let cases = [
+        needing_stored_state(),
+        bad_input_messages(),
+        bad_input_tool_items(),
+        bad_request_fields(),
+        bad_tools(),
+        bad_tool_choices(),
+        bad_output_formats(),
+    ]
+    .concat();
+    for (body, param, code) in cases {
+        let error = parse(&body).unwrap_err();
+        assert_eq!(
+            (error.status(), error.param.as_deref(), error.problem.code()),
+            (400, Some(param), code),
+            "{body}"
+        );
+        assert!(
+            !agentwire::event::invites_retry(&error.message),
+            "{}",
+            error.message
+        );
+        // Through the Bridge: the OpenAI error body, nothing spawned.
+        for stream in [true, false] {
+            let mut body = body.clone();
+            body["stream"] = json!(stream);
+            if param == "stream" {
+                continue;
+            }
+            let response = run(&body, b"", 0);
+            assert_eq!((response.status, response.retryable), (400, Some(false)));
+            let error = error_of(&response);
+            assert_eq!(error["error"]["param"], param, "{body}");
+            assert_eq!(error["error"]["type"], "invalid_request_error");
+            assert_eq!(error["error"]["code"], code);
+        }
+    }
+}
+
+/// Fields that need state kept on the server, which keeps none.
+fn needing_stored_state() -> Vec<Hostile> {
+    vec![
         (
             json!({"input":"x","previous_response_id":"resp_1"}),
             "previous_response_id",
@@ -573,6 +616,12 @@ fn hostile_bodies_get_an_openai_400_naming_the_param() {
             "background",
             "invalid_type",
         ),
+    ]
+}
+
+/// `input` itself, its messages, their roles and content parts.
+fn bad_input_messages() -> Vec<Hostile> {
+    vec![
         (json!({"model":"x"}), "input", "missing_required_parameter"),
         (json!({"input":5}), "input", "invalid_type"),
         (json!({"input":[]}), "input", "invalid_value"),
@@ -617,6 +666,13 @@ fn hostile_bodies_get_an_openai_400_naming_the_param() {
             "input[0].content[0].type",
             "missing_required_parameter",
         ),
+    ]
+}
+
+/// Tool calls and their outputs among the `input` items.
+fn bad_input_tool_items() -> Vec<Hostile> {
+    let user = json!({"role":"user","content":"x"});
+    vec![
         (
             json!({"input":[user,{"type":"function_call_output","call_id":"c1","output":"x"}]}),
             "input[1].call_id",
@@ -652,6 +708,12 @@ fn hostile_bodies_get_an_openai_400_naming_the_param() {
             "input[0].tools",
             "invalid_type",
         ),
+    ]
+}
+
+/// The request's own fields: `instructions`, `stream`, `parallel_tool_calls`, `model`.
+fn bad_request_fields() -> Vec<Hostile> {
+    vec![
         (
             json!({"input":"x","instructions":["a"]}),
             "instructions",
@@ -672,6 +734,12 @@ fn hostile_bodies_get_an_openai_400_naming_the_param() {
             "model",
             "invalid_value",
         ),
+    ]
+}
+
+/// `tools`: function, custom (freeform) and namespace tools.
+fn bad_tools() -> Vec<Hostile> {
+    vec![
         (json!({"input":"x","tools":{}}), "tools", "invalid_type"),
         (json!({"input":"x","tools":[1]}), "tools[0]", "invalid_type"),
         (
@@ -729,6 +797,12 @@ fn hostile_bodies_get_an_openai_400_naming_the_param() {
             "tools[0].tools[1].name",
             "invalid_value",
         ),
+    ]
+}
+
+/// `tool_choice`, and the tools it names.
+fn bad_tool_choices() -> Vec<Hostile> {
+    vec![
         (
             json!({"input":"x","tool_choice":"always","tools":[{"type":"function","name":"a"}]}),
             "tool_choice",
@@ -764,6 +838,12 @@ fn hostile_bodies_get_an_openai_400_naming_the_param() {
             "tool_choice.mode",
             "invalid_value",
         ),
+    ]
+}
+
+/// `reasoning` and `text.format`.
+fn bad_output_formats() -> Vec<Hostile> {
+    vec![
         (
             json!({"input":"x","reasoning":"high"}),
             "reasoning",
@@ -800,34 +880,7 @@ fn hostile_bodies_get_an_openai_400_naming_the_param() {
             "text.format.name",
             "invalid_type",
         ),
-    ];
-    for (body, param, code) in cases {
-        let error = parse(&body).unwrap_err();
-        assert_eq!(
-            (error.status(), error.param.as_deref(), error.problem.code()),
-            (400, Some(param), code),
-            "{body}"
-        );
-        assert!(
-            !agentwire::event::invites_retry(&error.message),
-            "{}",
-            error.message
-        );
-        // Through the Bridge: the OpenAI error body, nothing spawned.
-        for stream in [true, false] {
-            let mut body = body.clone();
-            body["stream"] = json!(stream);
-            if param == "stream" {
-                continue;
-            }
-            let response = run(&body, b"", 0);
-            assert_eq!((response.status, response.retryable), (400, Some(false)));
-            let error = error_of(&response);
-            assert_eq!(error["error"]["param"], param, "{body}");
-            assert_eq!(error["error"]["type"], "invalid_request_error");
-            assert_eq!(error["error"]["code"], code);
-        }
-    }
+    ]
 }
 
 #[test]

@@ -31,10 +31,10 @@ use std::time::{Duration, Instant};
 
 use agentwire::acp::{AcpConfig, Connection, Decision, TurnId};
 use agentwire::bridge::{BridgeParams, Config, Dialect, Output};
-use agentwire::cursor::ExitStatus;
 
-use crate::agent::{AgentProgram, EXIT_DRAIN, Signal, escaped_groups, exit_status, signal_group};
+use crate::agent::{AgentProgram, Signal, escaped_groups, exit_status, signal_group};
 use crate::http::{self, Reply};
+use crate::lifecycle::{Action, Lifecycle};
 use crate::{Clock, Settings, reaper};
 
 /// How long `/v1/models` waits for the agent's list when it is not known yet (the
@@ -79,6 +79,8 @@ struct State {
     retired: HashMap<u64, Connection>,
     /// Tickets not yet finished, per generation.
     tickets: HashMap<u64, usize>,
+    /// The current process's life (its spawn, pipes, exit, stop).
+    lifecycle: Lifecycle,
     process: Option<Process>,
     /// The wake-up of every ticket not yet finished.
     signals: HashMap<Ticket, Wakeup>,
@@ -106,14 +108,11 @@ struct Wakeup {
 
 /// The live agent process.
 struct Process {
-    group: u32,
     /// Bytes for its stdin go to the writer thread.
     stdin: mpsc::Sender<Vec<u8>>,
-    stdout_open: bool,
-    stderr_open: bool,
-    exit: Option<std::process::ExitStatus>,
-    exited_at: Option<Instant>,
-    reported: bool,
+    /// The process groups its detached descendants lead, found when it is stopped: they
+    /// get every signal its own group gets.
+    escaped: Vec<u32>,
 }
 
 impl Warm {
@@ -133,6 +132,7 @@ impl Warm {
                 generation: 0,
                 retired: HashMap::new(),
                 tickets: HashMap::new(),
+                lifecycle: Lifecycle::new(kill_grace),
                 process: None,
                 signals: HashMap::new(),
                 restart: None,
@@ -387,6 +387,7 @@ impl Warm {
     /// noted, the handlers of the turns with output are woken, and the server's own
     /// waiters look again.
     fn settle(&self, state: &mut State) {
+        state.act(self.clock.now_ms());
         // Without a process the bytes wait in the connection: a fresh one's `initialize`
         // and what turns started before the spawn need go out once it is running.
         if let Some(process) = &state.process {
@@ -478,6 +479,7 @@ impl Warm {
             state.restarts += 1;
         }
         state.restart = None;
+        state.lifecycle = Lifecycle::new(self.kill_grace);
         let generation = state.generation;
         // The waiter thread spawns the process and keeps its `Child`: a process is never
         // started without the thread that reaps it.
@@ -490,10 +492,7 @@ impl Warm {
         let pipes = match waiter.and_then(|()| spawned.recv().map_err(std::io::Error::other)) {
             Ok(Ok(pipes)) => pipes,
             Ok(Err(e)) | Err(e) => {
-                let message = format!("could not start {}: {e}\n", self.program.path.display());
-                tracing::warn!("{}", message.trim_end());
-                let _ = state.connection.push_stderr(message.as_bytes(), now);
-                let _ = state.connection.agent_exited(ExitStatus::Code(127), now);
+                state.lifecycle.handle_spawn_failed(&self.program.path, &e);
                 self.settle(&mut state);
                 return false;
             }
@@ -506,15 +505,11 @@ impl Warm {
         } = pipes;
         state.processes_started += 1;
         tracing::info!(pid = group, "ACP agent started");
+        state.lifecycle.handle_spawned(group);
         let (stdin_tx, stdin_rx) = mpsc::channel();
         state.process = Some(Process {
-            group,
             stdin: stdin_tx,
-            stdout_open: true,
-            stderr_open: true,
-            exit: None,
-            exited_at: None,
-            reported: false,
+            escaped: Vec::new(),
         });
         let warm = Arc::clone(self);
         let readers = thread("acp-stdin", move || write_stdin(stdin, &stdin_rx)).and_then(|()| {
@@ -548,21 +543,19 @@ impl Warm {
                 self.settle(&mut state);
                 continue;
             }
-            let process = state.process.as_mut().expect("running");
-            if let (Some(status), false) = (process.exit, process.reported) {
-                let drained = !process.stdout_open && !process.stderr_open;
-                let drain_over = process
-                    .exited_at
-                    .is_some_and(|at| at.elapsed() >= EXIT_DRAIN);
-                if drained || drain_over {
-                    process.reported = true;
-                    let status = exit_status(status);
-                    tracing::warn!(%status, "the ACP agent exited");
-                    let _ = state.connection.agent_exited(status, now);
-                    self.settle(&mut state);
-                    state.process = None;
-                    return served;
-                }
+            if state.lifecycle.is_reported() {
+                state.process = None;
+                return served;
+            }
+            let instant = Instant::now();
+            if state
+                .lifecycle
+                .poll_timeout()
+                .is_some_and(|due| instant >= due)
+            {
+                state.lifecycle.handle_timeout(instant);
+                self.settle(&mut state);
+                continue;
             }
             if state.shutting_down || state.restart.is_some() {
                 if let Some(reason) = &state.restart {
@@ -574,13 +567,13 @@ impl Warm {
                 state.process = None;
                 return served;
             }
-            let mut due = state
+            let due = state
                 .connection
                 .poll_timeout()
-                .map(|ms| self.clock.instant(ms));
-            if let Some(at) = state.process.as_ref().and_then(|p| p.exited_at) {
-                due = Some(due.map_or(at + EXIT_DRAIN, |d| d.min(at + EXIT_DRAIN)));
-            }
+                .map(|ms| self.clock.instant(ms))
+                .into_iter()
+                .chain(state.lifecycle.poll_timeout())
+                .min();
             let timeout = due.map_or(Duration::from_secs(3600), |at| {
                 at.saturating_duration_since(Instant::now())
             });
@@ -592,71 +585,41 @@ impl Warm {
         }
     }
 
-    /// Stops the process group of `generation` (SIGTERM, the grace period, SIGKILL) and
-    /// waits until its leader is reaped.
+    /// Stops the process group of `generation` (SIGTERM, the grace period, SIGKILL), and
+    /// what its leader detached, and waits until its leader is reaped.
     fn stop_process(&self, generation: u64) {
         let mut state = self.lock();
-        let Some(group) = state.process.as_ref().map(|p| p.group) else {
+        if state.process.is_none() {
             return;
-        };
-        // Found while the leader lives: once it is reaped, its detached descendants are
-        // orphans no walk finds.
-        let mut escaped = escaped_groups(group);
-        for &escaped in &escaped {
-            signal_group(escaped, Signal::Term);
         }
-        signal_group(group, Signal::Term);
-        let mut killed = false;
-        let term_at = Instant::now();
+        state.lifecycle.stop(Instant::now());
+        self.settle(&mut state);
         loop {
-            if state.generation != generation {
+            if state.generation != generation || state.process.is_none() {
                 return;
             }
-            let Some(process) = state.process.as_ref() else {
-                return;
-            };
-            if process.exit.is_some() {
+            if state.lifecycle.has_exited() {
                 break;
             }
-            let kill_at = term_at + self.kill_grace;
-            if !killed && Instant::now() >= kill_at {
-                escaped.extend(escaped_groups(group));
-                for &escaped in &escaped {
-                    signal_group(escaped, Signal::Kill);
-                }
-                signal_group(group, Signal::Kill);
-                killed = true;
+            let now = Instant::now();
+            let due = state.lifecycle.poll_timeout();
+            if due.is_some_and(|due| now >= due) {
+                state.lifecycle.handle_timeout(now);
+                self.settle(&mut state);
+                continue;
             }
-            let until = if killed {
-                Instant::now() + Duration::from_secs(1)
-            } else {
-                kill_at
-            };
+            let until = due.unwrap_or(now + Duration::from_secs(1));
             state = self
                 .changed
-                .wait_timeout(state, until.saturating_duration_since(Instant::now()))
+                .wait_timeout(state, until.saturating_duration_since(now))
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
-        }
-        if !killed {
-            // The leader went at SIGTERM; what it detached gets what its group would.
-            for &escaped in &escaped {
-                signal_group(escaped, Signal::Kill);
-            }
         }
         // What it detached and dropped earlier was adopted by the proxy (a subreaper in
         // ACP mode): it goes too.
         reaper::stop_adopted();
-        let now = self.clock.now_ms();
-        if let Some(status) = state.process.as_mut().and_then(|p| {
-            (!p.reported).then(|| {
-                p.reported = true;
-                p.exit
-            })
-        }) {
-            let status = exit_status(status.unwrap_or_default());
-            let _ = state.connection.agent_exited(status, now);
-        }
+        // It is being replaced: what its pipes may still hold is not waited for.
+        state.lifecycle.stop_reading();
         self.settle(&mut state);
     }
 
@@ -670,8 +633,8 @@ impl Warm {
             let now = self.clock.now_ms();
             match read {
                 Ok(n) if n > 0 => {
-                    let reported = state.process.as_ref().is_none_or(|p| p.reported);
-                    if current && !reported {
+                    let wanted = state.process.is_some() && state.lifecycle.wants_output();
+                    if current && wanted {
                         let _ = if stdout {
                             state.connection.push_stdout(&buf[..n], now)
                         } else {
@@ -682,11 +645,11 @@ impl Warm {
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 _ => {
-                    if let Some(process) = state.process.as_mut().filter(|_| current) {
+                    if current && state.process.is_some() {
                         if stdout {
-                            process.stdout_open = false;
+                            state.lifecycle.handle_stdout_eof();
                         } else {
-                            process.stderr_open = false;
+                            state.lifecycle.handle_stderr_eof();
                         }
                         self.settle(&mut state);
                     }
@@ -728,17 +691,21 @@ impl Warm {
         }
         let status = child.wait().unwrap_or_default();
         reaper::release(group);
-        // Children still holding the pipes go with it.
-        signal_group(group, Signal::Kill);
-        reaper::stop_adopted();
         let mut state = self.lock();
-        if state.generation == generation {
-            if let Some(process) = &mut state.process {
-                process.exit = Some(status);
-                process.exited_at = Some(Instant::now());
-            }
+        if state.generation == generation && state.process.is_some() {
+            // Its group gets what the lifecycle says (children still holding the pipes go
+            // with it), and its exit is reported once its pipes are read.
+            state
+                .lifecycle
+                .handle_exit(exit_status(status), Instant::now());
+            self.settle(&mut state);
+        } else {
+            signal_group(group, Signal::Kill);
         }
-        self.settle(&mut state);
+        // What it detached and dropped was adopted by the proxy (a subreaper in ACP mode):
+        // it goes too. Under the lock: no next process can start meanwhile, which the
+        // walk would take for an orphan.
+        reaper::stop_adopted();
     }
 }
 
@@ -751,6 +718,43 @@ struct Pipes {
 }
 
 impl State {
+    /// Carries out what the current process's lifecycle asks.
+    fn act(&mut self, now_ms: u64) {
+        while let Some(action) = self.lifecycle.poll_action() {
+            match action {
+                Action::Signal { group, signal } => {
+                    if let Some(process) = &mut self.process {
+                        // Looked for while the leader lives: once it is reaped, its
+                        // detached descendants are orphans no walk finds.
+                        if !self.lifecycle.has_exited() {
+                            process.escaped.extend(escaped_groups(group));
+                            process.escaped.sort_unstable();
+                            process.escaped.dedup();
+                        }
+                        for &escaped in &process.escaped {
+                            signal_group(escaped, signal);
+                        }
+                    }
+                    signal_group(group, signal);
+                }
+                // The pipe threads drop what they read once the exit is reported.
+                Action::StopReading => {}
+                Action::Stderr(text) => {
+                    tracing::warn!("{}", text.trim_end());
+                    let _ = self.connection.push_stderr(text.as_bytes(), now_ms);
+                }
+                Action::Exited(status) => {
+                    // A failure to start was logged as such, a stop with its reason.
+                    let started = self.lifecycle.group().is_some();
+                    if started && self.lifecycle.signalled().is_none() {
+                        tracing::warn!(%status, "the ACP agent exited");
+                    }
+                    let _ = self.connection.agent_exited(status, now_ms);
+                }
+            }
+        }
+    }
+
     /// Wakes the handler of `ticket`.
     fn wake(&mut self, ticket: &Ticket) {
         if let Some(signal) = self.signals.get_mut(ticket) {

@@ -1,13 +1,11 @@
 //! The agent as a process: finding the binary, spawning it in its own process group, and
-//! stopping that whole group (SIGTERM, a grace period, SIGKILL).
+//! signalling that whole group. When to signal it (SIGTERM, a grace period, SIGKILL) and
+//! when its run is over is [`crate::lifecycle`]'s to say.
 //!
 //! Every run is the leader of a new process group (`process_group(0)`), so one `killpg`
-//! reaches the agent and everything it started. The group is signalled while the leader
-//! is still unreaped whenever the proxy decides to stop it; once the leader has exited by
-//! itself, the group gets one SIGKILL for anything it left behind (a child still holding
-//! the pipes would otherwise keep the run open). A descendant that left the group (`setsid`)
-//! is out of reach of `killpg`; if it holds the pipes, the run still ends [`EXIT_DRAIN`]
-//! after the leader's exit, when the proxy stops reading and closes them.
+//! reaches the agent and everything it started. A descendant that left the group
+//! (`setsid`) is out of reach of `killpg`: [`escaped_groups`] finds those of a warm
+//! agent, which lives long enough to leave some.
 //!
 //! The agent's environment is the proxy's, minus the proxy's own variables (those its
 //! flags read, such as `AGENTWIRE_API_KEY`) and any variable holding the API key: the
@@ -22,7 +20,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agentwire::cursor::{ExitStatus, Invocation};
 use nix::errno::Errno;
@@ -33,10 +31,6 @@ use crate::{demo, reaper};
 
 /// How long `--version` and `models` may take.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
-
-/// After the leader's exit, how long its pipes are still read when something else (a
-/// descendant that left the group) holds them open.
-pub const EXIT_DRAIN: Duration = Duration::from_millis(200);
 
 /// The agent binary the proxy runs.
 #[derive(Debug, Clone)]
@@ -336,139 +330,5 @@ pub fn exit_status(status: std::process::ExitStatus) -> ExitStatus {
         (Some(code), _) => ExitStatus::Code(code),
         (None, Some(signal)) => ExitStatus::Signal(signal),
         (None, None) => ExitStatus::Code(-1),
-    }
-}
-
-/// When to signal a run's process group, as a state machine over time: SIGTERM when the
-/// run must stop, SIGKILL one grace period later; and when the response is over but the
-/// agent is still finishing by itself, SIGTERM one grace period after that.
-#[derive(Debug, Clone)]
-pub struct Stopper {
-    grace: Duration,
-    phase: Phase,
-    deadline: Option<Instant>,
-    /// Whether the proxy signalled the group (for the log: "stopped" vs "exited").
-    signalled: Option<Signal>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Running,
-    /// The response is over; the agent may still exit by itself.
-    Finishing,
-    Terminated,
-    Killed,
-    Exited,
-}
-
-impl Stopper {
-    /// A running agent, with `grace` between the steps.
-    pub fn new(grace: Duration) -> Stopper {
-        Stopper {
-            grace,
-            phase: Phase::Running,
-            deadline: None,
-            signalled: None,
-        }
-    }
-
-    /// The run must stop now: the signal to send, unless one was already sent.
-    #[must_use]
-    pub fn stop(&mut self, now: Instant) -> Option<Signal> {
-        match self.phase {
-            Phase::Running | Phase::Finishing => {
-                self.phase = Phase::Terminated;
-                self.deadline = Some(now + self.grace);
-                self.signalled = Some(Signal::Term);
-                Some(Signal::Term)
-            }
-            Phase::Terminated | Phase::Killed | Phase::Exited => None,
-        }
-    }
-
-    /// The response is over and the agent was not asked to stop: it gets one grace
-    /// period to exit by itself.
-    pub fn response_over(&mut self, now: Instant) {
-        if self.phase == Phase::Running {
-            self.phase = Phase::Finishing;
-            self.deadline = Some(now + self.grace);
-        }
-    }
-
-    /// When [`on_deadline`](Self::on_deadline) is next due.
-    pub fn deadline(&self) -> Option<Instant> {
-        self.deadline
-    }
-
-    /// A deadline passed: the signal to send now, if any.
-    #[must_use]
-    pub fn on_deadline(&mut self, now: Instant) -> Option<Signal> {
-        if self.deadline.is_none_or(|d| now < d) {
-            return None;
-        }
-        match self.phase {
-            Phase::Finishing => self.stop(now),
-            Phase::Terminated => {
-                self.phase = Phase::Killed;
-                self.deadline = None;
-                self.signalled = Some(Signal::Kill);
-                Some(Signal::Kill)
-            }
-            Phase::Running | Phase::Killed | Phase::Exited => {
-                self.deadline = None;
-                None
-            }
-        }
-    }
-
-    /// The leader exited (and was reaped).
-    pub fn exited(&mut self) {
-        self.phase = Phase::Exited;
-        self.deadline = None;
-    }
-
-    /// Whether the leader exited.
-    pub fn has_exited(&self) -> bool {
-        self.phase == Phase::Exited
-    }
-
-    /// The strongest signal the proxy sent, if any.
-    pub fn signalled(&self) -> Option<Signal> {
-        self.signalled
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stop_then_kill_after_grace() {
-        let t0 = Instant::now();
-        let grace = Duration::from_millis(100);
-        let mut s = Stopper::new(grace);
-        assert_eq!(s.deadline(), None);
-        assert_eq!(s.stop(t0), Some(Signal::Term));
-        assert_eq!(s.stop(t0), None, "one SIGTERM");
-        assert_eq!(s.on_deadline(t0), None, "not yet due");
-        assert_eq!(s.on_deadline(t0 + grace), Some(Signal::Kill));
-        assert_eq!(s.deadline(), None);
-        s.exited();
-        assert_eq!(s.signalled(), Some(Signal::Kill));
-    }
-
-    #[test]
-    fn a_finishing_agent_gets_a_grace_period() {
-        let t0 = Instant::now();
-        let grace = Duration::from_millis(100);
-        let mut s = Stopper::new(grace);
-        s.response_over(t0);
-        assert_eq!(s.deadline(), Some(t0 + grace));
-        assert_eq!(s.on_deadline(t0 + grace), Some(Signal::Term));
-        assert_eq!(s.on_deadline(t0 + 2 * grace), Some(Signal::Kill));
-        let mut quiet = Stopper::new(grace);
-        quiet.response_over(t0);
-        quiet.exited();
-        assert_eq!((quiet.deadline(), quiet.signalled()), (None, None));
     }
 }

@@ -15,8 +15,8 @@ use crate::agent::{AgentProgram, Hide};
 use crate::aliases::ModelAliases;
 use crate::http::Auth;
 
-/// A server for the OpenAI Chat Completions and Responses APIs and the Anthropic Messages
-/// API on top of the cursor-agent CLI.
+/// A server for the OpenAI Chat Completions, OpenAI Responses and Anthropic Messages APIs
+/// on top of cursor-agent (stream-json) or an ACP agent (`--agent-protocol acp`).
 #[derive(Debug, Parser)]
 #[command(version)]
 pub struct Flags {

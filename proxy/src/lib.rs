@@ -16,7 +16,10 @@
 //! - [`models`]: `/v1/models` from the CLI's listing, cached with a TTL, one listing at a
 //!   time, stale on failure.
 //! - [`agent`]: spawning in a process group with the proxy's secrets kept out of its
-//!   environment, the stop sequence (SIGTERM, grace, SIGKILL).
+//!   environment, signalling the group.
+//! - [`lifecycle`]: one agent process's life without I/O, for every driver: the stop
+//!   sequence (SIGTERM, grace, SIGKILL), the exit drain, the exit reported once, a spawn
+//!   failure as exit 127, how the process ended for the log line.
 //! - [`acp`]: `--agent-protocol acp`, one warm agent process serving every request as
 //!   an ACP session, restarted with back-off.
 //! - [`reaper`]: `--reap-orphans` (PID 1 in a container): reaping what agents leave behind.
@@ -32,6 +35,7 @@ pub mod demo;
 pub mod flags;
 pub mod framing;
 pub mod http;
+pub mod lifecycle;
 pub mod models;
 pub mod reaper;
 pub mod record;

@@ -1,13 +1,80 @@
-//! What a fresh session offers (its models) and how a request's model is set on it.
+//! One ACP session: how it is asked for (`session/new`), what the agent's answer gives (its
+//! id and the models it offers), and how a request's model is set on it.
 
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
+
+use super::message::{AUTH_REQUIRED, RpcError};
+use crate::event::{Failure, FailureKind};
+
+/// A session the agent created: where its turns' prompts, updates and permission
+/// requests meet.
+#[derive(Debug)]
+pub(super) struct Session {
+    id: String,
+    models: ModelChoice,
+}
+
+impl Session {
+    /// The `session/new` params: the working directory, and no MCP server.
+    pub(super) fn new_params(cwd: &str) -> Value {
+        json!({"cwd": cwd, "mcpServers": []})
+    }
+
+    /// The session a `session/new` answer gives, or why there is none.
+    pub(super) fn from_answer(
+        result: Result<Option<&RawValue>, RpcError>,
+    ) -> Result<Self, Failure> {
+        let created = result
+            .as_ref()
+            .ok()
+            .and_then(|r| r.as_ref())
+            .and_then(|r| serde_json::from_str::<NewSession>(r.get()).ok());
+        if let Some(created) = created {
+            return Ok(Session {
+                models: created.model_choice(),
+                id: created.session_id,
+            });
+        }
+        Err(match result {
+            Err(error) if error.code == AUTH_REQUIRED => Failure::new(
+                FailureKind::NotAuthenticated,
+                format!(
+                    "The ACP agent is not logged in ({}). Log it in (for cursor-agent: run `cursor-agent login` or set CURSOR_API_KEY).",
+                    error.describe()
+                ),
+            ),
+            Err(error) => Failure::new(
+                FailureKind::Misconfigured,
+                format!(
+                    "The ACP agent could not create a session: {}",
+                    error.describe()
+                ),
+            ),
+            Ok(_) => Failure::new(
+                FailureKind::BadOutput,
+                "The ACP agent answered `session/new` without a session id.",
+            ),
+        })
+    }
+
+    /// The agent's id for it.
+    pub(super) fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The models it offers and how one is chosen.
+    pub(super) fn models(&self) -> &ModelChoice {
+        &self.models
+    }
+}
 
 /// The fields of a `session/new` result agentwire reads.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct NewSession {
-    pub(crate) session_id: String,
+struct NewSession {
+    session_id: String,
     #[serde(default)]
     models: Option<Models>,
     #[serde(default)]
@@ -73,7 +140,7 @@ pub(crate) enum ModelPlan {
 impl NewSession {
     /// The session's model choice: its `model` config option (preferred: ACP replaced
     /// `set_model` with it), else its `models` table.
-    pub(crate) fn model_choice(&self) -> ModelChoice {
+    fn model_choice(&self) -> ModelChoice {
         let option = self
             .config_options
             .iter()

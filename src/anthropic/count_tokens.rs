@@ -9,8 +9,8 @@
 //! Any number sent would be a guess that a client cannot tell from a count, and the
 //! project reports usage only as the agent reports it.
 //!
-//! What the clients do with a refusal instead (the project's research notes, §2.1;
-//! anthropic-python 2.12.0 checked against a loopback server, `max_retries=2`):
+//! What the clients do with a refusal instead (Claude Code and anthropic-python 2.12.0,
+//! `max_retries=2`, against a loopback server):
 //! - Claude Code calls the endpoint for `/context` (about 25 calls) and from its IDE
 //!   extension; when a call fails with a 4xx it shows its own local estimate, and it
 //!   retries 5xx replies (doubling the calls) — so never a 5xx.

@@ -20,22 +20,26 @@
 //!   (the bridge waits for the agent's first answer event before sending the head); after
 //!   it, `event: error` ends the stream.
 //!
-//! # The traps of the research notes this closes
+//! # What the clients break on, and what it does instead
 //!
-//! (The project's research notes on the two new dialects, §6.6.)
-//! - Claude Code's `role: "system"` turns are accepted in place (trap 1).
-//! - `event:` lines on every event (trap 2): without them Claude Code re-sends every
-//!   request without streaming and anthropic-python fails.
+//! - Claude Code sends `role: "system"` turns among the messages: they are accepted in
+//!   place.
+//! - `event:` lines on every event: without them Claude Code re-sends every request
+//!   without streaming and anthropic-python fails.
 //! - Usage zeros in `message_start`, the agent's numbers in `message_delta`, never a
-//!   `message_delta` without usage (trap 3); `input_tokens` is the uncached input, as
-//!   cursor-agent counts it (trap 4).
-//! - A well-formed stream, and a true status before the head where possible (trap 7):
-//!   either mistake makes Claude Code run the agent a second time.
-//! - `count_tokens` never starts an agent (trap 8; [`count_tokens`]).
-//! - Ids safe for the API (trap 9), no invented signatures, `display: "omitted"` honoured
-//!   (trap 10).
-//! - `output_config.format` reaches the prompt as the reply format (trap 12).
-//! - Unknown fields, block types, tool types and betas are never a 400 (trap 13).
+//!   `message_delta` without usage; `input_tokens` is the uncached input, as cursor-agent
+//!   counts it (the OpenAI dialects count the cached input in theirs).
+//! - A well-formed stream, and a true status before the head where possible: a malformed
+//!   stream or an in-stream `error` makes Claude Code send the request again without
+//!   streaming, running the agent a second time.
+//! - `count_tokens` never starts an agent ([`count_tokens`]).
+//! - Ids safe for the API: cursor-agent's call ids may hold a line break, and Anthropic's
+//!   must match `^[a-zA-Z0-9_-]+$`. No invented signatures (only the real API signs
+//!   thinking, and it checks what a client echoes back); `display: "omitted"` honoured.
+//! - `output_config.format` reaches the prompt as the reply format: Claude Code asks for
+//!   its session titles as JSON, and plain text silently breaks them.
+//! - Unknown fields, block types, tool types and betas are never a 400: Claude Code
+//!   answers a 400 by retrying, up to six times, with features shed.
 //!
 //! The adapter's part (routes, `x-api-key`, `HEAD /api/hello`, model aliases, the
 //! `request-id` header from [`request_id`]) is outside the core.

@@ -33,7 +33,7 @@ enum Open {
 /// Writes one streaming Messages response, appending to a caller-owned buffer.
 ///
 /// The stream is exactly the sequence Claude Code, anthropic-python and the AI SDK's
-/// Anthropic provider read (the project's research notes on the dialect, §1.4):
+/// Anthropic provider read:
 /// - every event is an `event: <type>` line and a `data:` line of one JSON object whose
 ///   `type` is the same (Claude Code and anthropic-python see nothing in `data:`-only
 ///   frames: Claude Code then sends the whole request again without streaming, running

@@ -137,8 +137,8 @@ pub enum BridgeError {
 /// - **Exactly one [`Output::End`]**, whatever happens. After it every `poll_*` returns
 ///   `None` and inputs are ignored.
 /// - An invalid request never spawns anything: [`invocation`](Self::invocation) is `None`
-///   and the outputs are the error head (400; 413 for an over-limit body; 501 for a
-///   dialect not implemented yet), the dialect's error body and `End`.
+///   and the outputs are the error head (400, or 413 for an over-limit body), the
+///   dialect's error body and `End`.
 ///
 /// Non-streaming requests run through the same machine; the body is assembled as events
 /// arrive and sent, with its status, at the end.

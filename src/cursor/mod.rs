@@ -8,8 +8,8 @@
 //!   classified into a [`Failure`](crate::event::Failure) ([`diagnose`]), and the model
 //!   catalogue it lists ([`parse_models`]).
 //!
-//! Protocol facts this follows are in the project's research notes on the CLI (event
-//! catalogue, recaps, tool-call quirks, usage, failures).
+//! The facts of the CLI's protocol each part relies on (its event catalogue, recaps,
+//! tool-call quirks, usage, failures) are stated where they are used.
 
 mod decoder;
 pub mod diagnose;

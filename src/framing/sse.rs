@@ -1,8 +1,7 @@
 //! Server-sent events: frames appended to a caller-owned buffer.
 //!
-//! Only what every real client parses safely is written (see `openai-wire.md` §4): `data:`
-//! lines holding one line of JSON, comment keep-alives, and each event ended by a blank
-//! line. Never `id:` or `retry:` (openai-python turns them into empty events and fails to
+//! Only what every real client parses safely is written: `data:` lines holding one line of
+//! JSON, comment keep-alives, and each event ended by a blank line. Never `id:` or `retry:` (openai-python turns them into empty events and fails to
 //! decode them), never `event:` (ignored by the AI SDK, and an `event:` without data breaks
 //! openai-node), never a BOM.
 

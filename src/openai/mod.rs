@@ -6,8 +6,8 @@
 //! usage convention (input tokens counted with the cached ones, which are reported apart),
 //! and the clients themselves (openai-python, the AI SDK's OpenAI providers).
 //!
-//! The wire rules followed here, and which real client breaks on each violation, are in
-//! the project's research notes on the OpenAI wire contract.
+//! The wire rules each dialect follows, and which real client breaks on a violation, are
+//! written on its stream encoder: [`chat::ChunkEncoder`] and [`responses::EventEncoder`].
 
 pub mod chat;
 mod error;

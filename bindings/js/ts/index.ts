@@ -1,7 +1,7 @@
 /**
  * agentwire for Node, Bun and Deno (and Electron, so VS Code's desktop extension host): the
- * OpenAI Chat Completions and Responses APIs and the Anthropic Messages API on top of the
- * cursor-agent CLI, as a sans-IO library. The WebAssembly module is loaded, synchronously,
+ * OpenAI Chat Completions, OpenAI Responses and Anthropic Messages APIs on top of
+ * cursor-agent (stream-json) and any ACP agent, as a sans-IO library. The WebAssembly module is loaded, synchronously,
  * when this module is imported.
  *
  * ```ts

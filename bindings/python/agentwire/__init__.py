@@ -1,5 +1,6 @@
-"""agentwire: the OpenAI Chat Completions and Responses APIs and the Anthropic Messages
-API on top of the cursor-agent CLI, as a sans-IO library over agentwire's C ABI.
+"""agentwire: the OpenAI Chat Completions, OpenAI Responses and Anthropic Messages APIs on
+top of cursor-agent (stream-json) and any ACP agent, as a sans-IO library over agentwire's
+C ABI.
 
 Request bodies, the agent's stdout/stderr bytes, its exit and the time go in; the HTTP
 head, SSE frames (or a JSON body) and "stop the agent now" come out. It spawns nothing and

@@ -1,14 +1,16 @@
-//! The same OpenAI-compatible server as `tokio_proxy`, with std threads, `std::process`
-//! and `std::net` (and `httparse` for request heads) — the shape for programs without an
-//! async runtime.
+//! The same server as `tokio_proxy` (the OpenAI Chat Completions, OpenAI Responses and
+//! Anthropic Messages APIs on top of cursor-agent or a warm ACP agent), with std threads,
+//! `std::process` and `std::net` (and `httparse` for request heads) — the shape for
+//! programs without an async runtime.
 //!
 //! ```text
 //! cargo run --release -p agentwire-proxy --bin blocking_proxy -- --demo
 //! cargo run --release -p agentwire-proxy --bin blocking_proxy -- [--listen ADDR] [--api-key KEY] [--agent-bin PATH] …
 //! ```
 //!
-//! Same flags, routes and behaviour as `tokio_proxy` (both are built on this package's
-//! library).
+//! Same flags, routes (one per API, `count_tokens`, the models list, the probes), errors in
+//! the route's API's shape, and behaviour as `tokio_proxy` (both are built on this
+//! package's library).
 //!
 //! One thread per connection, one request per connection (responses close it). The head
 //! must arrive within `--header-timeout-ms` and the whole request within
@@ -25,7 +27,9 @@
 //! serving each as it comes; a write that makes no progress for `--write-timeout-ms` means
 //! the client is gone. Every run ends the same way: the group is stopped if it still runs
 //! (SIGTERM, SIGKILL after a grace period), the leader is reaped, the slot is freed, then
-//! what is left of the response is written and the request logged.
+//! what is left of the response is written and the request logged. With
+//! `--agent-protocol acp` the request is instead a turn on the one warm agent
+//! ([`agentwire_proxy::acp`]), and the connection thread blocks on the turn's outputs.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -38,12 +42,12 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use agentwire::bridge::{Bridge, Dialect, Head, Output};
-use agentwire::cursor::ExitStatus;
 use agentwire_proxy::acp::{Ticket, Warm};
-use agentwire_proxy::agent::{self, EXIT_DRAIN, Signal, Stopper, exit_status, signal_group};
+use agentwire_proxy::agent::{self, exit_status, signal_group};
 use agentwire_proxy::connections::{Admitted, Connections, Lane, OVERFLOW_TIMEOUT};
 use agentwire_proxy::framing::{BodyDecoder, BodyLength, Version, body_length};
 use agentwire_proxy::http::{self, Outcome, Reply, RequestHead, ResponseContext, Target};
+use agentwire_proxy::lifecycle::{Action, Lifecycle};
 use agentwire_proxy::models::ModelCache;
 use agentwire_proxy::record::{AgentEnd, RequestRecord, ResponseEnd};
 use agentwire_proxy::scan::{MAX_HEAD, MAX_HEADERS, may_end_head};
@@ -649,6 +653,7 @@ fn run(server: &Server, mut arriving: Arriving<'_>, dialect: Dialect, mut record
         bridge,
         stream,
         answer,
+        lifecycle: Lifecycle::new(server.settings.kill_grace),
         agent: None,
         events,
         record,
@@ -745,6 +750,8 @@ struct Run<'a> {
     bridge: Bridge,
     stream: TcpStream,
     answer: Answer,
+    /// The agent process's life: what to signal, when its exit goes to the bridge.
+    lifecycle: Lifecycle,
     agent: Option<Agent>,
     events: Receiver<Event>,
     record: RequestRecord,
@@ -762,25 +769,8 @@ struct Run<'a> {
 /// The agent process of a run; the child itself belongs to its waiter thread, its pipes
 /// to the pipe thread.
 struct Agent {
-    group: u32,
-    stdout_open: bool,
-    stderr_open: bool,
-    status: Option<std::process::ExitStatus>,
-    reported: bool,
-    stopper: Stopper,
-    /// After the leader's exit: when to stop reading pipes something else holds open.
-    drain_until: Option<Instant>,
-    /// Dropping it stops the pipe thread.
+    /// Dropping it stops the pipe thread, which closes the pipes.
     cancel: Option<OwnedFd>,
-}
-
-impl Agent {
-    /// Stops reading the pipes (the pipe thread ends, closing them).
-    fn close_pipes(&mut self) {
-        self.cancel = None;
-        self.stdout_open = false;
-        self.stderr_open = false;
-    }
 }
 
 impl Run<'_> {
@@ -812,26 +802,14 @@ impl Run<'_> {
                         reaper::release(group);
                         let _ = tx.send(Event::Exited(status));
                     });
+                    self.lifecycle.handle_spawned(group);
                     self.agent = Some(Agent {
-                        group,
-                        stdout_open: true,
-                        stderr_open: true,
-                        status: None,
-                        reported: false,
-                        stopper: Stopper::new(self.server.settings.kill_grace),
-                        drain_until: None,
                         cancel: Some(cancel),
                     });
                 }
                 Err(e) => {
-                    self.record.agent = AgentEnd::SpawnFailed;
-                    let now = self.server.clock.now_ms();
-                    let message = format!(
-                        "could not start {}: {e}\n",
-                        self.server.settings.agent.path.display()
-                    );
-                    let _ = self.bridge.push_stderr(message.as_bytes(), now);
-                    let _ = self.bridge.agent_exited(ExitStatus::Code(127), now);
+                    let program = &self.server.settings.agent.path;
+                    self.lifecycle.handle_spawn_failed(program, &e);
                 }
             }
         }
@@ -853,14 +831,16 @@ impl Run<'_> {
         while !self.ended && !self.client_gone {
             if self.overdue() {
                 // Before more messages: an agent that always has output ready must not
-                // keep `--max-duration-ms` (or the stop sequence) from being served.
+                // keep `--max-duration-ms` (or the stop sequence, or the end of the exit
+                // drain) from being served.
                 self.timers();
             } else if self.written < self.sink.out.len() {
                 self.write_pending();
             } else {
+                self.lifecycle.resume_reading(Instant::now());
                 match recv_until(&self.events, self.next_due()) {
                     Ok(event) => self.handle(event),
-                    Err(RecvTimeoutError::Timeout) => self.deadlines(),
+                    Err(RecvTimeoutError::Timeout) => self.timers(),
                     Err(RecvTimeoutError::Disconnected) => {
                         // Nothing can report any more (no agent): end by the bridge's rules.
                         self.bridge.client_gone(self.server.clock.now_ms());
@@ -868,7 +848,6 @@ impl Run<'_> {
                     }
                 }
             }
-            self.report_exit();
             self.drain();
         }
     }
@@ -878,12 +857,8 @@ impl Run<'_> {
     fn write_pending(&mut self) {
         let now = Instant::now();
         let stall_at = *self.stalled_since.get_or_insert(now) + self.server.settings.write_timeout;
-        if let Some(agent) = &mut self.agent {
-            // The drain time after the leader's exit runs only while its output is read.
-            if agent.drain_until.is_some() {
-                agent.drain_until = Some(now + EXIT_DRAIN);
-            }
-        }
+        // The agent's output waits meanwhile, and so does the end of the exit drain.
+        self.lifecycle.pause_reading();
         let due = self
             .next_due()
             .map_or(stall_at, |due| due.min(stall_at))
@@ -912,7 +887,7 @@ impl Run<'_> {
                 if self.server.shutting_down.load(Ordering::SeqCst) {
                     self.shutdown();
                 }
-                self.deadlines();
+                self.timers();
             }
             Err(_) => self.gone(),
         }
@@ -937,103 +912,48 @@ impl Run<'_> {
         }
     }
 
-    /// The earliest of the bridge's deadline, the stop sequence's and the drain time's.
+    /// The earliest of the bridge's deadline and the lifecycle's.
     fn next_due(&self) -> Option<Instant> {
         let bridge = self
             .bridge
             .poll_timeout()
             .map(|ms| self.server.clock.instant(ms));
-        let agent = self.agent.as_ref();
-        let stop = agent.and_then(|a| a.stopper.deadline());
-        let drain = agent
-            .filter(|a| a.stdout_open || a.stderr_open)
-            .and_then(|a| a.drain_until);
-        [bridge, stop, drain].into_iter().flatten().min()
+        [bridge, self.lifecycle.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
-    /// Whether the bridge's deadline or the stop sequence's has passed.
+    /// Whether the bridge's deadline or the lifecycle's has passed.
     fn overdue(&self) -> bool {
-        let now = Instant::now();
-        let bridge = self
-            .bridge
-            .poll_timeout()
-            .map(|ms| self.server.clock.instant(ms));
-        let stop = self.agent.as_ref().and_then(|a| a.stopper.deadline());
-        [bridge, stop].into_iter().flatten().any(|at| now >= at)
+        self.next_due().is_some_and(|at| Instant::now() >= at)
     }
 
-    /// Serves the bridge's deadline and the stop sequence's, if they have passed.
+    /// Serves the bridge's deadline and the lifecycle's, if they have passed.
     fn timers(&mut self) {
         self.bridge.handle_timeout(self.server.clock.now_ms());
-        if let Some(agent) = &mut self.agent {
-            if let Some(signal) = agent.stopper.on_deadline(Instant::now()) {
-                signal_group(agent.group, signal);
-            }
-        }
-    }
-
-    /// Serves whichever deadlines have passed.
-    fn deadlines(&mut self) {
-        self.timers();
-        let now = Instant::now();
-        let Some(agent) = &mut self.agent else {
-            return;
-        };
-        if agent.drain_until.is_some_and(|at| now >= at) && (agent.stdout_open || agent.stderr_open)
-        {
-            // The leader is gone and its output with it; what still holds the pipes (a
-            // descendant out of the group's reach) does not hold the response. What the
-            // pipe thread already read is still the agent's.
-            agent.close_pipes();
-            while let Ok(event) = self.events.try_recv() {
-                self.handle(event);
-            }
-        }
-    }
-
-    /// The leader's exit, reported once both pipes are closed.
-    fn report_exit(&mut self) {
-        if let Some(agent) = &mut self.agent {
-            if let Some(exit) = agent.status {
-                if !agent.stdout_open && !agent.stderr_open && !agent.reported {
-                    agent.reported = true;
-                    let now = self.server.clock.now_ms();
-                    let _ = self.bridge.agent_exited(exit_status(exit), now);
-                }
-            }
-        }
+        self.lifecycle.handle_timeout(Instant::now());
     }
 
     fn handle(&mut self, event: Event) {
         let now = self.server.clock.now_ms();
-        if matches!(event, Event::ClientGone) {
-            return self.gone();
-        }
-        if matches!(event, Event::Shutdown) {
-            return self.shutdown();
-        }
-        let Some(agent) = &mut self.agent else {
-            return;
-        };
         match event {
+            Event::ClientGone => self.gone(),
+            Event::Shutdown => self.shutdown(),
             // Read before the pipes were closed, after the exit was reported: dropped.
-            Event::Stdout(_) | Event::Stderr(_) if agent.reported => {}
+            Event::Stdout(_) | Event::Stderr(_) if !self.lifecycle.wants_output() => {}
             Event::Stdout(bytes) => {
                 let _ = self.bridge.push_stdout(&bytes, now);
             }
             Event::Stderr(bytes) => {
                 let _ = self.bridge.push_stderr(&bytes, now);
             }
-            Event::StdoutEof => agent.stdout_open = false,
-            Event::StderrEof => agent.stderr_open = false,
+            Event::StdoutEof => self.lifecycle.handle_stdout_eof(),
+            Event::StderrEof => self.lifecycle.handle_stderr_eof(),
             Event::Exited(status) => {
-                agent.status = Some(status);
-                agent.stopper.exited();
-                // Whatever the leader left behind (children holding the pipes) goes too.
-                signal_group(agent.group, Signal::Kill);
-                agent.drain_until = Some(Instant::now() + EXIT_DRAIN);
+                let status = exit_status(status);
+                self.lifecycle.handle_exit(status, Instant::now());
             }
-            Event::ClientGone | Event::Shutdown => unreachable!("handled above"),
         }
     }
 
@@ -1064,55 +984,96 @@ impl Run<'_> {
         self.drain();
     }
 
-    /// Takes every output of the bridge, as bytes for the client.
+    /// Takes every output of the bridge, as bytes for the client, and carries out what
+    /// the lifecycle asks, until neither has more.
     fn drain(&mut self) {
-        while let Some(output) = self.bridge.poll_output() {
-            let framed = self
-                .sink
-                .frame(output, &self.answer, &mut self.record, self.client_gone);
-            match framed {
-                Framed::Stop => {
-                    if let Some(agent) = &mut self.agent {
-                        if let Some(signal) = agent.stopper.stop(Instant::now()) {
-                            signal_group(agent.group, signal);
-                        }
-                    }
+        loop {
+            let mut stop = false;
+            while let Some(output) = self.bridge.poll_output() {
+                let framed =
+                    self.sink
+                        .frame(output, &self.answer, &mut self.record, self.client_gone);
+                match framed {
+                    Framed::Stop => stop = true,
+                    Framed::End => self.ended = true,
+                    Framed::More => {}
                 }
-                Framed::End => self.ended = true,
-                Framed::More => {}
+            }
+            if stop {
+                self.lifecycle.stop(Instant::now());
+            }
+            if !self.act() {
+                return;
             }
         }
     }
 
-    /// After the response: stops the agent if it still runs, and reaps it.
-    fn finish_agent(&mut self) {
-        let Some(agent) = &mut self.agent else {
-            return;
-        };
-        // Nobody reads the pipes any more.
-        agent.close_pipes();
-        agent.stopper.response_over(Instant::now());
-        while agent.status.is_none() {
-            match recv_until(&self.events, agent.stopper.deadline()) {
-                Ok(Event::Exited(status)) => {
-                    agent.status = Some(status);
-                    agent.stopper.exited();
-                }
-                Ok(_) => {}
-                Err(RecvTimeoutError::Timeout) => {
-                    if let Some(signal) = agent.stopper.on_deadline(Instant::now()) {
-                        signal_group(agent.group, signal);
+    /// Carries out what the lifecycle asks; whether the bridge got an input.
+    fn act(&mut self) -> bool {
+        let mut fed = false;
+        while let Some(action) = self.lifecycle.poll_action() {
+            let now = self.server.clock.now_ms();
+            match action {
+                Action::Signal { group, signal } => signal_group(group, signal),
+                Action::StopReading => {
+                    // The leader is gone and its output with it; what still holds the
+                    // pipes (a descendant out of the group's reach) does not hold the
+                    // response. What the pipe thread already read is still the agent's.
+                    if let Some(agent) = &mut self.agent {
+                        agent.cancel = None;
                     }
+                    while let Ok(event) = self.events.try_recv() {
+                        self.handle(event);
+                    }
+                    fed = true;
                 }
-                Err(RecvTimeoutError::Disconnected) => break,
+                Action::Stderr(text) => {
+                    let _ = self.bridge.push_stderr(text.as_bytes(), now);
+                    fed = true;
+                }
+                Action::Exited(status) => {
+                    let _ = self.bridge.agent_exited(status, now);
+                    fed = true;
+                }
             }
         }
-        signal_group(agent.group, Signal::Kill);
-        let status = exit_status(agent.status.unwrap_or_default());
-        self.record.agent = match agent.stopper.signalled() {
-            Some(signal) => AgentEnd::Stopped(signal, status),
-            None => AgentEnd::Exited(status),
-        };
+        fed
+    }
+
+    /// After the response: stops the agent if it still runs, and reaps it.
+    fn finish_agent(&mut self) {
+        if let Some(agent) = &mut self.agent {
+            // Nobody reads the pipes any more.
+            agent.cancel = None;
+            self.lifecycle.release(Instant::now());
+            loop {
+                while let Some(action) = self.lifecycle.poll_action() {
+                    // Released: nothing but signals comes.
+                    if let Action::Signal { group, signal } = action {
+                        signal_group(group, signal);
+                    }
+                }
+                if self.lifecycle.has_exited() {
+                    break;
+                }
+                let event = recv_until(&self.events, self.lifecycle.poll_timeout());
+                let status = match event {
+                    Ok(Event::Exited(status)) => status,
+                    Ok(_) => continue,
+                    Err(RecvTimeoutError::Timeout) => {
+                        self.lifecycle.handle_timeout(Instant::now());
+                        continue;
+                    }
+                    // Nothing can report its exit any more.
+                    Err(RecvTimeoutError::Disconnected) => Default::default(),
+                };
+                self.lifecycle
+                    .handle_exit(exit_status(status), Instant::now());
+            }
+        }
+        if let Some(end) = self.lifecycle.agent_end() {
+            self.record.agent = end;
+        }
     }
 
     /// Writes what is left for the client (it has `--write-timeout-ms` between

@@ -1,15 +1,20 @@
-//! An OpenAI-compatible server on top of cursor-agent: tokio, hyper, and agentwire's
-//! [`Bridge`] making every protocol decision.
+//! A server for the OpenAI Chat Completions, OpenAI Responses and Anthropic Messages APIs
+//! on top of cursor-agent (one process per request) or a warm ACP agent
+//! (`--agent-protocol acp`): tokio, hyper, and agentwire's [`Bridge`] making every protocol
+//! decision.
 //!
 //! ```text
 //! cargo run --release -p agentwire-proxy -- --demo      # no Cursor account needed
 //! cargo run --release -p agentwire-proxy -- [--listen ADDR] [--api-key KEY] [--agent-bin PATH] …
 //! ```
 //!
-//! Routes: `POST /v1/chat/completions` (and `/chat/completions`), `GET /v1/models`,
-//! `GET /health`, `OPTIONS` (CORS preflight for allowed origins); OpenAI-shaped errors
-//! otherwise. Every flag is shared with `blocking_proxy` (see `--help`), and so are the
-//! checks every request passes ([`agentwire_proxy::http`]).
+//! Routes: `POST /v1/chat/completions`, `POST /v1/responses` and `POST /v1/messages` (one
+//! per API), `POST /v1/messages/count_tokens` (answered without an agent), `GET /v1/models`
+//! (each also without `/v1`), `GET /health`, `HEAD /api/hello` (Claude Code's probe),
+//! `OPTIONS` (CORS preflight for allowed origins). Every error the proxy writes itself is in
+//! the error shape of the route's API: an Anthropic body on the Messages routes, an OpenAI
+//! one elsewhere. Every flag is shared with `blocking_proxy` (see `--help`), and so are the
+//! routes and the checks every request passes ([`agentwire_proxy::http`]).
 //!
 //! How a request runs: the body is read (bounded in size and, with the head, in time), a
 //! concurrency slot taken, the bridge built, and cursor-agent spawned as the leader of its
@@ -17,7 +22,8 @@
 //! its stderr, its exit, the bridge's next deadline ([`Bridge::poll_timeout`], the only
 //! timer) and server shutdown, feeds whichever comes to the bridge, and hands the outputs
 //! on: the head becomes the response head, body chunks go to the client, `StopAgent`
-//! signals the group.
+//! signals the group. With `--agent-protocol acp` the request is instead a turn on the one
+//! warm agent ([`agentwire_proxy::acp`]), and the loop awaits the turn's outputs.
 //!
 //! A stream's run is a task of its own that hands chunks to the response body through a
 //! one-slot channel. While the client does not take them it stops reading the agent's
@@ -41,12 +47,12 @@ use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 
 use agentwire::bridge::{Bridge, Dialect, Head, Output};
-use agentwire::cursor::ExitStatus;
 use agentwire_proxy::acp::{Ticket, Warm};
-use agentwire_proxy::agent::{EXIT_DRAIN, Signal, Stopper, exit_status, signal_group};
+use agentwire_proxy::agent::{Signal, exit_status, signal_group};
 use agentwire_proxy::connections::{Admitted, Connections, Lane, OVERFLOW_TIMEOUT};
 use agentwire_proxy::framing::{FramingError, Version};
 use agentwire_proxy::http::{self, Outcome, Reply, RequestHead, ResponseContext, Target};
+use agentwire_proxy::lifecycle::{Action, Lifecycle};
 use agentwire_proxy::models::ModelCache;
 use agentwire_proxy::record::{AgentEnd, RequestRecord, ResponseEnd};
 use agentwire_proxy::scan::{MAX_HEAD, MAX_HEADERS, RequestScanner};
@@ -881,6 +887,8 @@ enum Reading {
 struct Run {
     server: Arc<Server>,
     bridge: Bridge,
+    /// The agent process's life: what to signal, when its exit goes to the bridge.
+    lifecycle: Lifecycle,
     agent: Option<Agent>,
     out: Outgoing,
     ended: bool,
@@ -889,35 +897,21 @@ struct Run {
     permit: Option<OwnedSemaphorePermit>,
 }
 
-/// The agent process of a run.
+/// The agent process of a run: its handle and its pipes.
 struct Agent {
     child: Child,
-    group: u32,
     stdout: Option<ChildStdout>,
     stderr: Option<ChildStderr>,
-    status: Option<std::process::ExitStatus>,
-    reported: bool,
-    stopper: Stopper,
-    /// After the leader's exit: when to stop reading pipes something else holds open.
-    drain_until: Option<Instant>,
     out_buf: Box<[u8]>,
     err_buf: Box<[u8]>,
 }
 
-/// The leader exited (`wait` returned): its status, and what follows from it.
-fn exited(
-    exit: io::Result<std::process::ExitStatus>,
-    group: u32,
-    status: &mut Option<std::process::ExitStatus>,
-    stopper: &mut Stopper,
-    drain_until: &mut Option<Instant>,
-) {
-    *status = Some(exit.unwrap_or_default());
-    stopper.exited();
-    reaper::release(group);
-    // Whatever the leader left behind in its group (children holding the pipes) goes too.
-    signal_group(group, Signal::Kill);
-    *drain_until = Some(Instant::now() + EXIT_DRAIN);
+/// The leader exited (`wait` returned): the reaper lets it go, the lifecycle is told.
+fn exited(exit: io::Result<std::process::ExitStatus>, lifecycle: &mut Lifecycle) {
+    if let Some(group) = lifecycle.group() {
+        reaper::release(group);
+    }
+    lifecycle.handle_exit(exit_status(exit.unwrap_or_default()), Instant::now());
 }
 
 impl Run {
@@ -928,9 +922,11 @@ impl Run {
         mut record: RequestRecord,
     ) -> Run {
         let shutdown = server.shutdown.clone();
+        let lifecycle = Lifecycle::new(server.settings.kill_grace);
         let mut run = Run {
             server,
             bridge,
+            lifecycle,
             agent: None,
             out: Outgoing::default(),
             ended: false,
@@ -952,28 +948,25 @@ impl Run {
                             let _ = stdin.write_all(&prompt).await;
                         });
                     }
-                    run.agent = Some(Agent {
-                        group: child.id().unwrap_or_default(),
+                    run.lifecycle.handle_spawned(child.id().unwrap_or_default());
+                    let agent = Agent {
                         stdout: child.stdout.take(),
                         stderr: child.stderr.take(),
                         child,
-                        status: None,
-                        reported: false,
-                        stopper: Stopper::new(run.server.settings.kill_grace),
-                        drain_until: None,
                         out_buf: vec![0; STDOUT_READ].into_boxed_slice(),
                         err_buf: vec![0; STDERR_READ].into_boxed_slice(),
-                    });
+                    };
+                    if agent.stdout.is_none() {
+                        run.lifecycle.handle_stdout_eof();
+                    }
+                    if agent.stderr.is_none() {
+                        run.lifecycle.handle_stderr_eof();
+                    }
+                    run.agent = Some(agent);
                 }
                 Err(e) => {
-                    record.agent = AgentEnd::SpawnFailed;
-                    let now = run.server.clock.now_ms();
-                    let message = format!(
-                        "could not start {}: {e}\n",
-                        run.server.settings.agent.path.display()
-                    );
-                    let _ = run.bridge.push_stderr(message.as_bytes(), now);
-                    let _ = run.bridge.agent_exited(ExitStatus::Code(127), now);
+                    let program = &run.server.settings.agent.path;
+                    run.lifecycle.handle_spawn_failed(program, &e);
                 }
             }
         }
@@ -995,8 +988,8 @@ impl Run {
         }
     }
 
-    /// Waits for the next input and gives it to the bridge. Cancel-safe: every input is
-    /// taken after the only await.
+    /// Waits for the next input and gives it to the bridge (or the lifecycle).
+    /// Cancel-safe: every input is taken after the only await.
     async fn wait(&mut self, reading: Reading) {
         let clock = self.server.clock;
         let due = self.bridge.poll_timeout().map(|ms| clock.instant(ms));
@@ -1013,66 +1006,51 @@ impl Run {
             self.drain();
             return;
         };
+        match reading {
+            Reading::Pipes => self.lifecycle.resume_reading(Instant::now()),
+            // The leader's last output is still to be read once the client takes more.
+            Reading::Paused => self.lifecycle.pause_reading(),
+        }
         let Agent {
             child,
-            group,
             stdout,
             stderr,
-            status,
-            reported: _,
-            stopper,
-            drain_until,
             out_buf,
             err_buf,
         } = agent;
-        let group = *group;
-        let pipes_open = stdout.is_some() || stderr.is_some();
-        let drain_due = match (reading, *drain_until) {
-            (Reading::Pipes, Some(at)) if pipes_open => Some(at),
-            // Paused: the leader's last output is still to be read once the client takes
-            // more; the drain time starts over then.
-            (Reading::Paused, Some(_)) => {
-                *drain_until = Some(Instant::now() + EXIT_DRAIN);
-                None
-            }
-            _ => None,
-        };
         let reads = reading == Reading::Pipes;
-        let stop_due = stopper.deadline();
+        let lifecycle_due = self.lifecycle.poll_timeout();
+        let waiting = !self.lifecycle.has_exited();
         tokio::select! {
             // Deadlines first: an agent that always has output ready must not keep
-            // `--max-duration-ms` (or the stop sequence) from being served.
+            // `--max-duration-ms` (or the stop sequence, or the end of the exit drain) from
+            // being served.
             biased;
             _ = tokio::time::sleep_until(due.unwrap_or_else(far).into()), if due.is_some() => {
                 self.bridge.handle_timeout(clock.now_ms());
             },
-            _ = tokio::time::sleep_until(stop_due.unwrap_or_else(far).into()), if stop_due.is_some() => {
-                if let Some(signal) = stopper.on_deadline(Instant::now()) {
-                    signal_group(group, signal);
-                }
+            _ = tokio::time::sleep_until(lifecycle_due.unwrap_or_else(far).into()), if lifecycle_due.is_some() => {
+                self.lifecycle.handle_timeout(Instant::now());
             },
             read = read_pipe(stdout, out_buf, reads) => match read {
                 Ok(n) if n > 0 => {
                     let _ = self.bridge.push_stdout(&out_buf[..n], clock.now_ms());
                 }
-                _ => *stdout = None,
+                _ => {
+                    *stdout = None;
+                    self.lifecycle.handle_stdout_eof();
+                }
             },
             read = read_pipe(stderr, err_buf, reads) => match read {
                 Ok(n) if n > 0 => {
                     let _ = self.bridge.push_stderr(&err_buf[..n], clock.now_ms());
                 }
-                _ => *stderr = None,
+                _ => {
+                    *stderr = None;
+                    self.lifecycle.handle_stderr_eof();
+                }
             },
-            exit = child.wait(), if status.is_none() => {
-                exited(exit, group, status, stopper, drain_until);
-            },
-            // After the pipe reads: what the leader wrote before its exit is read first.
-            _ = tokio::time::sleep_until(drain_due.unwrap_or_else(far).into()), if drain_due.is_some() => {
-                // The leader is gone and its output with it; what still holds the pipes
-                // (a descendant out of the group's reach) does not hold the response.
-                *stdout = None;
-                *stderr = None;
-            },
+            exit = child.wait(), if waiting => exited(exit, &mut self.lifecycle),
             _ = self.shutdown.changed(), if !self.shutting_down => {
                 self.shutting_down = true;
                 if let Some(record) = &mut self.out.record {
@@ -1083,34 +1061,61 @@ impl Run {
                 self.bridge.shutdown(clock.now_ms());
             },
         }
-        if let Some(agent) = &mut self.agent {
-            if let Some(exit) = agent.status {
-                if agent.stdout.is_none() && agent.stderr.is_none() && !agent.reported {
-                    agent.reported = true;
-                    let _ = self.bridge.agent_exited(exit_status(exit), clock.now_ms());
-                }
-            }
-        }
         self.drain();
     }
 
-    /// Takes every output of the bridge.
+    /// Takes every output of the bridge and carries out what the lifecycle asks, until
+    /// neither has more.
     fn drain(&mut self) {
-        while let Some(output) = self.bridge.poll_output() {
-            match output {
-                Output::Head(head) => self.out.head = Some(head),
-                Output::Body(bytes) => self.out.body.extend_from_slice(bytes),
-                Output::StopAgent => {
-                    if let Some(agent) = &mut self.agent {
-                        if let Some(signal) = agent.stopper.stop(Instant::now()) {
-                            signal_group(agent.group, signal);
-                        }
+        loop {
+            let mut stop = false;
+            while let Some(output) = self.bridge.poll_output() {
+                match output {
+                    Output::Head(head) => self.out.head = Some(head),
+                    Output::Body(bytes) => self.out.body.extend_from_slice(bytes),
+                    Output::StopAgent => stop = true,
+                    Output::Respawn => {
+                        unreachable!("the proxy's bridges serve no conversation yet")
                     }
+                    Output::End => self.ended = true,
                 }
-                Output::Respawn => unreachable!("the proxy's bridges serve no conversation yet"),
-                Output::End => self.ended = true,
+            }
+            if stop {
+                self.lifecycle.stop(Instant::now());
+            }
+            if !self.act() {
+                return;
             }
         }
+    }
+
+    /// Carries out what the lifecycle asks; whether the bridge got an input.
+    fn act(&mut self) -> bool {
+        let now = self.server.clock.now_ms();
+        let mut fed = false;
+        while let Some(action) = self.lifecycle.poll_action() {
+            match action {
+                Action::Signal { group, signal } => signal_group(group, signal),
+                Action::StopReading => {
+                    // The leader is gone and its output with it; what still holds the
+                    // pipes (a descendant out of the group's reach) does not hold the
+                    // response.
+                    if let Some(agent) = &mut self.agent {
+                        agent.stdout = None;
+                        agent.stderr = None;
+                    }
+                }
+                Action::Stderr(text) => {
+                    let _ = self.bridge.push_stderr(text.as_bytes(), now);
+                    fed = true;
+                }
+                Action::Exited(status) => {
+                    let _ = self.bridge.agent_exited(status, now);
+                    fed = true;
+                }
+            }
+        }
+        fed
     }
 }
 
@@ -1141,16 +1146,23 @@ impl Drop for Run {
             self.drain();
         }
         let permit = self.permit.take();
+        // The lifecycle goes with the agent.
+        let lifecycle = std::mem::replace(&mut self.lifecycle, Lifecycle::new(Duration::ZERO));
         match (self.agent.take(), tokio::runtime::Handle::try_current()) {
             (Some(agent), Ok(runtime)) => {
-                runtime.spawn(reap(agent, record, permit));
+                runtime.spawn(reap(agent, lifecycle, record, permit));
             }
-            (Some(agent), Err(_)) => {
+            (Some(_), Err(_)) => {
                 // No runtime left (the process is exiting): stop the group at least.
-                signal_group(agent.group, Signal::Kill);
+                if let Some(group) = lifecycle.group() {
+                    signal_group(group, Signal::Kill);
+                }
             }
             (None, _) => {
-                if let Some(record) = record {
+                if let Some(mut record) = record {
+                    if let Some(end) = lifecycle.agent_end() {
+                        record.agent = end;
+                    }
                     record.log();
                 }
             }
@@ -1162,37 +1174,37 @@ impl Drop for Run {
 /// request, and frees its slot.
 async fn reap(
     mut agent: Agent,
+    mut lifecycle: Lifecycle,
     record: Option<RequestRecord>,
     permit: Option<OwnedSemaphorePermit>,
 ) {
     // Nobody reads any more; an agent still writing gets EPIPE.
     agent.stdout = None;
     agent.stderr = None;
-    agent.stopper.response_over(Instant::now());
-    let status = loop {
-        if let Some(status) = agent.status {
-            break status;
+    lifecycle.release(Instant::now());
+    loop {
+        while let Some(action) = lifecycle.poll_action() {
+            // Released: nothing but signals comes.
+            if let Action::Signal { group, signal } = action {
+                signal_group(group, signal);
+            }
         }
-        let stop_due = agent.stopper.deadline();
+        if lifecycle.has_exited() {
+            break;
+        }
+        let due = lifecycle.poll_timeout();
         let far = Instant::now() + Duration::from_secs(86_400);
         tokio::select! {
-            exit = agent.child.wait() => {
-                exited(exit, agent.group, &mut agent.status, &mut agent.stopper, &mut agent.drain_until);
-            }
-            _ = tokio::time::sleep_until(stop_due.unwrap_or(far).into()), if stop_due.is_some() => {
-                if let Some(signal) = agent.stopper.on_deadline(Instant::now()) {
-                    signal_group(agent.group, signal);
-                }
+            exit = agent.child.wait() => exited(exit, &mut lifecycle),
+            _ = tokio::time::sleep_until(due.unwrap_or(far).into()), if due.is_some() => {
+                lifecycle.handle_timeout(Instant::now());
             }
         }
-    };
-    signal_group(agent.group, Signal::Kill);
+    }
     if let Some(mut record) = record {
-        let status = exit_status(status);
-        record.agent = match agent.stopper.signalled() {
-            Some(signal) => AgentEnd::Stopped(signal, status),
-            None => AgentEnd::Exited(status),
-        };
+        if let Some(end) = lifecycle.agent_end() {
+            record.agent = end;
+        }
         record.log();
     }
     drop(permit);

@@ -11,7 +11,7 @@ use crate::openai::ApiError;
 
 /// Writes one streaming response as `data:` frames, appending to a caller-owned buffer.
 ///
-/// The frames follow the rules real clients depend on (`openai-wire.md` §2.3):
+/// The frames follow the rules real clients depend on:
 /// - every chunk carries the same `id`, `object`, `created`, `model` and a `choices` array;
 /// - `delta.role = "assistant"` exactly once, in the first chunk;
 /// - text in `delta.content`, reasoning in the configured field;

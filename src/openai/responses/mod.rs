@@ -4,10 +4,6 @@
 //! ([`ResponseBuilder`]); errors are [`ApiError`](super::ApiError) bodies, as for Chat
 //! Completions.
 //!
-//! The wire rules followed here, and which real client breaks on each violation, are in
-//! the project's research notes on the two newer dialects (the Responses API, and Codex
-//! against a custom provider).
-//!
 //! # Requests
 //!
 //! `input` as a string or as items — messages of every role in place (Codex sends its
@@ -24,8 +20,8 @@
 //! # Responses
 //!
 //! The item state machine of [`EventEncoder`] (its docs list every guarantee), and the
-//! same machine's end as the non-streaming body. Traps of the Responses clients it
-//! closes:
+//! same machine's end as the non-streaming body. What the Responses clients break on, and
+//! what it does instead:
 //! - usage is complete (every field Codex deserialises) or absent, never partial — a
 //!   usage without `total_tokens` makes Codex reconnect five times and fail;
 //! - every item is `added` and `done`, with its whole content in `done`: Codex records and

@@ -13,8 +13,8 @@ use crate::openai::ApiError;
 
 /// Writes one streaming response as Responses events, appending to a caller-owned buffer.
 ///
-/// What it guarantees (the rules real clients depend on; the project's research notes on
-/// the Responses dialect list which client breaks on each):
+/// What it guarantees (the rules real clients depend on, with the client that breaks
+/// without each where one does):
 /// - Every event is an `event: <type>` line and a `data:` line whose JSON has the same
 ///   `type` (Codex and the AI SDK read `type`; SSE parsers read `event:`) and a
 ///   `sequence_number`, from 0 and one more per event.

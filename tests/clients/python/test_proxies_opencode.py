@@ -4,8 +4,10 @@
 agent plays tests/fixtures/e2e/read_file: turn 1 asks for notes.txt (a cursor `readToolCall`,
 which the proxy hands to OpenCode as a `read` tool call), OpenCode runs its own read tool and
 sends the result back, and turn 2 (chosen because the prompt now holds one tool result)
-answers from it. OpenCode runs isolated from the machine's configuration and from the
-network (openai-wire.md §7), and is killed outright if it overruns: it ignores SIGTERM.
+answers from it. OpenCode runs isolated from the machine's configuration (a fresh HOME and
+XDG directories, no `OPENCODE_*` variables but its own) and from the network (its models
+catalogue, updates, sharing, plugins and LSP downloads switched off), and is killed
+outright if it overruns: it ignores SIGTERM.
 """
 
 import json
