@@ -2,8 +2,8 @@
 # The packages, checked as users get them rather than from the checkout:
 #
 #   crate   `cargo package` (with verification: the packaged crate alone builds, with every
-#           feature), nothing but the expected files in it, no fixture over 16 KiB, the
-#           .crate under 512 KiB, and no warning but cargo's notes on the targets left out;
+#           feature), nothing but the expected files in it (no test file), the .crate under
+#           512 KiB, and no warning but cargo's notes on the targets left out;
 #   python  the sdist and a wheel built from it, their metadata checked, the wheel installed
 #           into a fresh virtualenv and the package's tests run against it
 #           (bindings/python/run-tests.sh wheel);
@@ -22,7 +22,6 @@ target=${CARGO_TARGET_DIR:-$root/target}
 
 # The published crate's limits (see `include` in Cargo.toml).
 CRATE_MAX_KIB=512
-FIXTURE_MAX_BYTES=16384
 
 check_crate() {
     echo "==> the crate (cargo package)"
@@ -48,23 +47,21 @@ check_crate() {
     version=$(cargo metadata --format-version 1 --no-deps --offline |
         python3 -c 'import json, sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "agentwire"))')
     crate_file=$target/package-check/package/agentwire-$version.crate
-    local unexpected=() oversized=() files=0 name size
-    while IFS=' ' read -r size name; do
+    local unexpected=() files=0 name
+    while IFS= read -r name; do
         name=${name#agentwire-"$version"/}
         files=$((files + 1))
         case "$name" in
             Cargo.toml | Cargo.toml.orig | Cargo.lock | .cargo_vcs_info.json) ;;
             README.md | CHANGELOG.md | SECURITY.md | LICENSE-MIT | LICENSE-APACHE) ;;
-            build.rs | include/agentwire.h | src/*.rs) ;;
-            tests/fixtures/*.jsonl | tests/fixtures/requests/*.json)
-                [ "$size" -le "$FIXTURE_MAX_BYTES" ] || oversized+=("$name ($size bytes)") ;;
-            # The stream checkers the fuzzing feature's bodies share with the tests.
-            tests/support/messages.rs | tests/support/responses.rs) ;;
+            build.rs | include/agentwire.h) ;;
+            # The library; src/ holds nothing else (no test support, no fixture).
+            src/*.rs) ;;
             *) unexpected+=("$name") ;;
         esac
-    done < <(tar -tvzf "$crate_file" | awk '$1 !~ /^d/ { print $3, $6 }')
-    if [ ${#unexpected[@]} -gt 0 ] || [ ${#oversized[@]} -gt 0 ]; then
-        printf 'ci/package.sh: not expected in the crate: %s\n' "${unexpected[@]}" "${oversized[@]}" >&2
+    done < <(tar -tzf "$crate_file" | grep -v '/$')
+    if [ ${#unexpected[@]} -gt 0 ]; then
+        printf 'ci/package.sh: not expected in the crate: %s\n' "${unexpected[@]}" >&2
         exit 1
     fi
     local kib
@@ -74,8 +71,8 @@ check_crate() {
         exit 1
     fi
     echo "    agentwire-$version.crate: $kib KiB ($(sed -n 's/.*Packaged [0-9]* files, \([^ ]*\) (.*/\1/p' "$log") unpacked), $files files:" \
-        "src/ ($(tar -tzf "$crate_file" | grep -c '/src/.*\.rs$') .rs), build.rs, include/agentwire.h, README, CHANGELOG, SECURITY, both licences," \
-        "$(tar -tzf "$crate_file" | grep -c '/tests/fixtures/') transcripts and request bodies and the 2 stream checkers for the \`fuzzing\` feature; verified with every feature"
+        "src/ ($(tar -tzf "$crate_file" | grep -c '/src/.*\.rs$') .rs), build.rs, include/agentwire.h, README, CHANGELOG, SECURITY, both licences;" \
+        "verified with every feature"
 }
 
 check_python() {

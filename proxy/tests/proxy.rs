@@ -6,8 +6,6 @@
 //! Nothing here sleeps to let things settle: waits are for an event
 //! (a process gone, a counter at zero) with a deadline as a safety net.
 
-#[path = "../../tests/support/messages.rs"]
-mod messages;
 #[path = "../../tests/support/mod.rs"]
 mod support;
 
@@ -18,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use agentwire_testkit::messages;
 use support::responses::{check_responses_body, check_responses_stream};
 use support::{check_stream, expected_result};
 
