@@ -1,5 +1,6 @@
 //! A checker of OpenAI Chat Completions responses against the wire contract: SSE streams,
-//! error bodies and completion bodies. Every check panics with a message naming the rule it saw broken.
+//! error bodies and completion bodies. Every check panics with a message naming the rule
+//! it saw broken.
 
 use serde_json::Value;
 

@@ -941,13 +941,10 @@ impl World {
         let result = unsafe { aw_acp_connection_poll_decision(ptr, out.ptr(null)) };
         let mut want = None;
         let allowed = allowed(self.acps[slot].as_mut(), null_out(null), |s| {
-            want = s
-                .shadow
-                .poll_decision()
-                .map(|decision| match decision {
-                    Decision::Restart { reason } => reason,
-                    other => crate::fuzzing::unknown(other),
-                });
+            want = s.shadow.poll_decision().map(|decision| match decision {
+                Decision::Restart { reason } => reason,
+                other => crate::fuzzing::unknown(other),
+            });
             if want.is_some() {
                 aw_result::Ok
             } else {
