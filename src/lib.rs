@@ -57,9 +57,6 @@ pub mod event;
 #[allow(unsafe_code)]
 pub mod ffi;
 pub mod framing;
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub mod fuzzing;
 pub mod openai;
 pub mod tools;
 

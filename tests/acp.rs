@@ -5,8 +5,6 @@
 
 #[path = "support/acp.rs"]
 mod acp_replay;
-#[path = "support/messages.rs"]
-mod messages;
 mod support;
 
 use std::path::Path;
@@ -16,6 +14,7 @@ use acp_replay::{
 };
 use agentwire::acp::{AcpConfig, Connection, Decision, PermissionChoice};
 use agentwire::bridge::{BridgeParams, Config, Dialect, Output};
+use agentwire_testkit::messages;
 use serde_json::{Value, json};
 use support::check_stream;
 use support::responses::check_responses_stream;

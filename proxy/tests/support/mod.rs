@@ -18,8 +18,7 @@ pub mod seed;
 #[path = "../../../tests/support/mod.rs"]
 pub mod checks;
 /// The Anthropic Messages checkers of the library's tests.
-#[path = "../../../tests/support/messages.rs"]
-pub mod messages;
+pub use agentwire_testkit::messages;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
