@@ -17,7 +17,8 @@ pub mod seed;
 /// transcript answers, the real captures.
 #[path = "../../../tests/support/mod.rs"]
 pub mod checks;
-/// The Anthropic Messages checkers of the library's tests.
+/// The Anthropic Messages checkers of the library's tests (not every test file uses them).
+#[allow(unused_imports)]
 pub use agentwire_testkit::messages;
 
 use std::io::{BufRead, BufReader};
