@@ -18,11 +18,12 @@
 //!  stderr, exit status ─► cursor::diagnose ─► event::Failure ─────────┘                  │
 //!                                                  <dialect> api::StreamEncoder / api::BodyBuilder ─► SSE / JSON
 //!  time (now_ms) ──────► bridge::Bridge (status, keep-alive, idle timeout, client tool calls, stop)
+//!  conversation::ToolSpec, MCP requests ─► mcp::Server (the client's tools offered to an agent, calls held until answered)
 //! ```
 //!
 //! Modules follow the flow — framing → cursor (decode, invocation, prompt) → event /
 //! conversation / api → tools → one module per API dialect ([`openai`]: chat and
-//! responses; [`anthropic`]) → bridge → acp → ffi — and never import against it: [`framing`]
+//! responses; [`anthropic`]) → bridge → mcp, acp → ffi — and never import against it: [`framing`]
 //! knows nothing of JSON; [`cursor`] turns the agent's output into [`event`]s, the neutral
 //! model of what the agent did, and renders its input (the [`cursor::prompt`]) from a
 //! [`conversation`], the neutral model of what the client asked; [`api`] holds what every
@@ -31,7 +32,9 @@
 //! module parses its requests into the neutral ones and writes events in its frames, and
 //! nothing below it knows its names; [`bridge`] composes them all into one request's state
 //! machine — the object adapters drive, told the dialect by the route; [`acp`] serves many
-//! requests from one warm Agent Client Protocol agent through that same machine; [`ffi`]
+//! requests from one warm Agent Client Protocol agent through that same machine; [`mcp`]
+//! offers an agent the client's tools as an MCP server and holds its calls until the
+//! client answers (it knows only the conversation's tools, no dialect); [`ffi`]
 //! is its C ABI (the default `capi` feature).
 //!
 //! The one rule every driver keeps: **after every input, drain the outputs (`poll_*`)
@@ -57,6 +60,7 @@ pub mod framing;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod mcp;
 pub mod openai;
 pub mod tools;
 
