@@ -164,7 +164,8 @@ enum Taken {
 ///   with a JSON body when every answer is immediate, or an SSE stream (`text/event-stream`)
 ///   when it holds a `tools/call` that becomes pending: the head at once, a `: keepalive`
 ///   comment every [`Config::keep_alive_ms`], each answer as an `event: message`, and the
-///   end after the last. Over stdio every answer is a line.
+///   end after the last. Over stdio every answer is a line. Stream events carry no ids:
+///   a stream is not resumable, so a call whose stream is gone is cancelled.
 /// - **Exactly one [`ExchangeOutput::End`] per exchange** (none after
 ///   [`exchange_gone`](Self::exchange_gone)), after its head and body.
 /// - **The session**: its id ([`Server::new`]) goes out with the `initialize` answer and
@@ -312,7 +313,7 @@ impl Server {
         while !input.is_empty() {
             // The framer lends the line from `input` or its own buffer; taking it needs
             // `self` whole, so the line is taken through a detached framer.
-            let mut framer = std::mem::replace(&mut self.framer, LineFramer::new(0));
+            let mut framer = std::mem::take(&mut self.framer);
             let framed = framer.next_line(input);
             input = &input[framed.consumed..];
             match framed.line {
