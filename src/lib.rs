@@ -20,11 +20,12 @@
 //!                                                  <dialect> api::StreamEncoder / api::BodyBuilder ─► SSE / JSON
 //!  time (now_ms) ──────► bridge::Bridge (status, keep-alive, idle timeout, client tool calls, stop)
 //!  ACP agent stdout ─► acp::Connection (JSON-RPC, sessions) ─► event::Event ─► a bridge::Bridge per turn
+//!  conversation::ToolSpec, MCP requests ─► mcp::Server (the client's tools offered to an agent, calls held until answered)
 //! ```
 //!
 //! The modules stand in layers, each using only the layers before it (`tests/layers.rs`
 //! holds them to it): framing → event / conversation → api → tools → cursor → [`openai`] /
-//! [`anthropic`] → bridge → acp → ffi. [`framing`] knows nothing of JSON; [`event`] is the
+//! [`anthropic`] → bridge → mcp → acp → ffi. [`framing`] knows nothing of JSON; [`event`] is the
 //! neutral model of what the agent did, [`conversation`] of what the client asked; [`api`]
 //! holds what every dialect shares (the neutral request, the error reply, the encoder
 //! interface); [`tools`] maps the agent's tool use onto the client's tools and guards
@@ -34,7 +35,9 @@
 //! [`anthropic`]) parses its requests into the neutral ones and writes events in its
 //! frames, and nothing below it knows its names; [`bridge`] composes them all into one
 //! request's state machine — the object adapters drive, told the dialect by the route;
-//! [`acp`] serves many requests from one warm Agent Client Protocol agent through that same
+//! [`mcp`] offers an agent the client's tools as an MCP server and holds its calls until
+//! the client answers (it knows only the conversation's tools, no dialect); [`acp`] serves
+//! many requests from one warm Agent Client Protocol agent through that same
 //! machine; [`ffi`] is its C ABI (the default `capi` feature).
 //!
 //! The one rule every driver keeps: **after every input, drain the outputs (`poll_*`)
@@ -57,6 +60,7 @@ pub mod event;
 #[allow(unsafe_code)]
 pub mod ffi;
 pub mod framing;
+pub mod mcp;
 pub mod openai;
 pub mod tools;
 
