@@ -433,6 +433,20 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn sizes_for_people() {
+        let size = |bytes| {
+            let mut out = String::new();
+            write_size(bytes, &mut out);
+            out
+        };
+        assert_eq!(size(0), "0 bytes");
+        assert_eq!(size(1023), "1023 bytes");
+        assert_eq!(size(1024), "1.0 KiB");
+        assert_eq!(size(5 << 20), "5.0 MiB");
+        assert_eq!(size(3 << 30), "3.0 GiB");
+    }
+
+    #[test]
     fn the_current_turn_starts_after_the_last_user_message() {
         let mut conversation = Conversation {
             messages: vec![

@@ -475,7 +475,7 @@ fn hex_windows(text: &str, mut f: impl FnMut(u32)) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conversation::{AttachmentKind, Grammar, HistoryToolCall, ToolSpec};
+    use crate::conversation::{Attachment, AttachmentKind, Grammar, HistoryToolCall, ToolSpec};
     use crate::tools::ToolStrategy;
     use serde_json::json;
 
@@ -972,15 +972,6 @@ mod tests {
         );
         assert!(auto.contains("- write\n  parameters: {}\n  call it with a tool-call block"));
         assert!(auto.contains(&envelope::instructions(&["write"])));
-    }
-
-    #[test]
-    fn sizes_for_people() {
-        assert_eq!(size(0), "0 bytes");
-        assert_eq!(size(1023), "1023 bytes");
-        assert_eq!(size(1024), "1.0 KiB");
-        assert_eq!(size(5 << 20), "5.0 MiB");
-        assert_eq!(size(3 << 30), "3.0 GiB");
     }
 
     use proptest::prelude::*;
