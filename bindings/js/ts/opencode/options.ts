@@ -168,8 +168,9 @@ function readLimit(value: unknown, key: string, problems: string[]): ModelLimit 
     return limit;
   }
   for (const [field, tokens] of Object.entries(value)) {
-    if ((field === 'context' || field === 'output') && isCount(tokens)) limit[field] = tokens;
-    else problems.push(`option \`${key}.${field}\` is not a limit: ${field === 'context' || field === 'output' ? 'a positive whole number of tokens is' : '"context" and "output" are'}`);
+    if (field !== 'context' && field !== 'output') problems.push(`option \`${key}.${field}\` is not a limit ("context" and "output" are)`);
+    else if (isCount(tokens)) limit[field] = tokens;
+    else problems.push(`option \`${key}.${field}\` must be a positive whole number of tokens, not ${JSON.stringify(tokens)}`);
   }
   return limit;
 }
