@@ -64,7 +64,7 @@ pub fn classify(evidence: &Evidence<'_>) -> Failure {
         let mut message = String::from(
             "The agent could not be started: its binary was not found or is not executable. \
              Install the Cursor CLI (`curl https://cursor.com/install -fsS | bash`), or name \
-             the binary to run (the proxies' `--agent`, `Config::cursor_binary`, the \
+             the binary to run (the proxies' `--agent-bin`, `Config::cursor_binary`, the \
              JavaScript package's `cursorBinary`).",
         );
         let detail = excerpt(&clean);
