@@ -4,12 +4,13 @@
 // them), the small model for titles, requests answered through the AI SDK's
 // openai-compatible provider (what OpenCode runs), each permanent failure tried once with
 // words that say what to do, mistakes in the options named, a warm ACP agent given no
-// client tools and stopped by `dispose`, and the demo.
+// client tools and stopped by `dispose`, the demo, and a copy never built saying so.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { APICallError, generateText, jsonSchema, tool } from 'ai';
 import plugin from 'agentwire/opencode';
@@ -185,4 +186,12 @@ test('the module is what OpenCode loads: a default { id, server }, under agentwi
   assert.equal(server.default, plugin);
   assert.equal(plugin.id, 'agentwire');
   assert.equal(typeof plugin.server, 'function');
+});
+
+test('a copy that was never built says so when OpenCode loads it, and how to build it', async () => {
+  const folder = join(scratch, 'unbuilt');
+  mkdirSync(folder);
+  copyFileSync(join(PACKAGE, 'opencode.js'), join(folder, 'opencode.js'));
+  writeFileSync(join(folder, 'package.json'), '{"type":"module"}');
+  await assert.rejects(import(pathToFileURL(join(folder, 'opencode.js')).href), /agentwire is not built in .*unbuilt.*`npm run build`[\s\S]*npm pack/);
 });

@@ -1,7 +1,7 @@
 /**
  * `createAgentFetch`: a WHATWG `fetch` that answers the OpenAI Chat Completions and Responses
- * APIs and the Anthropic Messages API in-process, with cursor-agent behind it: no server, no
- * port.
+ * APIs and the Anthropic Messages API in-process, with cursor-agent (or a warm ACP agent, or
+ * the demo transcript) behind it: no server, no port.
  * @module
  */
 
@@ -81,6 +81,11 @@ const SERVED = 'POST …/chat/completions, POST …/responses, POST …/messages
  * it. A wrong method answers 405 in the route's dialect, with `allow`; any other path 404,
  * in the Anthropic shape when the request carries `anthropic-version` (every Anthropic
  * SDK sends it), else in the OpenAI shape.
+ *
+ * `options.demo` answers from the bundled demo transcript with no agent;
+ * `options.acpAgent` serves each request as a turn of a warm ACP agent; and
+ * `options.retryAdvice: 'status'` turns a failure no retry can help into a 400, for
+ * clients that retry by status alone (the AI SDK, OpenCode).
  */
 export function createAgentFetch(options: AgentFetchOptions = {}): typeof fetch {
   return async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
