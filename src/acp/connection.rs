@@ -411,7 +411,8 @@ impl Connection {
                 "The ACP agent could not be started: its program was not found or is not \
                  executable. Install it (cursor-agent: `curl https://cursor.com/install -fsS | bash`), \
                  or name the right command (the proxies' `--agent-bin`, the JavaScript \
-                 package's `AcpAgent` `command`).",
+                 package's `AcpAgent` `command`, its OpenCode plugin's `cursorBinary` or \
+                 `acpCommand`).",
             );
             if !stderr.is_empty() && !invites_retry(stderr) {
                 message.push(' ');

@@ -174,6 +174,17 @@ test('protocol acp: the ACP agent’s models, no client tools sent to it, and di
   assert.ok(await waitUntil(() => aliveIn(starts[0].pid).length === 0 && zombies().length === 0, 5_000), 'stopped and reaped');
 });
 
+test('protocol acp with the agent missing: the request fails once with the install hint', { timeout: 30_000 }, async () => {
+  const { hooks, provider } = await load({ protocol: 'acp', acpCommand: ['/nonexistent/acp-agent', '--acp'], modelsCacheSeconds: 0 }, { model: 'cursor/default' });
+  try {
+    assert.deepEqual(Object.keys(provider.models), ['auto', 'default']);
+    const count = { attempts: 0 };
+    await assertFailsOnce(generateText({ model: sdk(provider, count)('default'), prompt: 'hi' }), count, /ACP agent could not be started[\s\S]*curl https:\/\/cursor\.com\/install -fsS \| bash/);
+  } finally {
+    await hooks.dispose();
+  }
+});
+
 test('demo: the demo’s models and its answer, with no agent installed', async () => {
   const { provider } = await load({ demo: true, cursorBinary: '/nonexistent/cursor-agent' });
   assert.deepEqual(Object.keys(provider.models), ['auto', 'demo']);
