@@ -2,11 +2,13 @@
 # The packages, checked as users get them rather than from the checkout:
 #
 #   crate   `cargo package` (with verification: the packaged crate alone builds, with every
-#           feature), nothing but the expected files in it, no fixture over 16 KiB, the
-#           .crate under 512 KiB, and no warning but cargo's notes on the targets left out;
+#           feature), nothing but the expected files in it (no test file), the .crate under
+#           512 KiB, and no warning but cargo's notes on the targets left out;
 #   python  the sdist and a wheel built from it, their metadata checked, the wheel installed
 #           into a fresh virtualenv and the package's tests run against it
-#           (bindings/python/run-tests.sh wheel);
+#           (bindings/python/run-tests.sh wheel); then nothing but the expected files in the
+#           sdist, in that wheel and in the one `pip wheel bindings/python` builds from the
+#           tree, and both licence texts in each (the wheels' `.dist-info/licenses/`);
 #   c       the release library installed with bindings/c/install.sh into an empty prefix,
 #           then programs built from the prefix alone, exactly as the README's link lines
 #           say (static, shared with an rpath, shared with LD_LIBRARY_PATH, through
@@ -22,7 +24,6 @@ target=${CARGO_TARGET_DIR:-$root/target}
 
 # The published crate's limits (see `include` in Cargo.toml).
 CRATE_MAX_KIB=512
-FIXTURE_MAX_BYTES=16384
 
 check_crate() {
     echo "==> the crate (cargo package)"
@@ -48,23 +49,21 @@ check_crate() {
     version=$(cargo metadata --format-version 1 --no-deps --offline |
         python3 -c 'import json, sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "agentwire"))')
     crate_file=$target/package-check/package/agentwire-$version.crate
-    local unexpected=() oversized=() files=0 name size
-    while IFS=' ' read -r size name; do
+    local unexpected=() files=0 name
+    while IFS= read -r name; do
         name=${name#agentwire-"$version"/}
         files=$((files + 1))
         case "$name" in
             Cargo.toml | Cargo.toml.orig | Cargo.lock | .cargo_vcs_info.json) ;;
             README.md | CHANGELOG.md | SECURITY.md | LICENSE-MIT | LICENSE-APACHE) ;;
-            build.rs | include/agentwire.h | src/*.rs) ;;
-            tests/fixtures/*.jsonl | tests/fixtures/requests/*.json)
-                [ "$size" -le "$FIXTURE_MAX_BYTES" ] || oversized+=("$name ($size bytes)") ;;
-            # The stream checkers the fuzzing feature's bodies share with the tests.
-            tests/support/messages.rs | tests/support/responses.rs) ;;
+            build.rs | include/agentwire.h) ;;
+            # The library; src/ holds nothing else (no test support, no fixture).
+            src/*.rs) ;;
             *) unexpected+=("$name") ;;
         esac
-    done < <(tar -tvzf "$crate_file" | awk '$1 !~ /^d/ { print $3, $6 }')
-    if [ ${#unexpected[@]} -gt 0 ] || [ ${#oversized[@]} -gt 0 ]; then
-        printf 'ci/package.sh: not expected in the crate: %s\n' "${unexpected[@]}" "${oversized[@]}" >&2
+    done < <(tar -tzf "$crate_file" | grep -v '/$')
+    if [ ${#unexpected[@]} -gt 0 ]; then
+        printf 'ci/package.sh: not expected in the crate: %s\n' "${unexpected[@]}" >&2
         exit 1
     fi
     local kib
@@ -74,12 +73,78 @@ check_crate() {
         exit 1
     fi
     echo "    agentwire-$version.crate: $kib KiB ($(sed -n 's/.*Packaged [0-9]* files, \([^ ]*\) (.*/\1/p' "$log") unpacked), $files files:" \
-        "src/ ($(tar -tzf "$crate_file" | grep -c '/src/.*\.rs$') .rs), build.rs, include/agentwire.h, README, CHANGELOG, SECURITY, both licences," \
-        "$(tar -tzf "$crate_file" | grep -c '/tests/fixtures/') transcripts and request bodies and the 2 stream checkers for the \`fuzzing\` feature; verified with every feature"
+        "src/ ($(tar -tzf "$crate_file" | grep -c '/src/.*\.rs$') .rs), build.rs, include/agentwire.h, README, CHANGELOG, SECURITY, both licences;" \
+        "verified with every feature"
 }
 
 check_python() {
     bindings/python/run-tests.sh wheel
+    echo "==> the Python sdist's and wheels' files"
+    # Besides the release's wheel (built from the sdist), the one `pip wheel bindings/python`
+    # builds from the tree (the crates are already built, in the same profile).
+    local venv=${AGENTWIRE_VENV:-.venv} tree=$target/python-tree-wheel
+    rm -rf "$tree"
+    mkdir -p "$tree"
+    PATH="$root/$venv/bin:$PATH" CARGO_TARGET_DIR=$target \
+        "$root/$venv/bin/pip" wheel --quiet --disable-pip-version-check --no-build-isolation \
+        --no-deps --wheel-dir "$tree" ./bindings/python >"$tree/build.log" 2>&1 ||
+        { cat "$tree/build.log"; exit 1; }
+    python3 - "$root" "$target"/python-dist/agentwire_bridge-*.tar.gz \
+        "$target"/python-dist/agentwire_bridge-*.whl "$tree"/agentwire_bridge-*.whl <<'EOF'
+"""Nothing but the expected files in the sdist and the wheels, every expected one there, and
+both licence texts, the repository's own, in each."""
+import fnmatch
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+root = Path(sys.argv[1])
+sdist, wheels = Path(sys.argv[2]), [Path(p) for p in sys.argv[3:]]
+LICENCES = ["LICENSE-APACHE", "LICENSE-MIT"]
+# Shell-style patterns (`*` matches `/` too), each of which must match a file.
+SDIST = [
+    "PKG-INFO", "pyproject.toml", "build_backend.py", "bindings/python/README.md",
+    "agentwire/*.py", "agentwire/py.typed",
+    "Cargo.toml", "Cargo.lock", "build.rs", "include/agentwire.h", "src/*.rs",
+    "README.md", "CHANGELOG.md", "SECURITY.md", *LICENCES,
+]
+WHEEL = [
+    "agentwire/*.py", "agentwire/py.typed",
+    "agentwire/_native/__init__.py", "agentwire/_native/ffi.py", "agentwire/_native/lib_native.so",
+    "*.dist-info/METADATA", "*.dist-info/WHEEL", "*.dist-info/RECORD",
+    "*.dist-info/sboms/agentwire.cyclonedx.json",
+    *(f"*.dist-info/licenses/{name}" for name in LICENCES),
+]
+
+
+def check(archive, files, patterns, licences_in):
+    """`files` maps the path of each file in `archive` to a function reading it."""
+    unexpected = [n for n in files if not any(fnmatch.fnmatchcase(n, p) for p in patterns)]
+    missing = [p for p in patterns if not any(fnmatch.fnmatchcase(n, p) for n in files)]
+    for name in LICENCES:
+        path = licences_in + name
+        if path in files and files[path]() != (root / name).read_bytes():
+            unexpected.append(f"{path} (not the repository's {name})")
+    if unexpected or missing:
+        sys.exit(f"ci/package.sh: {archive.name}: not expected {unexpected}, missing {missing}")
+
+
+with tarfile.open(sdist) as tar:
+    members = {m.name.partition("/")[2]: m for m in tar.getmembers() if m.isfile()}
+    check(sdist, {n: (lambda m=m: tar.extractfile(m).read()) for n, m in members.items()}, SDIST, "")
+print(f"    {sdist.name}: {len(members)} files: the crate's (Cargo.toml, Cargo.lock, build.rs, "
+      f"include/agentwire.h, src/ ({sum(n.startswith('src/') for n in members)} .rs), README, "
+      "CHANGELOG, SECURITY), the package's (pyproject.toml, build_backend.py, PKG-INFO, its "
+      f"README, agentwire/ ({sum(n.startswith('agentwire/') for n in members)} files)), both licences")
+for wheel in wheels:
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
+        check(wheel, {n: (lambda n=n: archive.read(n)) for n in names}, WHEEL, f"{info}/licenses/")
+    built = "from the sdist" if wheel.parent == sdist.parent else "from the tree"
+    print(f"    {wheel.name} ({built}): {len(names)} files: {', '.join(names)}")
+EOF
 }
 
 check_c() {

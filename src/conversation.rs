@@ -204,6 +204,74 @@ pub struct Attachment {
     pub name: Option<String>,
 }
 
+impl Attachment {
+    /// The most characters of a name or media type a placeholder shows.
+    const SHOWN_CHARS: usize = 200;
+
+    /// Appends the one-line text shown in place of the attachment: its kind, name, media
+    /// type and size as far as they are known, e.g. `[image "shot.png" not shown
+    /// (image/png, 2.0 KiB): only text reaches you]`. Control characters in the name or
+    /// media type are escaped and each is cut at 200 characters, so the placeholder is one
+    /// line of bounded length.
+    pub fn write_placeholder(&self, out: &mut String) {
+        let shown = |text: &str, out: &mut String| {
+            for (i, c) in text.chars().enumerate() {
+                if i == Self::SHOWN_CHARS {
+                    out.push('…');
+                    break;
+                }
+                if c.is_control() {
+                    out.extend(c.escape_unicode());
+                } else {
+                    out.push(c);
+                }
+            }
+        };
+        out.push('[');
+        out.push_str(self.kind.as_str());
+        if let Some(name) = &self.name {
+            out.push_str(" \"");
+            shown(name, out);
+            out.push('"');
+        }
+        out.push_str(" not shown");
+        match (&self.media_type, self.size) {
+            (None, None) => {}
+            (media_type, size) => {
+                out.push_str(" (");
+                if let Some(media_type) = media_type {
+                    shown(media_type, out);
+                    if size.is_some() {
+                        out.push_str(", ");
+                    }
+                }
+                if let Some(size) = size {
+                    write_size(size, out);
+                }
+                out.push(')');
+            }
+        }
+        out.push_str(": only text reaches you]");
+    }
+}
+
+/// A byte count for people: `512 bytes`, `12.0 KiB`, `3.4 MiB`, `1.2 GiB`.
+fn write_size(bytes: u64, out: &mut String) {
+    use std::fmt::Write as _;
+    const KIB: f64 = 1024.0;
+    // Precision beyond the first decimal is irrelevant here.
+    let n = bytes as f64;
+    let _ = if bytes < 1024 {
+        write!(out, "{bytes} bytes")
+    } else if n < KIB * KIB {
+        write!(out, "{:.1} KiB", n / KIB)
+    } else if n < KIB * KIB * KIB {
+        write!(out, "{:.1} MiB", n / (KIB * KIB))
+    } else {
+        write!(out, "{:.1} GiB", n / (KIB * KIB * KIB))
+    };
+}
+
 /// The kind of an [`Attachment`].
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -365,6 +433,20 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn sizes_for_people() {
+        let size = |bytes| {
+            let mut out = String::new();
+            write_size(bytes, &mut out);
+            out
+        };
+        assert_eq!(size(0), "0 bytes");
+        assert_eq!(size(1023), "1023 bytes");
+        assert_eq!(size(1024), "1.0 KiB");
+        assert_eq!(size(5 << 20), "5.0 MiB");
+        assert_eq!(size(3 << 30), "3.0 GiB");
+    }
+
+    #[test]
     fn the_current_turn_starts_after_the_last_user_message() {
         let mut conversation = Conversation {
             messages: vec![
@@ -407,6 +489,50 @@ pub(crate) mod tests {
         m.content.push(image);
         m.content.push(Part::Text("c".into()));
         assert_eq!(m.text(), "a\nb\nc");
+    }
+
+    #[test]
+    fn an_attachment_placeholder_is_one_bounded_line() {
+        let attachment = |kind, media_type: Option<&str>, size, name: Option<&str>| {
+            let mut out = String::new();
+            Attachment {
+                kind,
+                media_type: media_type.map(str::to_owned),
+                size,
+                name: name.map(str::to_owned),
+            }
+            .write_placeholder(&mut out);
+            out
+        };
+        assert_eq!(
+            attachment(AttachmentKind::Image, Some("image/png"), Some(70), None),
+            "[image not shown (image/png, 70 bytes): only text reaches you]"
+        );
+        assert_eq!(
+            attachment(
+                AttachmentKind::Document,
+                Some("application/pdf"),
+                Some(3 << 20),
+                Some("report.pdf")
+            ),
+            "[document \"report.pdf\" not shown (application/pdf, 3.0 MiB): only text reaches you]"
+        );
+        assert_eq!(
+            attachment(AttachmentKind::Audio, None, Some(12_345), None),
+            "[audio not shown (12.1 KiB): only text reaches you]"
+        );
+        assert_eq!(
+            attachment(AttachmentKind::Image, None, None, Some("shot\n<x>.jpg")),
+            "[image \"shot\\u{a}<x>.jpg\" not shown: only text reaches you]"
+        );
+        let long = attachment(
+            AttachmentKind::Document,
+            Some(&"x".repeat(5000)),
+            Some(5 << 30),
+            Some(&"n".repeat(5000)),
+        );
+        assert!(long.len() < 500 && !long.contains('\n'), "{long}");
+        assert!(long.contains("…") && long.ends_with("5.0 GiB): only text reaches you]"));
     }
 
     #[test]

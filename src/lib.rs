@@ -21,11 +21,12 @@
 //!  time (now_ms) ──────► bridge::Bridge (status, keep-alive, idle timeout, client tool calls, stop)
 //!  ACP agent stdout ─► acp::Connection (JSON-RPC, sessions) ─► event::Event ─► a bridge::Bridge per turn
 //!  api::Request, owner, keys ─► registry::Registry ─► resume a parked session with the delta, or start fresh
+//!  conversation::ToolSpec, MCP requests ─► mcp::Server (the client's tools offered to an agent, calls held until answered)
 //! ```
 //!
 //! The modules stand in layers, each using only the layers before it (`tests/layers.rs`
 //! holds them to it): framing → event / conversation → api → tools → cursor → [`openai`] /
-//! [`anthropic`] → registry → bridge → acp → ffi. [`framing`] knows nothing of JSON; [`event`] is the
+//! [`anthropic`] → registry → bridge → mcp → acp → ffi. [`framing`] knows nothing of JSON; [`event`] is the
 //! neutral model of what the agent did, [`conversation`] of what the client asked; [`api`]
 //! holds what every dialect shares (the neutral request, the error reply, the encoder
 //! interface); [`tools`] maps the agent's tool use onto the client's tools and guards
@@ -37,7 +38,9 @@
 //! a request continues (a conversation's earlier answers are parked with the agent that
 //! gave them); [`bridge`] composes them all into one
 //! request's state machine — the object adapters drive, told the dialect by the route;
-//! [`acp`] serves many requests from one warm Agent Client Protocol agent through that same
+//! [`mcp`] offers an agent the client's tools as an MCP server and holds its calls until
+//! the client answers (it knows only the conversation's tools, no dialect); [`acp`] serves
+//! many requests from one warm Agent Client Protocol agent through that same
 //! machine; [`ffi`] is its C ABI (the default `capi` feature).
 //!
 //! The one rule every driver keeps: **after every input, drain the outputs (`poll_*`)
@@ -60,9 +63,7 @@ pub mod event;
 #[allow(unsafe_code)]
 pub mod ffi;
 pub mod framing;
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub mod fuzzing;
+pub mod mcp;
 pub mod openai;
 pub mod registry;
 pub mod tools;

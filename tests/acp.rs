@@ -5,8 +5,6 @@
 
 #[path = "support/acp.rs"]
 mod acp_replay;
-#[path = "support/messages.rs"]
-mod messages;
 mod support;
 
 use std::path::Path;
@@ -16,6 +14,7 @@ use acp_replay::{
 };
 use agentwire::acp::{AcpConfig, Connection, Decision, PermissionChoice};
 use agentwire::bridge::{BridgeParams, Config, Dialect, Output};
+use agentwire_testkit::messages;
 use serde_json::{Value, json};
 use support::check_stream;
 use support::responses::check_responses_stream;
@@ -845,6 +844,46 @@ fn an_agent_ending_the_turn_over_a_refused_permission_says_so() {
         body.contains("permission") && body.contains("reject_once"),
         "{body}"
     );
+}
+
+#[test]
+fn a_program_that_cannot_start_is_a_misconfiguration_with_the_install_hint() {
+    for code in [126, 127] {
+        let mut connection = Connection::new(AcpConfig::default(), 0);
+        let request = acp_replay::request(Dialect::ChatCompletions, "auto");
+        let turn = connection.start_turn(
+            Dialect::ChatCompletions,
+            &request,
+            &Config::default(),
+            params(1),
+        );
+        connection
+            .push_stderr(b"could not start gemini: No such file or directory\n", 2)
+            .unwrap();
+        connection
+            .agent_exited(agentwire::cursor::ExitStatus::Code(code), 3)
+            .unwrap();
+        let (status, body, ends) = drain_turn(&mut connection, turn);
+        assert_eq!((status, ends), (Some(500), 1), "exit {code}");
+        let body = String::from_utf8_lossy(&body);
+        assert!(body.contains("cursor.com/install"), "{body}");
+        assert!(body.contains("could not start gemini"), "{body}");
+        assert!(body.contains("agent_misconfigured"), "{body}");
+    }
+    // Once the agent answered `initialize`, 127 is an exit like any other.
+    let mut connection = ready(AcpConfig::default());
+    let request = acp_replay::request(Dialect::ChatCompletions, "auto");
+    let turn = connection.start_turn(
+        Dialect::ChatCompletions,
+        &request,
+        &Config::default(),
+        params(2),
+    );
+    connection
+        .agent_exited(agentwire::cursor::ExitStatus::Code(127), 3)
+        .unwrap();
+    let (status, _, _) = drain_turn(&mut connection, turn);
+    assert_eq!(status, Some(502));
 }
 
 #[test]

@@ -2,13 +2,12 @@
 //! chunking of the agent's output, on every project transcript and real capture, and keeps
 //! its own contract on each. A dialect adds itself here with one line per response kind.
 
-#[path = "support/messages.rs"]
-mod messages;
 mod support;
 
 use std::path::Path;
 
 use agentwire::bridge::Dialect;
+use agentwire_testkit::messages;
 use serde_json::{Value, json};
 use support::drive::{
     Response, chunkings, drive, every_transcript, every_transcript_in_every_chunking, hello,

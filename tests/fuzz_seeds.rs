@@ -1,16 +1,15 @@
-//! The fuzz target bodies (`agentwire::fuzzing`) run as ordinary tests: over the seed
-//! files the fuzz corpora start from (the project's fixtures, and the shared real captures
-//! when present beside the repository), and over pseudo-random inputs from a fixed-seed
-//! generator, so that `cargo test --all-features` keeps every body and its invariants
-//! working without libFuzzer.
-#![cfg(feature = "fuzzing")]
+//! The fuzz target bodies (`agentwire_testkit::fuzzing`) run as ordinary tests: over the
+//! seed files the fuzz corpora start from (the project's fixtures, and the shared real
+//! captures when present beside the repository), and over pseudo-random inputs from a
+//! fixed-seed generator, so that `cargo test` keeps every body and its invariants working
+//! without libFuzzer.
 
 #[path = "support/shared.rs"]
 mod shared;
 
 use std::path::{Path, PathBuf};
 
-use agentwire::fuzzing::{
+use agentwire_testkit::fuzzing::{
     self, AbiInput, AbiOp, AcpOp, AcpSettings, AcpStdout, AnswerShape, BridgeInput, BridgeOp,
     ClearField, Clock, ConfigOp, DecoderOp, DialectArg, EnumField, Field, FlagField, KindArg,
     Knobs, Number, NumberField, Op, Pass, ReplyOp, RequestBody, ResultNumber, Start, Stdout,

@@ -3,8 +3,6 @@
 //! request (thinking shown, client tools) over every transcript, a two-turn tool round,
 //! and hostile bodies.
 
-#[path = "support/messages.rs"]
-mod messages;
 mod support;
 
 use std::path::Path;
@@ -16,6 +14,7 @@ use agentwire::conversation::{Role, ToolChoice};
 use agentwire::cursor::prompt::{read_blocks, render_prompt};
 use agentwire::tools::ids::call_id;
 use agentwire::tools::{ToolPlan, ToolStrategy};
+use agentwire_testkit::messages;
 use serde_json::{Value, json};
 use support::drive::{drive, every_transcript_in_every_chunking};
 

@@ -1,17 +1,15 @@
 //! Property tests of the Messages writers: for any sequence of events (text, reasoning,
 //! the agent's own tool use, progress, usage, keep-alives, then client tool calls and an
 //! end), whatever the output options, the stream keeps the block state machine
-//! (`support/messages.rs`), holds exactly the events' text, reasoning and calls, and a
+//! (`agentwire_testkit::messages`), holds exactly the events' text, reasoning and calls, and a
 //! non-streaming body of the same events holds the same content.
-
-#[path = "support/messages.rs"]
-mod messages;
 
 use agentwire::anthropic::{MessageBuilder, MessageStreamEncoder, OutputOptions, ResponseMeta};
 use agentwire::event::{
     ActivityPhase, AgentActivity, Event, Failure, FailureKind, FinishReason, Progress, ToolCall,
     ToolOutcome, Usage,
 };
+use agentwire_testkit::messages;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

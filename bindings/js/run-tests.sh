@@ -2,9 +2,10 @@
 # Builds the JavaScript package and runs its tests: the crate's own unit tests and lints; the
 # suite (test/*.test.mjs) under Node, Bun and Deno against a module built with the
 # `test-hooks` feature, every answer compared with the Rust examples' on the same input;
-# `tsc --noEmit --strict` over the examples; then the package as users get it: installed
-# from this folder with one `npm install` (its `prepare` builds it), packed, and its
-# tarball's contents checked and loaded.
+# `tsc --noEmit --strict` over the examples and the OpenCode plugin's types; then the package
+# as users get it: installed from this folder with one `npm install` (its `prepare` builds
+# it), packed, its tarball's contents checked, and installed from the tarball with no build
+# (what a registry would serve; OpenCode installs the plugin so).
 #
 # bindings/js/setup.sh installs what it needs first (idempotent).
 set -euo pipefail
@@ -43,7 +44,7 @@ step "the suite under Bun $($js/test/node_modules/.bin/bun --version)"
 step "the suite under Deno $($js/test/node_modules/.bin/deno --version | head -1 | cut -d' ' -f2)"
 (cd $js/test && NO_COLOR=1 node_modules/.bin/deno test -A --no-check --quiet 2>&1 | grep -Ev ' \.\.\. ok |^running |^$')
 
-step "tsc --noEmit --strict over the examples"
+step "tsc --noEmit --strict over the examples and the OpenCode plugin's types"
 node $js/node_modules/typescript/bin/tsc -p $js/test/tsconfig.examples.json
 
 step "installed with one command: npm install <this folder> (its prepare builds the package)"
@@ -67,6 +68,9 @@ if (new Bridge(messages, { dialect: 'messages' }).invocation === undefined) thro
 if (countTokens(messages).status !== 404) throw new Error('no count_tokens reply');
 if (!new TextDecoder().decode(new AcpConnection().pollTransmit()).includes('"initialize"')) throw new Error('no ACP initialize');
 if (typeof createAgentFetch() !== 'function') throw new Error('no fetch');
+const { default: plugin } = await import('agentwire/opencode');
+const { default: server } = await import('agentwire/server');
+if (plugin.id !== 'agentwire' || server !== plugin || typeof plugin.server !== 'function') throw new Error('no OpenCode plugin');
 const wasm = readFileSync(fileURLToPath(import.meta.resolve('agentwire/agentwire.wasm')));
 const exports = WebAssembly.Module.exports(new WebAssembly.Module(wasm)).map((e) => e.name);
 if (exports.some((name) => name.includes('testPanic'))) throw new Error('the installed module carries the test hooks');
@@ -81,7 +85,8 @@ const { readFileSync } = require('node:fs');
 const [pack] = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const files = pack.files.map((f) => f.path).sort();
 const required = ['package.json', 'README.md', 'LICENSE-MIT', 'LICENSE-APACHE', 'wasm/agentwire_js_bg.wasm', 'wasm/agentwire_js.js', 'wasm/agentwire_js.d.ts',
-  'dist/index.js', 'dist/index.d.ts', 'dist/web.js', 'dist/web.d.ts', 'dist/node/index.js', 'dist/node/index.d.ts'];
+  'dist/index.js', 'dist/index.d.ts', 'dist/web.js', 'dist/web.d.ts', 'dist/node/index.js', 'dist/node/index.d.ts',
+  'dist/node/demo_transcript.jsonl', 'dist/opencode/index.js', 'dist/opencode/index.d.ts', 'opencode.js'];
 const missing = required.filter((f) => !files.includes(f));
 const unwanted = files.filter((f) => /^(test|examples|scripts|src|ts)\/|testing\.|\.test\.|\.rs$|Cargo|tsconfig|node_modules/.test(f));
 for (const f of files.filter((f) => f.startsWith('dist/') && f.endsWith('.js'))) {
@@ -103,4 +108,16 @@ const wasm = pack.files.find((f) => f.path === 'wasm/agentwire_js_bg.wasm').size
 console.log(`    ${files.length} files, ${pack.size} bytes packed (${pack.unpackedSize} unpacked); wasm ${wasm} bytes`);
 JS
 gzip -9 -c $js/wasm/agentwire_js_bg.wasm | wc -c | xargs printf '    wasm gzipped: %d bytes\n'
+
+step "installed from the packed tarball: dist/ and wasm/ inside, no build at install"
+# Without cargo or anything else on PATH but node: a build would fail (and scripts/ is not
+# in the tarball).
+(cd $js && npm pack --ignore-scripts --loglevel=error --pack-destination "$scratch") >/dev/null
+mkdir "$scratch/packed"
+cp "$scratch/app/check.mjs" "$scratch/packed/"
+if ! (cd "$scratch/packed" && npm init -y && env PATH="$(dirname "$(command -v node)")" npm install --no-audit --no-fund "$scratch"/agentwire-*.tgz) >"$scratch/install.log" 2>&1; then
+    cat "$scratch/install.log"
+    exit 1
+fi
+(cd "$scratch/packed" && node check.mjs)
 step "done"

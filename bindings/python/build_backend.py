@@ -1,19 +1,27 @@
-"""PEP 517 build backend: maturin, after writing the header cffi reads.
+"""PEP 517 build backend: maturin, after writing the header cffi reads, and with an sdist
+that holds the library and not the repository's test kit.
 
 maturin's cffi mode hands cffi a C header to learn the library's declarations from. cffi's
 parser knows no preprocessor, and agentwire's header (include/agentwire.h, the C user's
 manual) has include guards, includes and the C23/C++ conditionals cbindgen writes for
 fixed-size enums. maturin takes ``<cargo target dir>/header.h`` when that file exists, so
 this backend writes it first: the committed header with its preprocessor lines resolved for
-plain C99. Everything else is maturin's.
+plain C99.
+
+maturin puts every path dependency of the crate in the sdist, its dev-dependencies too, and
+so the test kit (``testkit/``, the package the repository's Rust tests and fuzz targets
+share). The sdist is rewritten without it, as ``cargo package`` leaves it out of the crate:
+its files and its lines in Cargo.toml go. Everything else is maturin's.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import subprocess
+import tarfile
 from pathlib import Path
 
 import maturin
@@ -138,5 +146,55 @@ get_requires_for_build_wheel = maturin.get_requires_for_build_wheel
 get_requires_for_build_editable = maturin.get_requires_for_build_editable
 prepare_metadata_for_build_wheel = maturin.prepare_metadata_for_build_wheel
 prepare_metadata_for_build_editable = maturin.prepare_metadata_for_build_editable
-build_sdist = maturin.build_sdist
+# The test kit's directory, and its package name in the crate's dev-dependencies.
+TEST_KIT = "testkit"
+TEST_KIT_PACKAGE = "agentwire-testkit"
+
+
+def without_test_kit(manifest: str) -> str:
+    """The sdist's Cargo.toml without the test kit: its dev-dependency (with the comment
+    lines above it) and its workspace member."""
+    text, dependencies = re.subn(
+        rf"(?m)^(?:#.*\n)*{re.escape(TEST_KIT_PACKAGE)}\s*=.*\n", "", manifest
+    )
+
+    def members(match: re.Match[str]) -> str:
+        kept = [m for m in re.findall(r'"([^"]*)"', match.group(1)) if m != TEST_KIT]
+        return "members = [" + ", ".join(f'"{m}"' for m in kept) + "]"
+
+    text, lists = re.subn(r"(?m)^members\s*=\s*\[([^\]]*)\]", members, text)
+    if dependencies != 1 or lists != 1 or TEST_KIT_PACKAGE in text:
+        raise RuntimeError(
+            f"the sdist's Cargo.toml: expected one {TEST_KIT_PACKAGE} dependency and one members "
+            f"list, found {dependencies} and {lists}"
+        )
+    return text
+
+
+def _drop_test_kit(sdist: Path) -> None:
+    with tarfile.open(sdist, "r:gz") as source:
+        entries = [
+            (member, source.extractfile(member).read() if member.isfile() else None)
+            for member in source.getmembers()
+        ]
+    rewritten = sdist.with_name(sdist.name + ".partial")
+    with tarfile.open(rewritten, "w:gz", format=tarfile.PAX_FORMAT) as out:
+        for member, data in entries:
+            # Every member is under the sdist's one top directory, `<name>-<version>/`.
+            path = member.name.partition("/")[2]
+            if path == TEST_KIT or path.startswith(TEST_KIT + "/"):
+                continue
+            if path == "Cargo.toml":
+                data = without_test_kit(data.decode("utf-8")).encode("utf-8")
+                member.size = len(data)
+            out.addfile(member, io.BytesIO(data) if data is not None else None)
+    os.replace(rewritten, sdist)
+
+
+def build_sdist(sdist_directory, config_settings=None):
+    name = maturin.build_sdist(sdist_directory, config_settings)
+    _drop_test_kit(Path(sdist_directory) / name)
+    return name
+
+
 get_requires_for_build_sdist = maturin.get_requires_for_build_sdist

@@ -1,6 +1,6 @@
-//! Fuzz target: see `agentwire::fuzzing::bridge` for the invariants it asserts.
+//! Fuzz target: see `agentwire_testkit::fuzzing::bridge` for the invariants it asserts.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|input: agentwire::fuzzing::BridgeInput| {
-    agentwire::fuzzing::bridge(input)
+libfuzzer_sys::fuzz_target!(|input: agentwire_testkit::fuzzing::BridgeInput| {
+    agentwire_testkit::fuzzing::bridge(input)
 });

@@ -1,4 +1,4 @@
-//! Fuzz target: see `agentwire::fuzzing::framing` for the invariants it asserts.
+//! Fuzz target: see `agentwire_testkit::fuzzing::framing` for the invariants it asserts.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| agentwire::fuzzing::framing(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| agentwire_testkit::fuzzing::framing(data));

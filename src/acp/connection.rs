@@ -31,7 +31,7 @@ use super::turn::{Phase, Turn, TurnId};
 use crate::api::{ErrorKind, ErrorReply};
 use crate::bridge::{Bridge, BridgeParams, Config, Dialect, Output};
 use crate::cursor::ExitStatus;
-use crate::event::{Event, Failure, FailureKind};
+use crate::event::{Event, Failure, FailureKind, invites_retry};
 use crate::framing::LineFramer;
 
 /// A connection-level decision.
@@ -271,7 +271,9 @@ impl Connection {
     }
 
     /// The agent exited (after its stdout and stderr were pushed to the end): every open
-    /// turn fails with the stderr tail, and a restart is decided.
+    /// turn fails with the stderr tail, and a restart is decided. Exit code 126 or 127
+    /// before `initialize` was answered means the program could not be started: the turns
+    /// fail as a misconfiguration (500, not retryable) that says how to install it.
     pub fn agent_exited(&mut self, status: ExitStatus, now_ms: u64) -> Result<(), ConnectionError> {
         self.ready_after = None;
         if self.exited {
@@ -280,12 +282,32 @@ impl Connection {
         self.exited = true;
         let stderr = String::from_utf8_lossy(&self.stderr_tail);
         let stderr = stderr.trim();
-        let message = if stderr.is_empty() {
-            format!("The ACP agent exited ({status}) before answering.")
+        // 127 and 126 before `initialize` was answered: the program is not there or cannot
+        // be run (what a shell, and the adapters for a failed spawn, report). No retry
+        // helps; someone must install it or name the right one.
+        let failure = if self.handshake == Handshake::Initializing
+            && matches!(status, ExitStatus::Code(126 | 127))
+        {
+            let mut message = String::from(
+                "The ACP agent could not be started: its program was not found or is not \
+                 executable. Install it (cursor-agent: `curl https://cursor.com/install -fsS | bash`), \
+                 or name the right command (the proxies' `--agent-bin`, the JavaScript \
+                 package's `AcpAgent` `command`, its OpenCode plugin's `cursorBinary` or \
+                 `acpCommand`).",
+            );
+            if !stderr.is_empty() && !invites_retry(stderr) {
+                message.push(' ');
+                message.push_str(stderr);
+            }
+            Failure::new(FailureKind::Misconfigured, message)
+        } else if stderr.is_empty() {
+            let message = format!("The ACP agent exited ({status}) before answering.");
+            Failure::new(FailureKind::AgentCrashed, message)
         } else {
-            format!("The ACP agent exited ({status}) before answering: {stderr}")
+            let message = format!("The ACP agent exited ({status}) before answering: {stderr}");
+            Failure::new(FailureKind::AgentCrashed, message)
         };
-        self.die(Failure::new(FailureKind::AgentCrashed, message), now_ms);
+        self.die(failure, now_ms);
         Ok(())
     }
 

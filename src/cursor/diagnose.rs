@@ -237,7 +237,7 @@ fn not_started(clues: &Clues<'_>) -> String {
     let mut message = String::from(
         "The agent could not be started: its binary was not found or is not executable. \
          Install the Cursor CLI (`curl https://cursor.com/install -fsS | bash`), or name \
-         the binary to run (the proxies' `--agent`, `Config::cursor_binary`, the \
+         the binary to run (the proxies' `--agent-bin`, `Config::cursor_binary`, the \
          JavaScript package's `cursorBinary`).",
     );
     let detail = excerpt(&clues.clean);
@@ -520,7 +520,7 @@ mod tests {
             failure.message,
             "The agent could not be started: its binary was not found or is not executable. \
              Install the Cursor CLI (`curl https://cursor.com/install -fsS | bash`), or name \
-             the binary to run (the proxies' `--agent`, `Config::cursor_binary`, the \
+             the binary to run (the proxies' `--agent-bin`, `Config::cursor_binary`, the \
              JavaScript package's `cursorBinary`). sh: cursor-agent: command not found"
         );
         // Checked before every other rule: its text may say anything.

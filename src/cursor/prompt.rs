@@ -57,9 +57,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use crate::conversation::{
-    Attachment, Conversation, Message, OutputFormat, Part, Role, ToolChoice, ToolKind,
-};
+use crate::conversation::{Conversation, Message, OutputFormat, Part, Role, ToolChoice, ToolKind};
 use crate::tools::envelope;
 use crate::tools::{Delivery, ToolPlan};
 
@@ -192,58 +190,10 @@ fn body(message: &Message) -> Cow<'_, str> {
         }
         match part {
             Part::Text(text) => out.push_str(text),
-            Part::Attachment(attachment) => placeholder(attachment, &mut out),
+            Part::Attachment(attachment) => attachment.write_placeholder(&mut out),
         }
     }
     Cow::Owned(out)
-}
-
-/// The most characters of an attachment's name or media type shown.
-const SHOWN_CHARS: usize = 200;
-
-/// Appends the one-line placeholder of an attachment: its kind, name, media type and size,
-/// as far as they are known.
-fn placeholder(attachment: &Attachment, out: &mut String) {
-    let shown = |text: &str| -> String {
-        let mut line = one_line(text);
-        if let Some((cut, _)) = line.char_indices().nth(SHOWN_CHARS) {
-            line.truncate(cut);
-            line.push('…');
-        }
-        line
-    };
-    let _ = write!(out, "[{}", attachment.kind.as_str());
-    if let Some(name) = &attachment.name {
-        let _ = write!(out, " \"{}\"", shown(name));
-    }
-    out.push_str(" not shown");
-    let details: Vec<String> = attachment
-        .media_type
-        .as_deref()
-        .map(shown)
-        .into_iter()
-        .chain(attachment.size.map(size))
-        .collect();
-    if !details.is_empty() {
-        let _ = write!(out, " ({})", details.join(", "));
-    }
-    out.push_str(": only text reaches you]");
-}
-
-/// A byte count for people: `512 bytes`, `12.0 KiB`, `3.4 MiB`.
-fn size(bytes: u64) -> String {
-    const KIB: f64 = 1024.0;
-    // Precision beyond the first decimal is irrelevant here.
-    let n = bytes as f64;
-    if bytes < 1024 {
-        format!("{bytes} bytes")
-    } else if n < KIB * KIB {
-        format!("{:.1} KiB", n / KIB)
-    } else if n < KIB * KIB * KIB {
-        format!("{:.1} MiB", n / (KIB * KIB))
-    } else {
-        format!("{:.1} GiB", n / (KIB * KIB * KIB))
-    }
 }
 
 /// One block of a rendered prompt, as [`read_blocks`] gives it back.
@@ -554,7 +504,7 @@ fn hex_windows(text: &str, mut f: impl FnMut(u32)) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conversation::{AttachmentKind, Grammar, HistoryToolCall, ToolSpec};
+    use crate::conversation::{Attachment, AttachmentKind, Grammar, HistoryToolCall, ToolSpec};
     use crate::tools::ToolStrategy;
     use serde_json::json;
 
@@ -1051,15 +1001,6 @@ mod tests {
         );
         assert!(auto.contains("- write\n  parameters: {}\n  call it with a tool-call block"));
         assert!(auto.contains(&envelope::instructions(&["write"])));
-    }
-
-    #[test]
-    fn sizes_for_people() {
-        assert_eq!(size(0), "0 bytes");
-        assert_eq!(size(1023), "1023 bytes");
-        assert_eq!(size(1024), "1.0 KiB");
-        assert_eq!(size(5 << 20), "5.0 MiB");
-        assert_eq!(size(3 << 30), "3.0 GiB");
     }
 
     use proptest::prelude::*;

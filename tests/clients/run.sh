@@ -12,7 +12,9 @@
 #    Completions and Responses), anthropic-python (Messages), the AI SDK's streamText (the
 #    openai-compatible, Anthropic and OpenAI Responses providers), and OpenCode, Claude Code
 #    and Codex themselves, each running a two-turn tool round.
-# 3. The real ACP agents (claude-agent-acp, codex-acp, Gemini CLI) behind both proxies with
+# 3. OpenCode with the JavaScript package's plugin, installed from its packed tarball and
+#    configured by the README's lines alone (tests/clients/opencode/plugin.test.mjs).
+# 4. The real ACP agents (claude-agent-acp, codex-acp, Gemini CLI) behind both proxies with
 #    --agent-protocol acp, each calling a scripted model server on loopback, through
 #    openai-python and anthropic-python (tests/agents/run.sh: text in every dialect, a tool
 #    the agent runs itself, a permission-gated command, a client hanging up).
@@ -48,5 +50,8 @@ echo "openai-python and anthropic-python judge the output offline; they, the AI 
 "$python" -m pytest -q -p no:cacheprovider tests/clients/python
 echo "the AI SDK (openai-compatible) judges the output (offline)"
 (cd tests/clients/node && node --test --test-reporter=spec)
+echo "OpenCode with agentwire's plugin, from the packed JavaScript package (bindings/js/setup.sh installs what packing builds with)"
+bindings/js/setup.sh
+(cd tests/clients/opencode && node --test --test-reporter=spec plugin.test.mjs)
 echo "the real ACP agents against both proxies (--agent-protocol acp), through openai-python and anthropic-python"
 tests/agents/run.sh

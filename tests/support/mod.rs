@@ -5,8 +5,12 @@
 
 pub mod drive;
 pub mod mix;
-pub mod responses;
 pub mod shared;
+
+// The test kit's Responses checker, as `support::responses`; not every test binary that
+// includes this module uses it.
+#[allow(unused_imports)]
+pub use agentwire_testkit::responses;
 
 use std::path::{Path, PathBuf};
 

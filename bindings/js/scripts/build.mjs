@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Builds the package in place: the WebAssembly module (cargo, then the wasm-bindgen CLI of
 // exactly the version Cargo.lock pins) into wasm/, and the TypeScript layer (tsc) into
-// dist/. It is the package's `prepare` script, so `npm install <this folder>` runs it.
+// dist/ (with the demo's transcript, proxy/src/demo_transcript.jsonl). It is the package's
+// `prepare` script, so `npm install <this folder>` and `npm pack` run it.
 //
 //   node scripts/build.mjs [--test-hooks] [--wasm-only]
 //
@@ -82,6 +83,8 @@ if (!args.has('--wasm-only')) {
   }
   rmSync(join(pkg, 'dist'), { recursive: true, force: true });
   run(process.execPath, [tsc, '-p', pkg]);
+  // The demo's transcript is the proxies' (`--demo`), beside the module that plays it.
+  copyFileSync(join(root, 'proxy/src/demo_transcript.jsonl'), join(pkg, 'dist/node/demo_transcript.jsonl'));
 }
 
 // The licence texts live at the repository root; the package carries copies of them.

@@ -13,7 +13,8 @@
 //!   byte string (module `bridge`), a decoder's events as one JSON array (module
 //!   `events`), which the TypeScript layer turns into objects with `JSON.parse` (faster
 //!   than building them through the boundary); a reply that needs no agent as one byte
-//!   string too (module `reply`).
+//!   string too (module `reply`), a model listing's entries as one JSON array (module
+//!   `models`).
 //! - **Errors** are thrown as [`RawError`] (a code and the library's message).
 //! - **Panics** abort: on `wasm32-unknown-unknown` a panic traps, and JavaScript sees a
 //!   `WebAssembly.RuntimeError` from the call. The panic hook installed at start-up keeps
@@ -29,6 +30,7 @@ mod decoder;
 mod error;
 mod events;
 mod inputs;
+mod models;
 mod panic;
 mod reply;
 
@@ -36,6 +38,7 @@ pub use acp::RawAcpConnection;
 pub use bridge::RawBridge;
 pub use decoder::RawDecoder;
 pub use error::RawError;
+pub use models::parse_models;
 pub use panic::take_panic_message;
 pub use reply::{count_tokens, error_reply};
 

@@ -32,6 +32,8 @@ export type {
   Usage,
 } from './events.js';
 export { isLoaded } from './module.js';
+export { parseModels } from './models.js';
+export type { ModelEntry } from './models.js';
 export { countTokens, errorReply } from './reply.js';
 export type { ErrorReplyKind, Reply } from './reply.js';
 export { DecoderStream, decodeStdout } from './streams.js';

@@ -17,9 +17,9 @@ pub mod seed;
 /// transcript answers, the real captures.
 #[path = "../../../tests/support/mod.rs"]
 pub mod checks;
-/// The Anthropic Messages checkers of the library's tests.
-#[path = "../../../tests/support/messages.rs"]
-pub mod messages;
+/// The Anthropic Messages checkers of the library's tests (not every test file uses them).
+#[allow(unused_imports)]
+pub use agentwire_testkit::messages;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;

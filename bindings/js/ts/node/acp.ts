@@ -97,6 +97,24 @@ export class AcpAgent implements AsyncDisposable {
    * unknown model, a retryable 503 while the agent restarts).
    */
   turn(body: Uint8Array | string, options: AcpTurnOptions = {}): AcpTurn {
+    const { signal, ...turnOptions } = options;
+    return this.#running().startTurn(body, turnOptions, signal);
+  }
+
+  /**
+   * The models the agent offers (its first fresh session's list, in its order), starting the
+   * agent when none runs; it then stays warm for the turns that follow. Rejects, with the
+   * connection's reason, when the agent ends before it has a session (a program that cannot
+   * start: a misconfiguration naming the install hint; a failed handshake), and at once
+   * with `config.poolSize` 0 (no session is made before a turn asks).
+   */
+  async listModels(): Promise<readonly string[]> {
+    if (this.#options.config?.poolSize === 0) throw new Error('listModels needs a session pool: config.poolSize is 0');
+    return this.#running().models();
+  }
+
+  /** The process new work goes to, started when none serves. */
+  #running(): AgentProcess {
     if (this.#closed) throw new Error('this AcpAgent is closed');
     if (this.#current === undefined || this.#current.retired) {
       const started = new AgentProcess(this.#options, this.#clock);
@@ -104,8 +122,7 @@ export class AcpAgent implements AsyncDisposable {
       void started.exited.then(() => this.#processes.delete(started));
       this.#current = started;
     }
-    const { signal, ...turnOptions } = options;
-    return this.#current.startTurn(body, turnOptions, signal);
+    return this.#current;
   }
 
   /**
@@ -139,6 +156,10 @@ export class AgentProcess {
   #settle: () => void = () => {};
   #timer: ReturnType<typeof setTimeout> | undefined;
   #reaped = false;
+  /** Why a restart was decided, when one was. */
+  #reason: string | undefined;
+  /** Callers of {@link models} waiting for the first session. */
+  readonly #modelWaiters: { resolve: (models: readonly string[]) => void; reject: (error: Error) => void }[] = [];
 
   constructor(options: AcpAgentOptions, clock: () => number) {
     this.#clock = clock;
@@ -176,6 +197,14 @@ export class AgentProcess {
 
   get pid(): number | undefined {
     return this.#reaped ? undefined : this.#group.child.pid;
+  }
+
+  /** The agent's model list, once its first session exists. */
+  models(): Promise<readonly string[]> {
+    const known = this.connection.closed ? undefined : this.connection.models;
+    if (known !== undefined) return Promise.resolve(known);
+    if (this.connection.closed) return Promise.reject(this.#endError());
+    return new Promise((resolve, reject) => this.#modelWaiters.push({ resolve, reject }));
   }
 
   startTurn(body: Uint8Array | string, options: Omit<TurnOptions, 'nowMs'>, signal: AbortSignal | undefined): AcpTurn {
@@ -232,15 +261,25 @@ export class AgentProcess {
         const stdin = this.#group.child.stdin;
         if (stdin?.writable) stdin.write(bytes);
       }
-      while (this.connection.pollDecision() !== undefined) this.#retire();
+      for (let decision; (decision = this.connection.pollDecision()) !== undefined; ) {
+        this.#reason ??= decision.reason;
+        this.#retire();
+      }
       for (let id; (id = this.connection.pollReady()) !== undefined; ) {
         const turn = this.#turns.get(id);
         if (turn !== undefined) this.pull(turn);
       }
       this.#arm();
+      const models = this.#modelWaiters.length > 0 ? this.connection.models : undefined;
+      if (models !== undefined) for (const waiter of this.#modelWaiters.splice(0)) waiter.resolve(models);
     } catch (error) {
       this.#fail(error);
     }
+  }
+
+  /** Why nothing more is served, for those who wait on the process. */
+  #endError(): Error {
+    return new Error(this.#reason ?? 'the ACP agent exited before it had a session');
   }
 
   /** One timer, for the connection's next deadline. */
@@ -265,6 +304,7 @@ export class AgentProcess {
     clearTimeout(this.#timer);
     for (const turn of this.#turns.values()) turn.fail(error);
     this.#turns.clear();
+    for (const waiter of this.#modelWaiters.splice(0)) waiter.reject(error instanceof Error ? error : new Error(String(error)));
     this.connection.free();
   }
 
@@ -280,6 +320,7 @@ export class AgentProcess {
     for (const turn of [...this.#turns.values()]) this.pull(turn, true);
     for (const turn of this.#turns.values()) turn.fail(new Error('the ACP agent exited'));
     this.#turns.clear();
+    for (const waiter of this.#modelWaiters.splice(0)) waiter.reject(this.#endError());
     this.connection.free();
     this.#settle();
   }

@@ -1,16 +1,37 @@
 /**
  * `createAgentFetch`: a WHATWG `fetch` that answers the OpenAI Chat Completions and Responses
- * APIs and the Anthropic Messages API in-process, with cursor-agent behind it: no server, no
- * port.
+ * APIs and the Anthropic Messages API in-process, with cursor-agent (or a warm ACP agent, or
+ * the demo transcript) behind it: no server, no port.
  * @module
  */
 
 import type { Body, Dialect, Head } from '../bridge.js';
 import { type Reply, countTokens, errorReply } from '../reply.js';
+import type { AcpAgent } from './acp.js';
 import { AgentRun, type AgentRunOptions } from './run.js';
 
-/** Settings of {@link createAgentFetch}: those of an {@link AgentRun}, for every request (the route gives the dialect). */
-export type AgentFetchOptions = Omit<AgentRunOptions, 'signal' | 'created' | 'idSeed' | 'dialect'>;
+/**
+ * Settings of {@link createAgentFetch}: those of an {@link AgentRun}, for every request (the
+ * route gives the dialect), and two of its own.
+ */
+export interface AgentFetchOptions extends Omit<AgentRunOptions, 'signal' | 'created' | 'idSeed' | 'dialect'> {
+  /**
+   * Serve every request as a turn of this warm ACP agent instead of a cursor-agent process
+   * per request (`config` is then each turn's; the agent's own settings are the
+   * {@link AcpAgent}'s). The caller closes the agent.
+   */
+  acpAgent?: AcpAgent;
+  /**
+   * How a failure no retry can help (`x-should-retry: false`: a misconfigured or missing
+   * agent, an exhausted usage limit) reaches clients that decide by the status alone.
+   * `'header'` (the default) keeps its true status: 500 for a misconfiguration, 429 for a
+   * usage limit. `'status'` answers such a failure of status 408, 409, 429 or 5xx as a 400
+   * whose body says `invalid_request_error` (message and code unchanged), so that the AI
+   * SDK, which retries those statuses whatever the header says, and OpenCode, which also
+   * retries on words such as `server_error` in the body, make one attempt.
+   */
+  retryAdvice?: 'header' | 'status';
+}
 
 /**
  * A route: the end of a URL's path (any base URL works; the query string is not part of
@@ -60,6 +81,11 @@ const SERVED = 'POST …/chat/completions, POST …/responses, POST …/messages
  * it. A wrong method answers 405 in the route's dialect, with `allow`; any other path 404,
  * in the Anthropic shape when the request carries `anthropic-version` (every Anthropic
  * SDK sends it), else in the OpenAI shape.
+ *
+ * `options.demo` answers from the bundled demo transcript with no agent;
+ * `options.acpAgent` serves each request as a turn of a warm ACP agent; and
+ * `options.retryAdvice: 'status'` turns a failure no retry can help into a 400, for
+ * clients that retry by status alone (the AI SDK, OpenCode).
  */
 export function createAgentFetch(options: AgentFetchOptions = {}): typeof fetch {
   return async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
@@ -83,16 +109,56 @@ export function createAgentFetch(options: AgentFetchOptions = {}): typeof fetch 
       const config = options.config;
       return replyResponse(countTokens(body, config === undefined ? {} : { config }));
     }
-    const run = new AgentRun(body, { ...options, dialect: route.dialect, signal });
-    const outputs = run[Symbol.asyncIterator]();
+    const { acpAgent, retryAdvice, ...runOptions } = options;
+    const outputs =
+      acpAgent === undefined
+        ? new AgentRun(body, { ...runOptions, dialect: route.dialect, signal })[Symbol.asyncIterator]()
+        : acpAgent.turn(body, turnOptions(route.dialect, runOptions, signal))[Symbol.asyncIterator]();
     const first = await outputs.next();
     if (first.done || first.value.type !== 'head') {
       // The run ended with no head: only when the client went away first.
       signal.throwIfAborted();
       throw new Error('agentwire: the response ended before its head');
     }
-    return new Response(bodyStream(outputs, signal), { status: first.value.status, headers: headersOf(first.value) });
+    const head = first.value;
+    if (retryAdvice === 'status' && head.retryable === false && RETRIED_BY_STATUS(head.status)) {
+      return asClientError(head, outputs, route.dialect);
+    }
+    return new Response(bodyStream(outputs, signal), { status: head.status, headers: headersOf(head) });
   };
+}
+
+/** The statuses the AI SDK (and OpenCode) retry whatever `x-should-retry` says. */
+const RETRIED_BY_STATUS = (status: number): boolean => status === 408 || status === 409 || status === 429 || status >= 500;
+
+/** An ACP turn's options from the fetch's: the route's dialect, the request's `Config`, the client's signal. */
+function turnOptions(dialect: Dialect, options: Omit<AgentFetchOptions, 'acpAgent' | 'retryAdvice'>, signal: AbortSignal) {
+  return options.config === undefined ? { dialect, signal } : { dialect, config: options.config, signal };
+}
+
+/**
+ * A failure no retry helps, whose status clients retry, answered as a 400: its whole body
+ * (an error head's body is one JSON document) with the error's type made
+ * `invalid_request_error`, everything else as the bridge wrote it.
+ */
+async function asClientError(head: Head, outputs: AsyncGenerator<Head | Body, void, undefined>, dialect: Dialect): Promise<Response> {
+  const chunks: Uint8Array[] = [];
+  for (let next = await outputs.next(); !next.done; next = await outputs.next()) {
+    if (next.value.type === 'body') chunks.push(next.value.data);
+  }
+  const text = new TextDecoder().decode(Buffer.concat(chunks));
+  let body: string;
+  try {
+    const json = JSON.parse(text) as { error?: { type?: unknown } };
+    if (json.error !== null && typeof json.error === 'object') json.error.type = 'invalid_request_error';
+    body = JSON.stringify(json);
+  } catch {
+    // Not the JSON an error head carries: say so in the route's dialect rather than pass on bytes no client reads.
+    body = new TextDecoder().decode(errorReply(dialect, 'invalidRequest', text.trim() || 'The agent failed, and retrying will not help.').body);
+  }
+  const headers = headersOf(head);
+  headers.set('content-type', 'application/json');
+  return new Response(body, { status: 400, headers });
 }
 
 /** The response body: the run's body chunks, as they come. */

@@ -5,13 +5,29 @@
  */
 
 import { type ChildProcess, spawn } from 'node:child_process';
+import type { EventEmitter } from 'node:events';
 import { constants } from 'node:os';
 import type { AgentExit } from '../inputs.js';
 import type { AcpAgent } from './acp.js';
 import type { AgentRun } from './run.js';
 
+/**
+ * What a run reads of its agent: a child process's pipes, id and events (`error`, `close`),
+ * or the demo's stand-in for them.
+ */
+export type AgentChild = Pick<ChildProcess, 'pid' | 'stdin' | 'stdout' | 'stderr'> & Pick<EventEmitter, 'on'>;
+
+/** An agent and the means to stop it: a {@link ProcessGroup}, or the demo's playback. */
+export interface AgentGroup {
+  readonly child: AgentChild;
+  /** Stops the agent (again: nothing). */
+  stop(): void;
+  /** The agent is reaped: nothing more is to be stopped. */
+  reaped(): void;
+}
+
 /** One agent process, spawned as the leader of its own group, with its stdio piped. */
-export class ProcessGroup {
+export class ProcessGroup implements AgentGroup {
   readonly child: ChildProcess;
   readonly #killGraceMs: number;
   #grace: ReturnType<typeof setTimeout> | undefined;

@@ -6,7 +6,8 @@
 
 import { Bridge, type Body, type Dialect, type Head, type Invocation } from '../bridge.js';
 import type { Config } from '../config.js';
-import { ProcessGroup, agentExit, delayUntil, spawnFailure } from './group.js';
+import { DemoPlayback } from './demo.js';
+import { type AgentGroup, ProcessGroup, agentExit, delayUntil, spawnFailure } from './group.js';
 
 /** How a run is set up; every field is optional. */
 export interface AgentRunOptions {
@@ -36,6 +37,13 @@ export interface AgentRunOptions {
   idSeed?: bigint;
   /** The millisecond clock the bridge runs on (default `performance.now`). */
   clock?: () => number;
+  /**
+   * Answer from the bundled demo transcript instead of starting cursor-agent (the proxies'
+   * `--demo`): a recorded answer with thinking, streamed text and usage, whatever was asked.
+   * The bridge, its deadlines and its encoders run as for a real agent; no process is started
+   * and no Cursor account is needed.
+   */
+  demo?: boolean;
 }
 
 /** How the agent process ended. */
@@ -77,7 +85,7 @@ export class AgentRun implements AsyncIterable<Head | Body>, AsyncDisposable {
   readonly #highWaterMark: number;
   readonly #signal: AbortSignal | undefined;
   readonly #onAbort = (): void => this.clientGone();
-  #group: ProcessGroup | undefined;
+  #group: AgentGroup | undefined;
   #settle: (exit: ProcessExit | undefined) => void = () => {};
   /** What waits for the consumer. */
   readonly #queue: (Head | Body)[] = [];
@@ -166,7 +174,9 @@ export class AgentRun implements AsyncIterable<Head | Body>, AsyncDisposable {
   }
 
   #start(invocation: Invocation, options: AgentRunOptions): void {
-    const group = new ProcessGroup(invocation.program, invocation.args, { ...(options.env ?? process.env), ...invocation.env }, options.cwd, this.#killGraceMs);
+    const group = options.demo
+      ? new DemoPlayback()
+      : new ProcessGroup(invocation.program, invocation.args, { ...(options.env ?? process.env), ...invocation.env }, options.cwd, this.#killGraceMs);
     this.#group = group;
     const child = group.child;
     child.on('error', (error: NodeJS.ErrnoException) => {

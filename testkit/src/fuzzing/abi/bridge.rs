@@ -10,13 +10,13 @@ use super::{
     Books, DialectArg, Hook, OK, OPTIONAL, POLL, Pass, Stdout, World, allowed, check_result,
     handle, null_out,
 };
-use crate::bridge::{Bridge, BridgeError, BridgeParams, Output};
-use crate::cursor::{ExitStatus, Invocation};
-use crate::ffi::bridge::*;
-use crate::ffi::result::aw_result;
-use crate::ffi::test_hooks::{aw_bridge_test_overlap, aw_bridge_test_panic};
-use crate::ffi::views::{aw_bytes, aw_str};
 use crate::fuzzing::RequestBody;
+use agentwire::bridge::{Bridge, BridgeError, BridgeParams, Output};
+use agentwire::cursor::{ExitStatus, Invocation};
+use agentwire::ffi::bridge::*;
+use agentwire::ffi::result::aw_result;
+use agentwire::ffi::test_hooks::{aw_bridge_test_overlap, aw_bridge_test_panic};
+use agentwire::ffi::views::{aw_bytes, aw_str};
 
 /// Polls in a row before `Drain` gives up: `aw_bridge_poll_output` must run dry.
 const MAX_POLLS: usize = 10_000;
@@ -180,6 +180,7 @@ fn bridge_error(error: BridgeError) -> aw_result {
     match error {
         BridgeError::AfterExit => aw_result::AfterExit,
         BridgeError::ExitedTwice => aw_result::ExitedTwice,
+        other => crate::fuzzing::unknown(other),
     }
 }
 

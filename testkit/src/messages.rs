@@ -1,7 +1,6 @@
 //! A checker of Anthropic Messages responses: the stream's event and block state machine,
 //! the `message` body, and the error body. Every check panics with a message naming the
-//! rule it saw broken. Included by the tests that need it (`#[path]`).
-#![allow(dead_code)]
+//! rule it saw broken.
 
 use serde_json::{Value, json};
 

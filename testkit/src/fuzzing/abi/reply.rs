@@ -6,15 +6,15 @@ use arbitrary::Arbitrary;
 
 use super::views::{OutParam, Owner, ValidUntil, bytes};
 use super::{Books, DialectArg, Hook, OK, Pass, World, allowed, check_result, handle, null_out};
-use crate::anthropic;
-use crate::api::{ErrorKind, ErrorReply};
-use crate::bridge::Dialect;
-use crate::ffi::reply::*;
-use crate::ffi::result::aw_result;
-use crate::ffi::test_hooks::{aw_reply_test_overlap, aw_reply_test_panic};
-use crate::ffi::views::aw_bytes;
 use crate::fuzzing::RequestBody;
 use crate::fuzzing::dialects::{check_error_body, error_body};
+use agentwire::anthropic;
+use agentwire::api::{ErrorKind, ErrorReply};
+use agentwire::bridge::Dialect;
+use agentwire::ffi::reply::*;
+use agentwire::ffi::result::aw_result;
+use agentwire::ffi::test_hooks::{aw_reply_test_overlap, aw_reply_test_panic};
+use agentwire::ffi::views::aw_bytes;
 
 /// The error classes in the order of `aw_error_kind`'s values (0 to 11).
 const KINDS: [ErrorKind; 13] = [
@@ -355,7 +355,7 @@ impl World {
                 "{what}: {value}"
             ),
             _ => {
-                crate::fuzzing::check::error_body(&value);
+                crate::chat::error_body(&value);
                 assert_eq!(value["error"]["message"], text, "{what}: {value}");
                 assert_eq!(value["error"]["code"], kind.code(), "{what}: {value}");
             }

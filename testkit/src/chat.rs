@@ -1,11 +1,12 @@
-//! Checks of response bodies against the OpenAI wire contract: SSE streams, error bodies
-//! and completion bodies. Every check panics with a message naming the rule it saw broken.
+//! A checker of OpenAI Chat Completions responses against the wire contract: SSE streams,
+//! error bodies and completion bodies. Every check panics with a message naming the rule
+//! it saw broken.
 
 use serde_json::Value;
 
 /// Whether a stream must be whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Ending {
+pub enum Ending {
     /// The response ended normally: one terminal, then `[DONE]`.
     Complete,
     /// The client went away: the stream may stop anywhere between frames.
@@ -14,19 +15,19 @@ pub(crate) enum Ending {
 
 /// What a checked stream contained.
 #[derive(Debug, Default)]
-pub(crate) struct Stream {
+pub struct Stream {
     /// `delta.content`, concatenated.
-    pub(crate) content: String,
+    pub content: String,
     /// Tool calls: index, name, arguments.
-    pub(crate) tool_calls: Vec<(u64, String, String)>,
+    pub tool_calls: Vec<(u64, String, String)>,
     /// `finish_reason`s seen.
-    pub(crate) finish_reasons: Vec<String>,
+    pub finish_reasons: Vec<String>,
     /// In-band error objects.
-    pub(crate) errors: Vec<Value>,
+    pub errors: Vec<Value>,
     /// Usage chunks.
-    pub(crate) usage_chunks: usize,
+    pub usage_chunks: usize,
     /// `[DONE]` frames.
-    pub(crate) done: usize,
+    pub done: usize,
 }
 
 /// Parses an SSE body and asserts the chunk contract: `data:` frames of one line of JSON
@@ -36,7 +37,7 @@ pub(crate) struct Stream {
 /// arguments; `tool_calls` as finish reason iff calls were sent. With
 /// [`Ending::Complete`], exactly one terminal (a finish chunk or an error frame) and
 /// exactly one `[DONE]`.
-pub(crate) fn stream(body: &[u8], ending: Ending) -> Stream {
+pub fn stream(body: &[u8], ending: Ending) -> Stream {
     let text = std::str::from_utf8(body)
         .unwrap_or_else(|e| panic!("stream body is not UTF-8 ({e}): {body:?}"));
     let mut out = Stream::default();
@@ -197,7 +198,7 @@ pub(crate) fn stream(body: &[u8], ending: Ending) -> Stream {
 
 /// Asserts the OpenAI error shape: `{"error":{"message":string,"type":string,
 /// "param":string|null,"code":string|null}}` and nothing else.
-pub(crate) fn error_body(value: &Value) {
+pub fn error_body(value: &Value) {
     let object = value
         .as_object()
         .unwrap_or_else(|| panic!("error body is not an object: {value}"));
@@ -240,7 +241,7 @@ fn usage(value: &Value) {
 /// Asserts a non-streaming `chat.completion` body: one choice with an assistant message,
 /// a finish reason, tool calls whose arguments are JSON objects, and `tool_calls` as
 /// finish reason iff there are calls.
-pub(crate) fn completion(value: &Value) {
+pub fn completion(value: &Value) {
     assert_eq!(value["object"], "chat.completion", "{value}");
     assert!(
         value["id"]

@@ -9,14 +9,14 @@
 //! is mutated (truncated, spliced, a number or string replaced) only the general
 //! invariants apply.
 //!
-//! The model follows the documentation of [`Decoder`](crate::cursor::Decoder), not its
+//! The model follows the documentation of [`Decoder`](agentwire::cursor::Decoder), not its
 //! code, so that it stays a second opinion while the decoder's internals change.
 
 use std::collections::HashMap;
 
 use arbitrary::{Result, Unstructured};
 
-use crate::event::{ActivityPhase, Progress, ToolOutcome, Usage};
+use agentwire::event::{ActivityPhase, Progress, ToolOutcome, Usage};
 
 /// One event as the model predicts it. Failures are compared by presence only: their
 /// class and wording come from failure classification, which is tested on its own.

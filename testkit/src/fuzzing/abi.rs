@@ -56,14 +56,14 @@ use std::sync::{Once, OnceLock};
 
 use arbitrary::{Arbitrary, Unstructured};
 
-use crate::bridge::{Config, Dialect};
-use crate::ffi::config::aw_config;
-use crate::ffi::result::{aw_result, aw_result_is_status, aw_result_name};
-use crate::ffi::version::aw_version;
-use crate::ffi::views::aw_str;
 use crate::fuzzing::RequestBody;
 use crate::fuzzing::dialects::DIALECTS;
 pub use acp::{AcpOp, AcpSettings, AcpStdout, AnswerShape, TurnArg};
+use agentwire::bridge::{Config, Dialect};
+use agentwire::ffi::config::aw_config;
+use agentwire::ffi::result::{aw_result, aw_result_is_status, aw_result_name};
+use agentwire::ffi::version::aw_version;
+use agentwire::ffi::views::aw_str;
 pub use bridge::BridgeOp;
 pub use config::{
     ClearField, ConfigOp, EnumField, Field, FlagField, Number, NumberField, TextField,
@@ -609,7 +609,7 @@ impl World {
 fn header_results() -> &'static [(u32, String)] {
     static RESULTS: OnceLock<Vec<(u32, String)>> = OnceLock::new();
     RESULTS.get_or_init(|| {
-        let results: Vec<(u32, String)> = include_str!("../../include/agentwire.h")
+        let results: Vec<(u32, String)> = include_str!("../../../include/agentwire.h")
             .lines()
             .filter_map(|line| {
                 let (name, value) = line.trim().strip_suffix(',')?.split_once(" = ")?;
@@ -635,7 +635,7 @@ fn header_version() -> &'static str {
     VERSION.get_or_init(|| {
         let part = |name: &str| {
             let prefix = format!("#define AW_VERSION_{name} ");
-            include_str!("../../include/agentwire.h")
+            include_str!("../../../include/agentwire.h")
                 .lines()
                 .find_map(|line| line.strip_prefix(prefix.as_str()))
                 .and_then(|value| value.trim().parse::<u32>().ok())

@@ -7,13 +7,13 @@ use super::views::{OutParam, Owner, ValidUntil, assert_empty_str, text};
 use super::{
     Books, Hook, OK, OPTIONAL, POLL, Pass, Stdout, World, allowed, check_result, handle, null_out,
 };
-use crate::cursor::{Decoder, DecoderError};
-use crate::event::{ActivityPhase, Event, Progress};
-use crate::ffi::decoder::*;
-use crate::ffi::event::*;
-use crate::ffi::result::aw_result;
-use crate::ffi::test_hooks::{aw_decoder_test_overlap, aw_decoder_test_panic};
-use crate::ffi::views::aw_str;
+use agentwire::cursor::{Decoder, DecoderError};
+use agentwire::event::{ActivityPhase, Event, Progress};
+use agentwire::ffi::decoder::*;
+use agentwire::ffi::event::*;
+use agentwire::ffi::result::aw_result;
+use agentwire::ffi::test_hooks::{aw_decoder_test_overlap, aw_decoder_test_panic};
+use agentwire::ffi::views::aw_str;
 
 /// Polls in a row before `Drain` gives up: `aw_decoder_poll_event` must run dry.
 const MAX_POLLS: usize = 100_000;
@@ -93,6 +93,7 @@ const PUSH: &[aw_result] = &[
 fn decoder_error(error: DecoderError) -> aw_result {
     match error {
         DecoderError::AfterEof => aw_result::AfterEof,
+        other => crate::fuzzing::unknown(other),
     }
 }
 
@@ -361,6 +362,7 @@ fn describe(event: &Event<'_>) -> String {
                     outcome,
                     started_seen,
                 } => format!("completed {outcome:?} started_seen={started_seen}"),
+                other => crate::fuzzing::unknown(other),
             };
             format!(
                 "activity {:?} {:?} {phase} {:?} {:?} {:?}",
@@ -375,6 +377,7 @@ fn describe(event: &Event<'_>) -> String {
             Progress::Reconnecting { attempt } => format!("progress Reconnecting {attempt}"),
             Progress::Reconnected => "progress Reconnected 0".to_owned(),
             Progress::Retrying { attempt } => format!("progress Retrying {attempt}"),
+            other => crate::fuzzing::unknown(other),
         },
         Event::Usage(usage) => format!(
             "usage {} {} {} {} {:?} {:?} {} {}",
@@ -389,6 +392,7 @@ fn describe(event: &Event<'_>) -> String {
         ),
         Event::Finish(reason) => format!("finish {reason:?}"),
         Event::Failed(failure) => format!("failed {:?} {:?}", failure.kind, failure.message),
+        other => crate::fuzzing::unknown(other),
     }
 }
 

@@ -1,6 +1,5 @@
 //! The checker of OpenAI Responses streams: the item state machine every stream must
 //! follow, and what it carried.
-#![allow(dead_code)]
 
 use serde_json::{Value, json};
 

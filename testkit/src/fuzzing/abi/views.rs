@@ -5,8 +5,8 @@
 use std::ffi::{CStr, c_char};
 use std::mem::MaybeUninit;
 
-use crate::ffi::result::aw_result;
-use crate::ffi::views::{aw_bytes, aw_str};
+use agentwire::ffi::result::aw_result;
+use agentwire::ffi::views::{aw_bytes, aw_str};
 
 /// The byte every out-parameter is filled with before a call: a call that fails and
 /// writes it anyway is seen.

@@ -1,8 +1,5 @@
-//! The bodies of the fuzz targets in `fuzz/`, as plain functions so that unit tests run
-//! them too (`tests/fuzz_seeds.rs`).
-//!
-//! **Not public API**: compiled only with the `fuzzing` feature, hidden from the docs, and
-//! free to change at any time.
+//! The bodies of the fuzz targets in `fuzz/`, as plain functions so that tests run them
+//! too (`tests/fuzz_seeds.rs`).
 //!
 //! Every body asserts invariants and panics with a message naming the broken rule; a
 //! panic is what libFuzzer reports as a crash. The invariants are the library's
@@ -18,35 +15,35 @@
 //! | [`abi`](fn@abi) | [`AbiInput`] | any sequence of C ABI calls over a few handles of each type (config, bridge of any `aw_dialect`, decoder, reply), NULLs, bad arguments and invalid enums included: documented results only, the same answers as the Rust API, out-parameters written only on success, views valid for their documented life, poisoning and `BUSY` as documented |
 
 // The C ABI's body is a C caller: every call it makes is `unsafe`, each with the pointer
-// rules it keeps stated (the ABI's own unsafe code stays in `ffi`).
+// rules it keeps stated (the ABI's own unsafe code stays in agentwire's `ffi`).
 #[allow(unsafe_code)]
 mod abi;
-mod check;
 mod dialects;
 mod script;
 
+use agentwire::anthropic;
+use agentwire::api::{ErrorReply, Request, RequestError, RequestLimits};
+use agentwire::bridge::{Bridge, BridgeError, BridgeParams, Config, Dialect, Output};
+use agentwire::conversation::ToolChoice;
+use agentwire::cursor::{Decoder, DecoderConfig, DecoderError, DecoderStats, ExitStatus};
+use agentwire::event::{ActivityPhase, Event, FailureKind, FinishReason, Progress, Usage};
+use agentwire::framing::{LineError, LineFramer};
+use agentwire::openai::ApiError;
+use agentwire::openai::chat::{ChunkEncoder, OutputOptions, ReasoningField, ResponseMeta};
+use agentwire::tools::ToolStrategy;
 use arbitrary::{Arbitrary, Unstructured};
 use serde_json::Value;
 
-use crate::anthropic;
-use crate::api::{ErrorReply, Request, RequestError, RequestLimits};
-use crate::bridge::{Bridge, BridgeError, BridgeParams, Config, Dialect, Output};
-use crate::conversation::ToolChoice;
-use crate::cursor::{Decoder, DecoderConfig, DecoderError, DecoderStats, ExitStatus};
-use crate::event::{ActivityPhase, Event, FailureKind, FinishReason, Progress, Usage};
-use crate::framing::{LineError, LineFramer};
-use crate::openai::ApiError;
-use crate::openai::chat::{ChunkEncoder, OutputOptions, ReasoningField, ResponseMeta};
-use crate::tools::ToolStrategy;
 pub use abi::{
     AbiInput, AbiOp, AcpOp, AcpSettings, AcpStdout, AnswerShape, BridgeOp, ClearField, Clock,
     ConfigOp, DecoderOp, DialectArg, EnumField, Field, FlagField, KindArg, Number, NumberField,
     Pass, ReplyOp, ResultNumber, Start, Stdout, TextField, TurnArg, abi, abi_bytes,
 };
-use check::Ending;
 pub use dialects::RequestBody;
 use dialects::{DIALECTS, check_error_body, error_body};
 use script::{Expected, Script};
+
+use crate::chat::{self, Ending};
 
 /// Line limits of the [`framing`] body: small, so that inputs within libFuzzer's
 /// `-max_len` cross them often.
@@ -55,6 +52,14 @@ pub const FRAMING_LIMITS: [usize; 2] = [16, 1024];
 /// The decoder's line limit in [`decoder`] and [`decoder_mutated`]: real lines up to a
 /// few KiB pass, longer ones take the over-limit path.
 pub const DECODER_MAX_LINE: usize = 4096;
+
+/// Fails on a value of one of the library's `#[non_exhaustive]` enums that the bodies
+/// were not written for (a variant added since), naming it: a body learns each variant
+/// at its first use rather than at compile time.
+#[track_caller]
+pub(crate) fn unknown(value: impl std::fmt::Debug) -> ! {
+    panic!("{value:?}: a variant the fuzz bodies do not know")
+}
 
 /// Inputs longer than this are not also fed one byte at a time (that run alone is
 /// linear, but it dominates the time of each execution).
@@ -131,6 +136,7 @@ impl Framed {
             Err(LineError::InvalidUtf8 { line, valid_up_to }) => {
                 Framed::InvalidUtf8 { line, valid_up_to }
             }
+            Err(other) => unknown(other),
         }
     }
 }
@@ -278,6 +284,7 @@ impl Owned {
             Event::Usage(usage) => Owned::Usage(*usage),
             Event::Finish(reason) => Owned::Finish(*reason),
             Event::Failed(failure) => Owned::Failed(failure.kind, failure.message.clone()),
+            other => unknown(other),
         }
     }
 
@@ -396,7 +403,7 @@ fn assert_same_run(name: &str, got: &Run, whole: &Run) {
 
 /// Checks the whole run's SSE against its events.
 fn assert_stream_of_events(run: &Run) {
-    let stream = check::stream(&run.sse, Ending::Complete);
+    let stream = chat::stream(&run.sse, Ending::Complete);
     let terminal = run
         .events
         .iter()
@@ -428,7 +435,7 @@ fn assert_stream_of_events(run: &Run) {
         }
         Owned::Failed(kind, message) => {
             assert_eq!(stream.errors.len(), 1);
-            let failure = crate::event::Failure::new(*kind, message.clone());
+            let failure = agentwire::event::Failure::new(*kind, message.clone());
             let want: Value =
                 serde_json::from_slice(&ApiError::from_failure(&failure).to_json()).unwrap();
             assert_eq!(
@@ -531,7 +538,7 @@ fn assert_request_error(dialect: Dialect, error: &RequestError) {
     assert!(!reply.retryable(), "request error marked retryable");
     assert!(!reply.code.is_empty(), "request error without a code");
     assert!(
-        !crate::event::invites_retry(&reply.message),
+        !agentwire::event::invites_retry(&reply.message),
         "request error invites a retry: {}",
         reply.message
     );
@@ -590,7 +597,7 @@ fn assert_count_tokens(data: &[u8], limits: &RequestLimits) {
         other => panic!("count_tokens answered {other}"),
     }
     assert!(
-        !crate::event::invites_retry(&reply.message),
+        !agentwire::event::invites_retry(&reply.message),
         "count_tokens invites a retry: {}",
         reply.message
     );
@@ -708,15 +715,15 @@ fn request_bridge(dialect: Dialect, data: &[u8]) {
 
 /// Transcripts the bridge body draws stdout from: the project's own fixtures.
 const TRANSCRIPTS: &[&str] = &[
-    include_str!("../tests/fixtures/partial_recaps.jsonl"),
-    include_str!("../tests/fixtures/parallel_tools.jsonl"),
-    include_str!("../tests/fixtures/client_envelope.jsonl"),
-    include_str!("../tests/fixtures/client_native_batch.jsonl"),
-    include_str!("../tests/fixtures/thinking_only.jsonl"),
-    include_str!("../tests/fixtures/failure_no_result.jsonl"),
-    include_str!("../tests/fixtures/multibyte.jsonl"),
-    include_str!("../tests/fixtures/no_usage.jsonl"),
-    include_str!("../tests/fixtures/repeated_tokens.jsonl"),
+    include_str!("../../tests/fixtures/partial_recaps.jsonl"),
+    include_str!("../../tests/fixtures/parallel_tools.jsonl"),
+    include_str!("../../tests/fixtures/client_envelope.jsonl"),
+    include_str!("../../tests/fixtures/client_native_batch.jsonl"),
+    include_str!("../../tests/fixtures/thinking_only.jsonl"),
+    include_str!("../../tests/fixtures/failure_no_result.jsonl"),
+    include_str!("../../tests/fixtures/multibyte.jsonl"),
+    include_str!("../../tests/fixtures/no_usage.jsonl"),
+    include_str!("../../tests/fixtures/repeated_tokens.jsonl"),
 ];
 
 /// Configuration knobs, mapped onto a [`Config`] with short timeouts so that deadlines
@@ -777,7 +784,7 @@ impl Knobs {
             },
             decoder: DecoderConfig {
                 max_line_len: match self.line_limit % 3 {
-                    0 => crate::framing::DEFAULT_MAX_LINE_LEN,
+                    0 => agentwire::framing::DEFAULT_MAX_LINE_LEN,
                     1 => 4096,
                     _ => 256,
                 },

@@ -13,28 +13,28 @@ use super::{
     Books, DialectArg, Hook, OK, OPTIONAL, POLL, Pass, World, allowed, check_result, handle,
     null_out,
 };
-use crate::acp::{AcpConfig, Connection, ConnectionError, Decision, PermissionChoice, TurnId};
-use crate::bridge::BridgeParams;
-use crate::cursor::ExitStatus;
-use crate::ffi::acp::*;
-use crate::ffi::acp_config::*;
-use crate::ffi::bridge::aw_output;
-use crate::ffi::result::aw_result;
-use crate::ffi::test_hooks::{aw_acp_connection_test_overlap, aw_acp_connection_test_panic};
-use crate::ffi::views::{aw_bytes, aw_str};
 use crate::fuzzing::RequestBody;
+use agentwire::acp::{AcpConfig, Connection, ConnectionError, Decision, PermissionChoice, TurnId};
+use agentwire::bridge::BridgeParams;
+use agentwire::cursor::ExitStatus;
+use agentwire::ffi::acp::*;
+use agentwire::ffi::acp_config::*;
+use agentwire::ffi::bridge::aw_output;
+use agentwire::ffi::result::aw_result;
+use agentwire::ffi::test_hooks::{aw_acp_connection_test_overlap, aw_acp_connection_test_panic};
+use agentwire::ffi::views::{aw_bytes, aw_str};
 
 /// Polls in a row before a drain gives up: every poll must run dry.
 const MAX_POLLS: usize = 100_000;
 
 /// The project's ACP recordings, whose agent lines `AcpStdout::Recording` plays.
 const RECORDINGS: &[&str] = &[
-    include_str!("../../../tests/fixtures/acp/synthetic__cancel-updates-after.jsonl"),
-    include_str!("../../../tests/fixtures/acp/synthetic__exit-mid-turn.jsonl"),
-    include_str!("../../../tests/fixtures/acp/synthetic__ids-with-newlines.jsonl"),
-    include_str!("../../../tests/fixtures/acp/synthetic__interleaved-sessions.jsonl"),
-    include_str!("../../../tests/fixtures/acp/synthetic__malformed-line.jsonl"),
-    include_str!("../../../tests/fixtures/acp/synthetic__not-logged-in.jsonl"),
+    include_str!("../../../../tests/fixtures/acp/synthetic__cancel-updates-after.jsonl"),
+    include_str!("../../../../tests/fixtures/acp/synthetic__exit-mid-turn.jsonl"),
+    include_str!("../../../../tests/fixtures/acp/synthetic__ids-with-newlines.jsonl"),
+    include_str!("../../../../tests/fixtures/acp/synthetic__interleaved-sessions.jsonl"),
+    include_str!("../../../../tests/fixtures/acp/synthetic__malformed-line.jsonl"),
+    include_str!("../../../../tests/fixtures/acp/synthetic__not-logged-in.jsonl"),
 ];
 
 /// Each recording's agent stdout lines, newline included.
@@ -69,10 +69,19 @@ pub(super) struct Slot {
     ptr: *mut aw_acp_connection,
     shadow: Connection,
     pub(super) books: Books,
-    /// Turns started: numbers below it were handed out.
-    turns: u64,
+    /// The turns started, in order: the C ABI numbers them from 0 as the Rust connection
+    /// does.
+    turns: Vec<TurnId>,
     recording: u8,
     line: usize,
+}
+
+impl Slot {
+    /// The Rust connection's turn that the C ABI numbers `turn`, if it was started.
+    fn turn(&self, turn: u64) -> Option<TurnId> {
+        let index = usize::try_from(turn).ok()?;
+        self.turns.get(index).copied()
+    }
 }
 
 impl super::Slot for Slot {
@@ -346,6 +355,7 @@ fn connection_error(error: ConnectionError) -> aw_result {
     match error {
         ConnectionError::AfterExit => aw_result::AfterExit,
         ConnectionError::ExitedTwice => aw_result::ExitedTwice,
+        other => crate::fuzzing::unknown(other),
     }
 }
 
@@ -508,7 +518,7 @@ impl World {
                         ptr,
                         shadow: Connection::new(model, now),
                         books: Books::new(),
-                        turns: 0,
+                        turns: Vec::new(),
                         recording: *recording,
                         line: 0,
                     });
@@ -566,7 +576,7 @@ impl World {
                     let dialect = dialect.dialect().expect("a valid dialect");
                     let body = passed.value.expect("valid bytes");
                     let turn = s.shadow.start_turn(dialect, body, &config, params);
-                    s.turns = turn.get() + 1;
+                    s.turns.push(turn);
                     want = Some(turn.get());
                     aw_result::Ok
                 });
@@ -630,15 +640,15 @@ impl World {
             }
             AcpOp::ClientGone(turn) => {
                 self.before_call(owner, true);
-                let started = self.acps[slot].as_ref().map_or(0, |s| s.turns);
+                let started = self.acps[slot].as_ref().map_or(0, |s| s.turns.len() as u64);
                 let turn = turn.value(started);
                 // SAFETY: `ptr` is NULL or live.
                 let result = unsafe { aw_acp_connection_client_gone(ptr, turn, now) };
                 let allowed = allowed(self.acps[slot].as_mut(), &[], |s| {
-                    if turn >= s.turns {
+                    let Some(turn) = s.turn(turn) else {
                         return aw_result::UnknownTurn;
-                    }
-                    s.shadow.client_gone(TurnId(turn), now);
+                    };
+                    s.shadow.client_gone(turn, now);
                     aw_result::Ok
                 });
                 check_result("aw_acp_connection_client_gone", result, TURN, &allowed);
@@ -662,7 +672,7 @@ impl World {
                 self.acp_poll_ready(slot, *null_out);
             }
             AcpOp::PollOutput { turn, null_out } => {
-                let started = self.acps[slot].as_ref().map_or(0, |s| s.turns);
+                let started = self.acps[slot].as_ref().map_or(0, |s| s.turns.len() as u64);
                 self.acp_poll_output(slot, turn.value(started), *null_out);
             }
             AcpOp::PollDecision { null_out } => {
@@ -896,10 +906,10 @@ impl World {
         let mut want = None;
         let errors = null_out(null);
         let allowed = allowed(self.acps[slot].as_mut(), errors, |s| {
-            if turn >= s.turns {
+            let Some(turn) = s.turn(turn) else {
                 return aw_result::UnknownTurn;
-            }
-            want = s.shadow.poll_output(TurnId(turn)).as_ref().map(Polled::of);
+            };
+            want = s.shadow.poll_output(turn).as_ref().map(Polled::of);
             if want.is_some() {
                 aw_result::Ok
             } else {
@@ -931,10 +941,10 @@ impl World {
         let result = unsafe { aw_acp_connection_poll_decision(ptr, out.ptr(null)) };
         let mut want = None;
         let allowed = allowed(self.acps[slot].as_mut(), null_out(null), |s| {
-            want = s
-                .shadow
-                .poll_decision()
-                .map(|Decision::Restart { reason }| reason);
+            want = s.shadow.poll_decision().map(|decision| match decision {
+                Decision::Restart { reason } => reason,
+                other => crate::fuzzing::unknown(other),
+            });
             if want.is_some() {
                 aw_result::Ok
             } else {

@@ -5,12 +5,12 @@ use arbitrary::Arbitrary;
 
 use super::views::{OutParam, Owner};
 use super::{Books, Hook, OK, OPTIONAL, Pass, World, allowed, check_result, handle, null_out};
-use crate::bridge::Config;
-use crate::ffi::config::*;
-use crate::ffi::result::aw_result;
-use crate::ffi::test_hooks::{aw_config_test_overlap, aw_config_test_panic};
-use crate::openai::chat::ReasoningField;
-use crate::tools::ToolStrategy;
+use agentwire::bridge::Config;
+use agentwire::ffi::config::*;
+use agentwire::ffi::result::aw_result;
+use agentwire::ffi::test_hooks::{aw_config_test_overlap, aw_config_test_panic};
+use agentwire::openai::chat::ReasoningField;
+use agentwire::tools::ToolStrategy;
 
 /// A config handle and the Rust config it must equal.
 pub(super) struct Slot {
@@ -690,11 +690,13 @@ impl World {
                             ToolStrategy::ReadOnly => 0,
                             ToolStrategy::Native => 1,
                             ToolStrategy::EnvelopeOnly => 2,
+                            other => crate::fuzzing::unknown(other),
                         },
                         EnumField::Reasoning => match s.shadow.reasoning {
                             ReasoningField::ReasoningContent => 0,
                             ReasoningField::Reasoning => 1,
                             ReasoningField::Omitted => 2,
+                            other => crate::fuzzing::unknown(other),
                         },
                     });
                     (

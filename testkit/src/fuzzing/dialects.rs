@@ -3,23 +3,18 @@
 //! responses (streams whole or cut, single bodies).
 //!
 //! The Responses and Messages checkers are the integration tests' own
-//! (`tests/support/responses.rs`, `tests/support/messages.rs`), so that the fuzzer holds
-//! every response to exactly the rules the tests hold the fixtures to.
+//! ([`responses`](crate::responses), [`messages`](crate::messages)), so that the fuzzer
+//! holds every response to exactly the rules the tests hold the fixtures to.
 
+use agentwire::api::{ErrorReply, Request, RequestError, RequestLimits};
+use agentwire::bridge::Dialect;
+use agentwire::{anthropic, openai};
 use arbitrary::Arbitrary;
 use serde_json::Value;
 
-use super::check::{self, Ending};
-use crate::api::{ErrorReply, Request, RequestError, RequestLimits};
-use crate::bridge::Dialect;
-use crate::{anthropic, openai};
-
-#[allow(unreachable_pub, clippy::all, clippy::pedantic)]
-#[path = "../../tests/support/messages.rs"]
-mod messages;
-#[allow(unreachable_pub, clippy::all, clippy::pedantic)]
-#[path = "../../tests/support/responses.rs"]
-mod responses;
+use crate::chat::{self, Ending};
+use crate::fuzzing::unknown;
+use crate::{messages, responses};
 
 /// Every dialect, in the order of `aw_dialect`'s values.
 pub(crate) const DIALECTS: [Dialect; 3] = [
@@ -43,6 +38,7 @@ pub(crate) fn parse(
         Dialect::ChatCompletions => openai::chat::parse_request(body, limits),
         Dialect::Responses => openai::responses::parse_request(body, limits),
         Dialect::Messages => anthropic::parse_request(body, limits),
+        other => unknown(other),
     }
 }
 
@@ -64,7 +60,7 @@ pub(crate) fn check_error_body(dialect: Dialect, status: u16, body: &[u8]) {
         )
     });
     match dialect {
-        Dialect::ChatCompletions | Dialect::Responses => check::error_body(&value),
+        Dialect::ChatCompletions | Dialect::Responses => chat::error_body(&value),
         Dialect::Messages => {
             messages::check_error_object(&value);
             let object = value.as_object().expect("an object");
@@ -77,6 +73,7 @@ pub(crate) fn check_error_body(dialect: Dialect, status: u16, body: &[u8]) {
                 _ => {}
             }
         }
+        other => unknown(other),
     }
 }
 
@@ -120,6 +117,7 @@ impl RequestBody {
             Dialect::ChatCompletions => self.chat(),
             Dialect::Responses => self.responses(),
             Dialect::Messages => self.messages(),
+            other => unknown(other),
         };
         text.into_bytes()
     }
@@ -136,10 +134,10 @@ impl RequestBody {
             ),
             RequestBody::AgentPlain => format!(r#"{{"model":"auto",{hi}}}"#),
             RequestBody::ClientStream => {
-                include_str!("../../tests/fixtures/requests/client_tools.json").into()
+                include_str!("../../../tests/fixtures/requests/client_tools.json").into()
             }
             RequestBody::ClientPlain => {
-                include_str!("../../tests/fixtures/requests/client_tools_nostream.json").into()
+                include_str!("../../../tests/fixtures/requests/client_tools_nostream.json").into()
             }
             RequestBody::ToolsNone => {
                 format!(r#"{{"model":"auto","stream":true,"tool_choice":"none",{tools},{hi}}}"#)
@@ -164,12 +162,12 @@ impl RequestBody {
             }
             RequestBody::AgentPlain => format!(r#"{{"model":"auto",{hi}}}"#),
             RequestBody::ClientStream => {
-                include_str!("../../tests/fixtures/requests/responses/client_tools.json").into()
+                include_str!("../../../tests/fixtures/requests/responses/client_tools.json").into()
             }
-            RequestBody::ClientPlain => {
-                include_str!("../../tests/fixtures/requests/responses/client_tools_nostream.json")
-                    .into()
-            }
+            RequestBody::ClientPlain => include_str!(
+                "../../../tests/fixtures/requests/responses/client_tools_nostream.json"
+            )
+            .into(),
             RequestBody::ToolsNone => {
                 format!(r#"{{"model":"auto","stream":true,"tool_choice":"none",{tools},{hi}}}"#)
             }
@@ -189,14 +187,14 @@ impl RequestBody {
         match self {
             RequestBody::AgentStream => format!(r#"{{"model":"auto","stream":true,{hi}}}"#),
             RequestBody::AgentStreamMore => {
-                include_str!("../../tests/fixtures/requests/messages/thinking.json").into()
+                include_str!("../../../tests/fixtures/requests/messages/thinking.json").into()
             }
             RequestBody::AgentPlain => format!(r#"{{"model":"auto",{hi}}}"#),
             RequestBody::ClientStream => {
-                include_str!("../../tests/fixtures/requests/messages/client_tools.json").into()
+                include_str!("../../../tests/fixtures/requests/messages/client_tools.json").into()
             }
             RequestBody::ClientPlain => {
-                include_str!("../../tests/fixtures/requests/messages/client_tools_nostream.json")
+                include_str!("../../../tests/fixtures/requests/messages/client_tools_nostream.json")
                     .into()
             }
             RequestBody::ToolsNone => format!(
@@ -245,7 +243,7 @@ pub(crate) fn check_stream(
     model: &str,
 ) -> Vec<String> {
     match (dialect, ending) {
-        (Dialect::ChatCompletions, _) => check::stream(body, ending)
+        (Dialect::ChatCompletions, _) => chat::stream(body, ending)
             .tool_calls
             .into_iter()
             .map(|(_, name, _)| name)
@@ -263,6 +261,7 @@ pub(crate) fn check_stream(
             .into_iter()
             .map(|(_, name, _)| name)
             .collect(),
+        (other, Ending::Complete) => unknown(other),
     }
 }
 
@@ -271,7 +270,7 @@ pub(crate) fn check_stream(
 pub(crate) fn check_body(dialect: Dialect, value: &Value, model: &str) -> Vec<String> {
     match dialect {
         Dialect::ChatCompletions => {
-            check::completion(value);
+            chat::completion(value);
             value["choices"][0]["message"]["tool_calls"]
                 .as_array()
                 .map(|calls| {
@@ -297,6 +296,7 @@ pub(crate) fn check_body(dialect: Dialect, value: &Value, model: &str) -> Vec<St
                 .map(|b| b["name"].as_str().expect("name").to_owned())
                 .collect()
         }
+        other => unknown(other),
     }
 }
 
