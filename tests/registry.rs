@@ -95,7 +95,7 @@ fn serve(
     agent: &str,
     now: u64,
 ) -> Served {
-    let served = match registry.decide(owner, keys, request, now) {
+    match registry.decide(owner, keys, request, now) {
         Decision::Fresh { lease, reason } => {
             if let Some(lease) = lease {
                 park(registry, lease, answer, agent, now);
@@ -111,8 +111,7 @@ fn serve(
             }
         }
         Decision::Refuse(reply) => Served::Refused(reply.code),
-    };
-    served
+    }
 }
 
 fn park(

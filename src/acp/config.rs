@@ -68,6 +68,20 @@ pub struct AcpConfig {
     pub max_line_len: usize,
     /// Bytes of the agent's stderr kept for failure messages. Default 4 KiB.
     pub stderr_tail_bytes: usize,
+    /// Where the adapter serves the MCP endpoint of client-tool sessions, on loopback:
+    /// the URL a session's server path is appended to (`http://127.0.0.1:PORT/mcp/`).
+    /// With it, a request's client tools are given to the agent as an MCP server of their
+    /// own session ([`Connection::handle_mcp`](super::Connection::handle_mcp)); without
+    /// it (the default), a request with client tools is refused (400 naming `tools`).
+    pub mcp_endpoint: Option<String>,
+    /// The MCP server's name in `session/new`, which the agent puts in the tool names its
+    /// model sees (`mcp__client__read` for Claude). Default `client`.
+    pub mcp_server_name: String,
+    /// The MCP servers' settings (keep-alive, limits).
+    pub mcp: crate::mcp::Config,
+    /// Which parked session a conversation's next request continues
+    /// ([`Connection::start_conversation_turn`](super::Connection::start_conversation_turn)).
+    pub conversations: crate::registry::RegistryConfig,
 }
 
 impl Default for AcpConfig {
@@ -89,6 +103,10 @@ impl Default for AcpConfig {
             default_model_names: vec!["auto".into(), "default".into()],
             max_line_len: crate::framing::DEFAULT_MAX_LINE_LEN,
             stderr_tail_bytes: 4096,
+            mcp_endpoint: None,
+            mcp_server_name: "client".into(),
+            mcp: crate::mcp::Config::default(),
+            conversations: crate::registry::RegistryConfig::default(),
         }
     }
 }

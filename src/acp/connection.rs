@@ -23,7 +23,8 @@ use serde_json::json;
 use thiserror::Error;
 
 use super::config::AcpConfig;
-use super::handshake::{self, Handshake};
+use super::conversations::Conversations;
+use super::handshake::{self, Agent, Handshake};
 use super::pool::Pool;
 use super::rpc::{PendingKind, Rpc};
 use super::session::ModelChoice;
@@ -107,11 +108,16 @@ pub struct Connection {
     pub(super) stuck: usize,
     /// The last turn `poll_ready` named since the last input.
     ready_after: Option<TurnId>,
+    /// What the agent said of itself, once the handshake succeeded.
+    pub(super) agent: Option<Agent>,
+    /// Parked sessions and the registry that finds them.
+    pub(super) conversations: Conversations,
 }
 
 impl Connection {
     /// A connection to a just-spawned agent: `initialize` is the first transmit.
     pub fn new(config: AcpConfig, now_ms: u64) -> Connection {
+        let config_conversations = config.conversations.clone();
         let mut rpc = Rpc::default();
         let deadline = now_ms.saturating_add(config.initialize_timeout_ms);
         rpc.request(
@@ -134,6 +140,8 @@ impl Connection {
             malformed: 0,
             stuck: 0,
             ready_after: None,
+            agent: None,
+            conversations: Conversations::new(crate::registry::Registry::new(config_conversations)),
         }
     }
 
@@ -199,9 +207,8 @@ impl Connection {
         config: &Config,
         params: BridgeParams,
     ) -> TurnId {
-        self.ready_after = None;
-        let id = TurnId(self.next_turn);
-        self.next_turn += 1;
+        self.ready_after_reset();
+        let id = self.next_turn_id();
         let mut bridge = Bridge::new(dialect, body, config, params);
         let mut phase = Phase::Queued {
             deadline: params.now_ms.saturating_add(self.config.queue_timeout_ms),
@@ -220,7 +227,10 @@ impl Connection {
             bridge.refuse(&reply);
             phase = Phase::Done;
         } else if self.handshake == Handshake::Dead {
-            bridge.push_event(&Event::Failed(dead_failure()), params.now_ms);
+            bridge.push_event(
+                &Event::Failed(super::conversations::dead_failure()),
+                params.now_ms,
+            );
             // No agent runs for this turn: the bridge's stop is moot, and never reaches
             // the caller as `StopAgent`.
             let _ = bridge.take_stop();
@@ -320,6 +330,7 @@ impl Connection {
                 return;
             }
         }
+        self.expire_conversations(now_ms);
         for index in 0..self.turns.len() {
             if !self.expire_phase(index, now_ms) {
                 return;
@@ -354,6 +365,7 @@ impl Connection {
             self.turns[index].bridge.shutdown(now_ms);
             self.after_turn_input(index, now_ms);
         }
+        self.end_parked(now_ms);
     }
 
     // C. Outputs.
@@ -409,7 +421,12 @@ impl Connection {
             let phase = turn.phase_deadline();
             phase.into_iter().chain(turn.bridge.poll_timeout())
         });
-        self.rpc.next_deadline().into_iter().chain(turns).min()
+        self.rpc
+            .next_deadline()
+            .into_iter()
+            .chain(turns)
+            .chain(self.conversations_deadline())
+            .min()
     }
 
     // Internals: the agent's lifecycle.
@@ -424,6 +441,7 @@ impl Connection {
         self.handshake = Handshake::Dead;
         self.rpc.forget_all();
         self.pool.clear();
+        self.forget_conversations(now_ms);
         for turn in &mut self.turns {
             // Nothing to cancel: the process goes.
             turn.fail(failure.clone(), now_ms);
@@ -468,7 +486,15 @@ impl Connection {
                 self.fail_turn(turn, failure, now_ms);
                 true
             }
-            PendingKind::Prompt(_) | PendingKind::Close => true,
+            PendingKind::NewSessionFor(turn) => {
+                let failure = Failure::new(
+                    FailureKind::Timeout,
+                    "The ACP agent did not create a session in time. The request may be retried.",
+                );
+                self.fail_turn(turn, failure, now_ms);
+                true
+            }
+            PendingKind::Prompt(_) | PendingKind::HeldPrompt(_) | PendingKind::Close => true,
         }
     }
 
@@ -523,22 +549,46 @@ impl Connection {
     /// After any input to a turn's bridge: act on its stop decision (cancel, not kill)
     /// and on its output budget.
     pub(super) fn after_turn_input(&mut self, index: usize, now_ms: u64) {
+        let turn = &mut self.turns[index];
+        if turn.phase == Phase::Prompting
+            && turn.bridge.is_ending()
+            && turn.bridge.ended_with_tool_calls()
+        {
+            // The response ended with the client's tool calls: the agent waits inside
+            // them, and the session is parked for the request that brings their results.
+            let _ = turn.bridge.take_stop();
+            turn.phase = Phase::Done;
+            self.settle_session(index, now_ms);
+            return;
+        }
         if let Some(session) = self.turns[index].after_input(&self.config, now_ms) {
             self.rpc
                 .notify("session/cancel", json!({"sessionId": session}));
+        }
+        let turn = &self.turns[index];
+        if turn.phase == Phase::Done && turn.session.is_some() {
+            // Ended before its prompt ran (a resumed session waiting for a slot): the
+            // session goes with it.
+            self.settle_session(index, now_ms);
         }
     }
 
     /// The agent is done with the turn at `index`: its session is retired, if the agent
     /// still serves.
     pub(super) fn release_session(&mut self, index: usize, now_ms: u64) {
-        let Some(session) = self.turns[index].session.take() else {
-            return;
-        };
-        if self.handshake == Handshake::Ready {
-            let deadline = now_ms.saturating_add(self.config.cancel_timeout_ms);
-            self.pool.retire(session, &mut self.rpc, deadline);
-        }
+        self.settle_session(index, now_ms);
+    }
+
+    /// Forgets which turn `poll_ready` named last: an input came.
+    pub(super) fn ready_after_reset(&mut self) {
+        self.ready_after = None;
+    }
+
+    /// A new turn's handle.
+    pub(super) fn next_turn_id(&mut self) -> TurnId {
+        let id = TurnId(self.next_turn);
+        self.next_turn += 1;
+        id
     }
 
     /// Forgets turns that are over on both sides (response ended or its client gone,
@@ -548,14 +598,6 @@ impl Connection {
         self.turns
             .retain(|turn| turn.is_live() || turn.phase != Phase::Done);
     }
-}
-
-/// The failure of a turn started while the agent is going.
-fn dead_failure() -> Failure {
-    Failure::new(
-        FailureKind::Unavailable,
-        "The ACP agent is restarting; the request may be retried.",
-    )
 }
 
 impl fmt::Debug for Connection {

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::config::AcpConfig;
 use super::message::RpcError;
+use super::profile::Profile;
 use crate::event::{Failure, FailureKind};
 
 /// Where the handshake is.
@@ -34,6 +35,10 @@ pub(super) fn initialize_params(config: &AcpConfig) -> Value {
 pub(super) struct Agent {
     /// It offers `session/close`.
     pub(super) closes_sessions: bool,
+    /// It takes an HTTP MCP server in `session/new` (`mcpCapabilities.http`).
+    pub(super) mcp_http: bool,
+    /// Which agent it is, as far as its MCP behaviour goes (from `agentInfo.name`).
+    pub(super) profile: Profile,
 }
 
 #[derive(Deserialize)]
@@ -42,6 +47,14 @@ struct Initialized {
     protocol_version: u64,
     #[serde(default)]
     agent_capabilities: Option<Capabilities>,
+    #[serde(default)]
+    agent_info: Option<AgentInfo>,
+}
+
+#[derive(Deserialize)]
+struct AgentInfo {
+    #[serde(default)]
+    name: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -49,6 +62,14 @@ struct Initialized {
 struct Capabilities {
     #[serde(default)]
     session_capabilities: Option<SessionCapabilities>,
+    #[serde(default)]
+    mcp_capabilities: Option<McpCapabilities>,
+}
+
+#[derive(Deserialize)]
+struct McpCapabilities {
+    #[serde(default)]
+    http: bool,
 }
 
 #[derive(Deserialize)]
@@ -74,12 +95,24 @@ pub(super) fn accept(result: Result<Option<&RawValue>, RpcError>) -> Result<Agen
         let message = format!("The ACP agent speaks protocol version {version:?}, not 1.");
         return Err(Failure::new(FailureKind::Misconfigured, message));
     }
-    let closes_sessions = initialized
+    let capabilities = initialized
         .as_ref()
-        .and_then(|i| i.agent_capabilities.as_ref())
+        .and_then(|i| i.agent_capabilities.as_ref());
+    let closes_sessions = capabilities
         .and_then(|c| c.session_capabilities.as_ref())
         .is_some_and(|s| s.close.as_ref().is_some_and(|c| !c.is_null()));
-    Ok(Agent { closes_sessions })
+    let mcp_http = capabilities
+        .and_then(|c| c.mcp_capabilities.as_ref())
+        .is_some_and(|m| m.http);
+    let name = initialized
+        .as_ref()
+        .and_then(|i| i.agent_info.as_ref())
+        .and_then(|info| info.name.as_deref());
+    Ok(Agent {
+        closes_sessions,
+        mcp_http,
+        profile: Profile::of(name),
+    })
 }
 
 #[cfg(test)]
@@ -96,15 +129,18 @@ mod tests {
         assert_eq!(
             answer(r#"{"protocolVersion":1}"#),
             Ok(Agent {
-                closes_sessions: false
+                closes_sessions: false,
+                mcp_http: false,
+                profile: Profile::Generic,
             })
         );
-        let offered =
-            r#"{"protocolVersion":1,"agentCapabilities":{"sessionCapabilities":{"close":{}}}}"#;
+        let offered = r#"{"protocolVersion":1,"agentCapabilities":{"sessionCapabilities":{"close":{}},"mcpCapabilities":{"http":true}},"agentInfo":{"name":"codex-acp"}}"#;
         assert_eq!(
             answer(offered),
             Ok(Agent {
-                closes_sessions: true
+                closes_sessions: true,
+                mcp_http: true,
+                profile: Profile::Codex,
             })
         );
         let null =

@@ -34,10 +34,13 @@
 
 mod config;
 mod connection;
+mod conversations;
 mod handshake;
+mod mcp_link;
 mod message;
 mod permission;
 mod pool;
+mod profile;
 mod prompt;
 mod route;
 mod rpc;
@@ -49,4 +52,5 @@ mod usage;
 
 pub use config::{AcpConfig, ExtensionPolicy, PermissionChoice};
 pub use connection::{Connection, ConnectionError, Decision};
+pub use conversations::{McpExchange, McpRefusal};
 pub use turn::TurnId;

@@ -19,6 +19,8 @@ pub(super) const REQUEST_PERMISSION: &str = "session/request_permission";
 pub(super) struct PermissionRequest {
     pub(super) session_id: String,
     options: Vec<PermissionOption>,
+    #[serde(default)]
+    tool_call: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -41,6 +43,11 @@ impl PermissionRequest {
     /// The request in `params`, if they are one.
     pub(super) fn parse(params: Option<&RawValue>) -> Option<Self> {
         params.and_then(|p| serde_json::from_str(p.get()).ok())
+    }
+
+    /// The tool call it asks about.
+    pub(super) fn tool_call(&self) -> Option<&Value> {
+        self.tool_call.as_ref()
     }
 
     /// The option to select under `choice`, by kind and never by id (every recorded agent

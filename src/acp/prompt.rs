@@ -5,18 +5,21 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::message::{AUTH_REQUIRED, RpcError};
-use super::turn::{Phase, Turn};
+use super::turn::{Phase, Turn, Work};
 use super::usage::PromptResult;
 use crate::event::{Event, Failure, FailureKind, FinishReason};
 
 /// The `session/prompt` params of `turn`: the prompt rendered for the agent from the
 /// request's conversation, as one text block.
 pub(super) fn prompt_params(turn: &Turn) -> Value {
-    let text = turn
-        .bridge
-        .invocation()
-        .map(|invocation| String::from_utf8_lossy(&invocation.stdin).into_owned())
-        .unwrap_or_default();
+    let text = match &turn.work {
+        Work::Fresh { prompt, .. } => prompt.clone(),
+        Work::Bridge | Work::Resume { .. } => turn
+            .bridge
+            .invocation()
+            .map(|invocation| String::from_utf8_lossy(&invocation.stdin).into_owned())
+            .unwrap_or_default(),
+    };
     json!({
         "sessionId": turn.session_id(),
         "prompt": [{"type": "text", "text": text}],

@@ -5,14 +5,16 @@
 
 use serde_json::value::RawValue;
 
+use super::config::PermissionChoice;
 use super::connection::Connection;
 use super::handshake::{self, Handshake};
 use super::message::{Incoming, RpcError};
 use super::permission::{self, PermissionRequest, REQUEST_PERMISSION};
+use super::profile::{CallFacts, Profile};
 use super::rpc::PendingKind;
 use super::session::Session;
 use super::turn::{Phase, Turn, TurnId};
-use super::update::UpdateParams;
+use super::update::{Update, UpdateParams};
 use crate::event::{Failure, FailureKind};
 
 impl Connection {
@@ -62,6 +64,11 @@ impl Connection {
         else {
             return;
         };
+        if self.is_client_tool_call(index, &params.update) {
+            // The client's own call, which reaches it as a tool call: not the agent's
+            // activity.
+            return;
+        }
         self.turns[index].push_update(&params.update, now_ms);
         if !params.update.is_usage() {
             self.after_turn_input(index, now_ms);
@@ -81,10 +88,20 @@ impl Connection {
                 t.session_id() == Some(request.session_id.as_str()) && t.phase == Phase::Prompting
             })
         });
-        // A cancelled (or unknown) turn's permission is answered `cancelled`.
+        let policy = request
+            .as_ref()
+            .and_then(|request| self.tool_policy(&request.session_id, request.tool_call()));
+        let parked = request.as_ref().is_some_and(|request| {
+            self.conversations
+                .parked
+                .iter()
+                .any(|p| p.session.id() == request.session_id)
+        });
+        // A cancelled (or unknown) turn's permission is answered `cancelled`; a parked
+        // session's only when it is not the client's own tool.
         let chosen = request
-            .filter(|_| prompting.is_some())
-            .and_then(|request| request.choose(self.config.permission));
+            .filter(|_| prompting.is_some() || (parked && policy.is_some()))
+            .and_then(|request| request.choose(policy.unwrap_or(self.config.permission)));
         if let Some(index) = prompting {
             // Remembered so that an agent ending the turn over it (codex-acp ends it
             // `cancelled`) is explained to the client.
@@ -103,8 +120,10 @@ impl Connection {
         match kind {
             PendingKind::Initialize => self.initialized(result, now_ms),
             PendingKind::NewSession => self.session_created(result, now_ms),
+            PendingKind::NewSessionFor(turn) => self.session_created_for(turn, result, now_ms),
             PendingKind::SetModel(turn) => self.model_set(turn, result, now_ms),
             PendingKind::Prompt(turn) => self.prompt_answered(turn, result, now_ms),
+            PendingKind::HeldPrompt(serial) => self.held_prompt_answered(serial),
             // Awaited only so that its deadline bounds it: the answer changes nothing.
             PendingKind::Close => {}
         }
@@ -115,6 +134,7 @@ impl Connection {
         match handshake::accept(result) {
             Ok(agent) => {
                 self.pool.close_retired(agent.closes_sessions);
+                self.agent = Some(agent);
                 self.handshake = Handshake::Ready;
             }
             Err(failure) => self.die(failure, now_ms),
@@ -132,6 +152,33 @@ impl Connection {
                     self.turns[index].fail(failure, now_ms);
                 }
             }
+        }
+    }
+
+    /// The session made for `turn` (with the client's tools): the turn begins on it, or
+    /// fails when none came. A turn that ended meanwhile gives it up at once.
+    fn session_created_for(
+        &mut self,
+        turn: TurnId,
+        result: Result<Option<&RawValue>, RpcError>,
+        now_ms: u64,
+    ) {
+        let index = self.index(turn);
+        let link = index.and_then(|i| self.turns[i].pending_link.take());
+        match (Session::from_answer(result), index) {
+            (Ok(mut session), Some(index))
+                if self.turns[index].phase == Phase::Creating
+                    && !self.turns[index].bridge.is_ending() =>
+            {
+                session.link = link;
+                self.begin(index, session, now_ms);
+            }
+            (Ok(mut session), _) => {
+                session.link = link;
+                self.end_session(session, None, now_ms);
+            }
+            (Err(failure), Some(index)) => self.turns[index].fail(failure, now_ms),
+            (Err(_), None) => {}
         }
     }
 
@@ -178,7 +225,83 @@ impl Connection {
         let Some(index) = self.index(turn) else {
             return;
         };
+        let ending = self.turns[index].bridge.is_ending();
+        if let Some(session) = self.turns[index].session.as_mut() {
+            session.prompting = false;
+            // The agent finished a turn of its own (after a deferred call) while results
+            // waited for it: they are its next prompt, for this turn's response.
+            if !session.late_results.is_empty() && result.is_ok() && !ending {
+                let text = std::mem::take(&mut session.late_results);
+                self.prompt_text(index, text);
+                return;
+            }
+        }
         self.turns[index].prompt_answered(result, now_ms);
         self.release_session(index, now_ms);
+    }
+
+    /// Whether `update`, for the turn at `index`, is about a call of the client's tools
+    /// through the turn's session's MCP server (remembered by call id, as later updates of
+    /// a call may not name its tool).
+    fn is_client_tool_call(&mut self, index: usize, update: &Update<'_>) -> bool {
+        let profile = self.profile();
+        let server = self.config.mcp_server_name.clone();
+        let Some(session) = self.turns[index].session.as_mut() else {
+            return false;
+        };
+        let Some(link) = session.link.as_mut() else {
+            return false;
+        };
+        let Some((id, title, raw)) = update.tool_call_facts() else {
+            return false;
+        };
+        if link.hidden.iter().any(|hidden| hidden == id) {
+            return true;
+        }
+        let raw: Option<serde_json::Value> = raw.and_then(|r| serde_json::from_str(r.get()).ok());
+        let facts = CallFacts {
+            title,
+            id,
+            raw_input: raw.as_ref().filter(|r| r.is_object()),
+        };
+        if profile.is_server_tool(&server, &facts) {
+            link.hidden.push(id.to_owned());
+            return true;
+        }
+        false
+    }
+
+    /// How a permission request of session `session` for `tool_call` is answered, when
+    /// the session is given the client's tools: the client's own tools run (the client
+    /// decided when it offered them), the agent's own are refused (they would act behind
+    /// the client's back). `None` for other sessions: the configured policy.
+    fn tool_policy(
+        &self,
+        session: &str,
+        tool_call: Option<&serde_json::Value>,
+    ) -> Option<PermissionChoice> {
+        let holder = self
+            .turns
+            .iter()
+            .filter_map(|t| t.session.as_ref())
+            .chain(self.conversations.parked.iter().map(|p| &p.session))
+            .find(|s| s.id() == session)?;
+        holder.link.as_ref()?;
+        let facts = tool_call.map(CallFacts::of).unwrap_or_default();
+        Some(
+            if self
+                .profile()
+                .is_server_tool(&self.config.mcp_server_name, &facts)
+            {
+                PermissionChoice::AllowOnce
+            } else {
+                PermissionChoice::RejectOnce
+            },
+        )
+    }
+
+    /// The agent's profile, once it said who it is.
+    fn profile(&self) -> Profile {
+        self.agent.map_or(Profile::Generic, |agent| agent.profile)
     }
 }

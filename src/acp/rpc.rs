@@ -15,10 +15,15 @@ pub(super) enum PendingKind {
     Initialize,
     /// A fresh session (for the pool, not for a particular turn).
     NewSession,
+    /// A session of this turn's own, given the client's tools.
+    NewSessionFor(TurnId),
     /// The model of this turn's session.
     SetModel(TurnId),
     /// This turn's prompt.
     Prompt(TurnId),
+    /// The prompt of a parked session (this parked serial) that no turn holds: the agent
+    /// waits in a call of the client's tools, or finishes a turn no client waits for.
+    HeldPrompt(u64),
     /// `session/close`: its answer changes nothing.
     Close,
 }
@@ -103,6 +108,15 @@ impl Rpc {
     /// Stops awaiting the requests of `kind`: their answers will be ignored.
     pub(super) fn forget(&mut self, kind: PendingKind) {
         self.pending.retain(|p| p.kind != kind);
+    }
+
+    /// The requests of kind `from` are now of kind `to` (their answers go elsewhere).
+    pub(super) fn rekey(&mut self, from: PendingKind, to: PendingKind) {
+        for pending in &mut self.pending {
+            if pending.kind == from {
+                pending.kind = to;
+            }
+        }
     }
 
     /// Stops awaiting every request.

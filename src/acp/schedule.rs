@@ -14,7 +14,7 @@ use super::handshake::Handshake;
 use super::prompt::prompt_params;
 use super::rpc::PendingKind;
 use super::session::{ModelPlan, Session};
-use super::turn::Phase;
+use super::turn::{Needs, Phase};
 use crate::event::{Failure, FailureKind};
 
 impl Connection {
@@ -32,17 +32,37 @@ impl Connection {
             .max(1)
             .saturating_sub(busy);
         let mut index = 0;
+        let mut pool_empty = false;
         while slots > 0 && index < self.turns.len() {
             if self.turns[index].is_queued() {
-                let Some(session) = self.pool.take() else {
-                    break;
-                };
-                slots -= 1;
-                self.begin(index, session, now_ms);
+                match self.turns[index].needs() {
+                    Needs::Resumed => {
+                        slots -= 1;
+                        self.begin_resume(index, now_ms);
+                    }
+                    Needs::OwnSession => {
+                        slots -= 1;
+                        if let Err(failure) = self.create_session_for(index, now_ms) {
+                            self.turns[index].fail(failure, now_ms);
+                        }
+                    }
+                    Needs::PoolSession if pool_empty => {}
+                    Needs::PoolSession => match self.pool.take() {
+                        Some(session) => {
+                            slots -= 1;
+                            self.begin(index, session, now_ms);
+                        }
+                        None => pool_empty = true,
+                    },
+                }
             }
             index += 1;
         }
-        let queued = self.turns.iter().filter(|t| t.is_queued()).count();
+        let queued = self
+            .turns
+            .iter()
+            .filter(|t| t.is_queued() && t.needs() == Needs::PoolSession)
+            .count();
         let wanted = queued.min(slots) + self.config.pool_size;
         let creating = self.rpc.awaiting(PendingKind::NewSession);
         for _ in (self.pool.len() + creating)..wanted {
@@ -57,7 +77,7 @@ impl Connection {
     }
 
     /// Gives the turn at `index` the fresh `session`: sets its model, or prompts at once.
-    fn begin(&mut self, index: usize, session: Session, now_ms: u64) {
+    pub(super) fn begin(&mut self, index: usize, session: Session, now_ms: u64) {
         let turn = &mut self.turns[index];
         let plan = session
             .models()
@@ -95,8 +115,11 @@ impl Connection {
     pub(super) fn prompt(&mut self, index: usize) {
         let turn = &mut self.turns[index];
         turn.phase = Phase::Prompting;
+        let params = prompt_params(turn);
+        if let Some(session) = turn.session.as_mut() {
+            session.prompting = true;
+        }
         let kind = PendingKind::Prompt(turn.id);
-        self.rpc
-            .request(kind, "session/prompt", prompt_params(turn), None);
+        self.rpc.request(kind, "session/prompt", params, None);
     }
 }

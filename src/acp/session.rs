@@ -5,6 +5,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use super::mcp_link::McpLink;
 use super::message::{AUTH_REQUIRED, RpcError};
 use crate::event::{Failure, FailureKind};
 
@@ -14,12 +15,35 @@ use crate::event::{Failure, FailureKind};
 pub(super) struct Session {
     id: String,
     models: ModelChoice,
+    /// The client's tools, served to this session as an MCP server of its own.
+    pub(super) link: Option<McpLink>,
+    /// A prompt of ours on it has not been answered: the agent's turn is not over.
+    pub(super) prompting: bool,
+    /// Results the client sent that could no longer answer the agent's calls (answered
+    /// already with a note at the agent's limit, or given up by the agent): given to the
+    /// agent as a prompt at the next chance.
+    pub(super) late_results: String,
 }
 
 impl Session {
     /// The `session/new` params: the working directory, and no MCP server.
     pub(super) fn new_params(cwd: &str) -> Value {
         json!({"cwd": cwd, "mcpServers": []})
+    }
+
+    /// The `session/new` params of a session given the client's tools: the working
+    /// directory, the MCP server `server`, and the agent's own `_meta` for it, if any.
+    pub(super) fn new_params_with(cwd: &str, server: Value, meta: Option<Value>) -> Value {
+        let mut params = json!({"cwd": cwd, "mcpServers": [server]});
+        if let Some(meta) = meta {
+            params["_meta"] = meta;
+        }
+        params
+    }
+
+    /// Whether the client's tools are served to it.
+    pub(super) fn has_client_tools(&self) -> bool {
+        self.link.is_some()
     }
 
     /// The session a `session/new` answer gives, or why there is none.
@@ -35,6 +59,9 @@ impl Session {
             return Ok(Session {
                 models: created.model_choice(),
                 id: created.session_id,
+                link: None,
+                prompting: false,
+                late_results: String::new(),
             });
         }
         Err(match result {

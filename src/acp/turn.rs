@@ -8,7 +8,9 @@ use super::config::AcpConfig;
 use super::session::Session;
 use super::update::{ToolCalls, Update};
 use crate::bridge::Bridge;
+use crate::conversation::ToolSpec;
 use crate::event::{Event, Failure, FailureKind};
+use crate::mcp::ToolOutcome;
 
 /// A turn's handle: one client request served by a [`Connection`](super::Connection).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -29,6 +31,8 @@ pub(super) enum Phase {
     Queued {
         deadline: u64,
     },
+    /// Waiting for a session of its own (`session/new` with the client's tools).
+    Creating,
     SettingModel,
     Prompting,
     /// `session/cancel` sent; the prompt's answer is awaited until `deadline`.
@@ -39,11 +43,58 @@ pub(super) enum Phase {
     Done,
 }
 
+/// What a turn gives the agent.
+#[derive(Debug)]
+pub(super) enum Work {
+    /// The prompt the bridge rendered (a turn outside any conversation).
+    Bridge,
+    /// A conversation's first turn on a session: this prompt, the whole conversation;
+    /// the client's tools (when there are any) are served to a session of its own.
+    Fresh {
+        prompt: String,
+        tools: Vec<ToolSpec>,
+    },
+    /// A parked session resumed (already the turn's `session`): these results for the
+    /// calls it waits for, by client call id, then this new input.
+    Resume {
+        results: Vec<(String, ToolOutcome)>,
+        input: Option<String>,
+    },
+}
+
+/// What a queued turn needs to start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Needs {
+    /// A fresh session from the pool.
+    PoolSession,
+    /// A session of its own, made with the client's tools.
+    OwnSession,
+    /// Nothing: it holds the session it resumes.
+    Resumed,
+}
+
+impl Work {
+    /// The client's tools it serves as an MCP server, if any.
+    pub(super) fn tools(&self) -> &[ToolSpec] {
+        match self {
+            Work::Fresh { tools, .. } => tools,
+            Work::Bridge | Work::Resume { .. } => &[],
+        }
+    }
+}
+
 /// A turn: the request's [`Bridge`], fed the events of the agent's answer.
 pub(super) struct Turn {
     pub(super) id: TurnId,
     pub(super) bridge: Bridge,
     pub(super) phase: Phase,
+    /// What it gives the agent.
+    pub(super) work: Work,
+    /// Entropy the caller drew for the turn: a session made for it draws its MCP
+    /// server's path and secret from it.
+    pub(super) entropy: [u8; 32],
+    /// The MCP server of the session being made for it (`Creating`).
+    pub(super) pending_link: Option<super::mcp_link::McpLink>,
     /// The session the turn runs on: given when it leaves the queue, taken back when the
     /// agent is done with the turn (the connection's `release_session`).
     pub(super) session: Option<Session>,
@@ -65,6 +116,9 @@ impl Turn {
             id,
             bridge,
             phase,
+            work: Work::Bridge,
+            entropy: [0; 32],
+            pending_link: None,
             session: None,
             tools: ToolCalls::default(),
             cost: None,
@@ -79,6 +133,32 @@ impl Turn {
         !self.bridge.is_ended() && !self.gone
     }
 
+    /// The MCP server of its session, or of the session being made for it: agents reach
+    /// their servers while they create the session.
+    pub(super) fn link(&self) -> Option<&super::mcp_link::McpLink> {
+        self.session
+            .as_ref()
+            .and_then(|s| s.link.as_ref())
+            .or(self.pending_link.as_ref())
+    }
+
+    /// See [`link`](Self::link).
+    pub(super) fn link_mut(&mut self) -> Option<&mut super::mcp_link::McpLink> {
+        match &mut self.session {
+            Some(session) if session.link.is_some() => session.link.as_mut(),
+            _ => self.pending_link.as_mut(),
+        }
+    }
+
+    /// What it needs to start, when queued.
+    pub(super) fn needs(&self) -> Needs {
+        match &self.work {
+            Work::Resume { .. } => Needs::Resumed,
+            Work::Fresh { tools, .. } if !tools.is_empty() => Needs::OwnSession,
+            Work::Fresh { .. } | Work::Bridge => Needs::PoolSession,
+        }
+    }
+
     /// Whether it waits for a prompt slot or a session.
     pub(super) fn is_queued(&self) -> bool {
         matches!(self.phase, Phase::Queued { .. })
@@ -89,7 +169,7 @@ impl Turn {
     pub(super) fn holds_slot(&self) -> bool {
         matches!(
             self.phase,
-            Phase::SettingModel | Phase::Prompting | Phase::Cancelling { .. }
+            Phase::Creating | Phase::SettingModel | Phase::Prompting | Phase::Cancelling { .. }
         )
     }
 
@@ -150,9 +230,10 @@ impl Turn {
                 };
                 Some(self.session_id().unwrap_or_default().to_owned())
             }
-            // Not prompting yet: nothing runs on the agent's side. A model being set is
-            // left to finish; its session is retired when the answer comes.
-            Phase::Queued { .. } => {
+            // Not prompting yet: nothing runs on the agent's side. A model being set, or a
+            // session being made, is left to finish; the session is retired when the
+            // answer comes.
+            Phase::Queued { .. } | Phase::Creating => {
                 self.phase = Phase::Done;
                 None
             }

@@ -89,6 +89,18 @@ impl Update<'_> {
     pub(crate) fn is_usage(&self) -> bool {
         self.session_update == "usage_update"
     }
+
+    /// For a `tool_call` or `tool_call_update`: its id, title and raw input.
+    pub(crate) fn tool_call_facts(&self) -> Option<(&str, &str, Option<&RawValue>)> {
+        if !matches!(&*self.session_update, "tool_call" | "tool_call_update") {
+            return None;
+        }
+        Some((
+            self.tool_call_id.as_deref()?,
+            self.title.as_deref().unwrap_or(""),
+            self.raw_input,
+        ))
+    }
 }
 
 impl ToolCalls {

@@ -75,6 +75,9 @@ enum Source {
     Native { model_call_id: Option<String> },
     /// Text envelopes.
     Envelope,
+    /// Calls the transport received as calls of the client's tools (an MCP server's
+    /// `tools/call`): the batch closes when its window ends or anything else happens.
+    Direct,
 }
 
 impl ClientTools {
@@ -137,7 +140,7 @@ impl ClientTools {
                 }
             }
             Event::TextDelta(text) => {
-                if matches!(self.source, Some(Source::Native { .. })) {
+                if matches!(self.source, Some(Source::Native { .. } | Source::Direct)) {
                     self.close_batch(emitter);
                     return;
                 }
@@ -168,6 +171,27 @@ impl ClientTools {
             Event::Usage(_) | Event::Progress(_) => emitter.emit(event),
             _ => self.interrupt(event, emitter),
         }
+    }
+
+    /// A call of the client's tool `name` the transport received as such (an MCP
+    /// `tools/call`), with the client-facing `id` the transport chose: it joins the open
+    /// batch of such calls, as the loop guard allows.
+    pub(super) fn offer_direct(
+        &mut self,
+        id: String,
+        name: &str,
+        arguments: &str,
+        now_ms: u64,
+        emitter: &mut Emitter,
+    ) {
+        if self.ended_turn {
+            return;
+        }
+        let call = MappedCall {
+            name: name.to_owned(),
+            arguments: arguments.to_owned(),
+        };
+        self.offer(Source::Direct, id, call, now_ms, emitter);
     }
 
     /// Any other event: it closes an open batch (the turn then ends), or passes through.

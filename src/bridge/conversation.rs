@@ -126,23 +126,32 @@ impl InConversation {
         Some((invocation, decoder))
     }
 
+    /// Whether the answer finished with calls of the client's tools.
+    pub(super) fn ended_with_tool_calls(&self) -> bool {
+        self.finish == Some(FinishReason::ToolCalls) && !self.failed
+    }
+
     /// The client left: the session no longer matches what it has.
     pub(super) fn client_gone(&mut self) {
         self.failed = true;
     }
 
     /// Gives the lease back: parked with `chat` when the answer finished and reached the
-    /// client, released otherwise.
-    pub(super) fn settle(&mut self, chat: Option<&str>, registry: &mut Registry, now_ms: u64) {
+    /// client, released otherwise. Returns whether it was parked.
+    pub(super) fn settle(
+        &mut self,
+        chat: Option<&str>,
+        registry: &mut Registry,
+        now_ms: u64,
+    ) -> bool {
         let Some(lease) = self.lease.take() else {
-            return;
+            return false;
         };
         let finished = !self.failed
             && matches!(
                 self.finish,
                 Some(FinishReason::Stop | FinishReason::ToolCalls | FinishReason::Length)
             );
-        let chat = chat.filter(|chat| crate::cursor::is_chat_id(chat));
         match (finished, chat) {
             (true, Some(chat)) => {
                 let pending: &[String] = if self.finish == Some(FinishReason::ToolCalls) {
@@ -157,9 +166,12 @@ impl InConversation {
                     response_id: self.response_id.as_deref(),
                 };
                 // An answer that cannot follow its transcript is released by the registry.
-                let _ = registry.park(lease, park, now_ms);
+                registry.park(lease, park, now_ms).is_ok()
             }
-            _ => registry.release(lease, now_ms),
+            _ => {
+                registry.release(lease, now_ms);
+                false
+            }
         }
     }
 }

@@ -175,10 +175,12 @@ pub struct Bridge {
     model: String,
 }
 
-/// How a run begins: the whole conversation, or a resumed chat given only what follows.
+/// How a run begins: the whole conversation, or a resumed chat given only what follows;
+/// or no run at all, for a transport that gives the agent its input itself.
 enum Start {
     Fresh,
     Resume(Resume),
+    Transport,
 }
 
 /// Everything but the decoder, so decoder events can be routed while it is borrowed.
@@ -277,8 +279,28 @@ impl Bridge {
         bridge
     }
 
+    /// A bridge for a transport that gives the agent its input itself and feeds the
+    /// bridge neutral events (`acp`): the response's policy and writer, client mode when
+    /// the request offers tools (their calls come through
+    /// [`push_client_call`](Self::push_client_call)), and the request's place in its
+    /// conversation when it has a `lease`. It has no [`invocation`](Self::invocation).
+    pub(crate) fn for_transport(
+        dialect: Dialect,
+        prepared: Prepared,
+        config: &Config,
+        params: BridgeParams,
+        lease: Option<crate::registry::Lease>,
+    ) -> Bridge {
+        let response_id = prepared.response_id.clone();
+        let mut bridge = Bridge::start(dialect, prepared, config, params, Start::Transport);
+        let mut conversation = InConversation::new(None, None);
+        conversation.adopt(lease, response_id);
+        bridge.core.emitter.conversation = Some(Box::new(conversation));
+        bridge
+    }
+
     /// A bridge whose only outputs are `reply`'s head and body, then `End`.
-    fn rejected(
+    pub(crate) fn rejected(
         dialect: Dialect,
         reply: &ErrorReply,
         config: &Config,
@@ -313,7 +335,15 @@ impl Bridge {
         } else {
             &[]
         };
-        let plan = ToolPlan::new(tools, config.tool_strategy);
+        // A transport delivers the client's tools itself (as an MCP server) and hands
+        // their calls over as such: nothing is taught in a prompt or mapped from the
+        // agent's own tools.
+        let planned = if matches!(start, Start::Transport) {
+            &[]
+        } else {
+            tools
+        };
+        let plan = ToolPlan::new(planned, config.tool_strategy);
         // Client mode never passes --force: the agent's shell calls are handed to the
         // client, and with --force the agent would run them itself as well.
         let mode = match (client_mode, config.tool_strategy) {
@@ -334,13 +364,17 @@ impl Bridge {
         };
         let mut resumed = None;
         let invocation = match &start {
-            Start::Fresh => Invocation::new(&spec(None), render_prompt(conversation, &plan)),
+            Start::Transport => None,
+            Start::Fresh => Some(Invocation::new(
+                &spec(None),
+                render_prompt(conversation, &plan),
+            )),
             Start::Resume(resume) => {
                 let from = continuation_start(&request, resume);
                 let prompt = render_continuation(conversation, from);
                 let fresh = Invocation::new(&spec(None), String::new());
                 resumed = Some((resume.agent_session.clone(), fresh));
-                Invocation::new(&spec(Some(&resume.agent_session)), prompt)
+                Some(Invocation::new(&spec(Some(&resume.agent_session)), prompt))
             }
         };
         let client = client_mode.then(|| {
@@ -354,7 +388,7 @@ impl Bridge {
             )
         });
         let emitter = Emitter::new(dialect, Some(writer));
-        let mut core = Core::new(Some(invocation), request.stream, emitter, config, params);
+        let mut core = Core::new(invocation, request.stream, emitter, config, params);
         if let Some((chat, fresh)) = resumed {
             let mut conversation = InConversation::new(None, None);
             let plan = ToolPlan::new(tools, config.tool_strategy);
@@ -532,7 +566,11 @@ impl Bridge {
     /// the second time.
     pub fn end_conversation_turn(&mut self, registry: &mut Registry, now_ms: u64) {
         let ended = self.is_ended();
-        let chat = self.decoder.session_id();
+        // Only an id `--resume` can take is kept.
+        let chat = self
+            .decoder
+            .session_id()
+            .filter(|chat| crate::cursor::is_chat_id(chat));
         if let Some(conversation) = &mut self.core.emitter.conversation {
             if !ended {
                 conversation.client_gone();
@@ -620,6 +658,62 @@ impl Bridge {
         self.core.last_agent_ms = self.core.last_agent_ms.max(now_ms);
         self.core.route(event, now_ms);
         self.core.after_input(now_ms);
+    }
+
+    /// A call of one of the client's tools, received by the transport as such (an MCP
+    /// server's `tools/call`), under the client-facing `id` the transport chose. It joins
+    /// the open batch of such calls, which closes after [`Config::batch_window_ms`] or at
+    /// the next other event; closing ends the response with the calls (and the bridge
+    /// asks for the agent to be stopped, which such a transport takes with
+    /// [`take_stop`](Self::take_stop) and does its own way).
+    pub(crate) fn push_client_call(
+        &mut self,
+        id: String,
+        name: &str,
+        arguments: &str,
+        now_ms: u64,
+    ) {
+        if self.core.ending() {
+            return;
+        }
+        self.core.last_agent_ms = self.core.last_agent_ms.max(now_ms);
+        if let Some(client) = &mut self.core.client {
+            client.offer_direct(id, name, arguments, now_ms, &mut self.core.emitter);
+            self.core.settle();
+        }
+        self.core.after_input(now_ms);
+    }
+
+    /// Gives the request's place in its conversation back to `registry`, with the
+    /// transport's own id of the agent session it ran on (see
+    /// [`end_conversation_turn`](Self::end_conversation_turn)).
+    /// Returns whether the session was parked.
+    pub(crate) fn settle_conversation(
+        &mut self,
+        agent_session: Option<&str>,
+        registry: &mut Registry,
+        now_ms: u64,
+    ) -> bool {
+        let ended = self.is_ending();
+        match &mut self.core.emitter.conversation {
+            Some(conversation) => {
+                if !ended {
+                    conversation.client_gone();
+                }
+                conversation.settle(agent_session, registry, now_ms)
+            }
+            None => false,
+        }
+    }
+
+    /// Whether the response ended with calls of the client's tools (it waits for their
+    /// results).
+    pub(crate) fn ended_with_tool_calls(&self) -> bool {
+        self.core
+            .emitter
+            .conversation
+            .as_ref()
+            .is_some_and(|c| c.ended_with_tool_calls())
     }
 
     /// Refuses the request before anything ran: the reply's head and body, then `End`.

@@ -151,7 +151,7 @@ mod tests {
         );
         assert_eq!(check(&[], &pending), Err(FreshReason::NothingNew));
         assert_eq!(
-            check(&[user.clone()], &[]),
+            check(std::slice::from_ref(&user), &[]),
             Ok(DeltaShape {
                 results: 0,
                 input: 1

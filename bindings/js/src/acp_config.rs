@@ -174,6 +174,7 @@ mod tests {
             default_model_names: vec!["x".into()],
             max_line_len: 7,
             stderr_tail_bytes: 8,
+            ..AcpConfig::default()
         };
         assert_eq!(config, expected);
         assert_eq!(parse(None).unwrap(), AcpConfig::default());
