@@ -81,6 +81,9 @@ pub struct AcpConfig {
     pub mcp: crate::mcp::Config,
     /// Which parked session a conversation's next request continues
     /// ([`Connection::start_conversation_turn`](super::Connection::start_conversation_turn)).
+    /// Default: the registry's defaults, but at most 16 sessions parked (8 per owner): a
+    /// parked ACP session is kept by the agent (claude-agent-acp keeps a Claude Code
+    /// process for each), where a parked cursor-agent chat costs nothing but its id.
     pub conversations: crate::registry::RegistryConfig,
 }
 
@@ -106,7 +109,11 @@ impl Default for AcpConfig {
             mcp_endpoint: None,
             mcp_server_name: "client".into(),
             mcp: crate::mcp::Config::default(),
-            conversations: crate::registry::RegistryConfig::default(),
+            conversations: crate::registry::RegistryConfig {
+                max_parked: 16,
+                max_parked_per_owner: 8,
+                ..crate::registry::RegistryConfig::default()
+            },
         }
     }
 }
