@@ -13,8 +13,10 @@
 # for: AGENTWIRE_FUZZ_SECONDS=N ci/test.sh runs every target for N seconds.
 #
 # One command on a fresh clone: it first installs what it needs besides system packages
-# into the project's own directories (ci/setup.sh: .venv, .tools, the pinned clients under
-# tests/clients; nothing that is already current, so a second run installs nothing).
+# (ci/setup.sh, which says what goes where: .venv, .tools, the npm projects' node_modules
+# and the pinned clients under tests/clients in the project's own directories; the
+# wasm32-unknown-unknown target in the Rust toolchain; downloads in cargo's, pip's and
+# npm's caches), nothing that is already current, so a second run installs nothing.
 # The system packages it needs are checked first; `.ci/run` installs them, then runs this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
