@@ -22,7 +22,25 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 started=$(date +%s)
-step() { printf '\n==> %s (at %d s)\n' "$*" "$(($(date +%s) - started))"; }
+stages=()
+step() {
+    stages+=("$(($(date +%s) - started)) $*")
+    printf '\n==> %s (at %d s)\n' "$*" "$(($(date +%s) - started))"
+}
+# How long each stage took, at the end whatever happened.
+stage_times() {
+    local i now at name next
+    now=$(date +%s)
+    echo
+    echo "ci/test.sh: stage times (total $((now - started)) s)"
+    for i in "${!stages[@]}"; do
+        at=${stages[$i]%% *}
+        name=${stages[$i]#* }
+        next=$((now - started))
+        [ $((i + 1)) -lt ${#stages[@]} ] && next=${stages[$((i + 1))]%% *}
+        printf '    %5d s  %s\n' "$((next - at))" "$name"
+    done
+}
 
 missing=()
 for tool in cargo python3 node npm cc g++ pkg-config valgrind readelf; do
@@ -39,6 +57,37 @@ fi
 if [ ! -d "${AGENTWIRE_SHARED_DIR:-../shared}/fixtures" ]; then
     echo "ci/test.sh: the real captures ${AGENTWIRE_SHARED_DIR:-../shared}/fixtures are absent: the tests over them are skipped (each says SKIPPED), or fail under CI=true or AGENTWIRE_REQUIRE_SHARED=1" >&2
 fi
+
+# Temporary files. The suite runs with a temporary directory of its own (TMPDIR), which
+# must be empty at its end: every test removes what it creates, passed or failed. And in
+# the system's temporary directory, which a program may use whatever TMPDIR says, no entry
+# named like the suites' own (agentwire-*, pytest's) or the clients' may appear. Checked at
+# the end, whatever happened; the names of what was left are printed, and fail the run.
+system_tmp=${TMPDIR:-/tmp}
+tmp_entries() {
+    find "$system_tmp" -mindepth 1 -maxdepth 1 \( -name 'agentwire-*' -o -name 'pytest-of-*' \) -printf '%f\n' | sort
+}
+tmp_before=$(tmp_entries)
+run_tmp=$(mktemp -d "$system_tmp/agentwire-ci-XXXXXX")
+export TMPDIR=$run_tmp
+finish() {
+    local status=$? left new
+    left=$(find "$run_tmp" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort)
+    rm -rf "$run_tmp"
+    new=$(comm -13 <(printf '%s\n' "$tmp_before") <(tmp_entries) | sed '/^$/d')
+    stage_times
+    if [ -n "$left" ] || [ -n "$new" ]; then
+        echo "ci/test.sh: temporary files left behind (the suite's TMPDIR must end empty):" >&2
+        [ -z "$left" ] || printf '    $TMPDIR/%s\n' $left >&2
+        [ -z "$new" ] || printf '    %s/%s\n' "$system_tmp" $new >&2
+        [ "$status" -ne 0 ] || status=1
+    else
+        echo "ci/test.sh: no temporary file left behind (TMPDIR empty; no new agentwire-* or pytest-of-* in $system_tmp)"
+    fi
+    [ "$status" -ne 0 ] || printf '\n==> all tests passed (in %d s)\n' "$(($(date +%s) - started))"
+    exit "$status"
+}
+trap finish EXIT
 
 step "set-up (ci/setup.sh)"
 ci/setup.sh
@@ -64,8 +113,12 @@ bindings/python/run-tests.sh source
 step "packages (the crate, the Python sdist and installed wheel, the C library installed into a prefix)"
 ci/package.sh
 
-step "JavaScript package (WebAssembly; Node, Bun and Deno; real clients; npm install and pack)"
+step "JavaScript package (WebAssembly; Node, Bun and Deno; real clients; the READMEs' TypeScript; npm install and pack)"
 bindings/js/run-tests.sh
+
+step "the Markdown files' blocks: each one run somewhere (tests/readme/snippets.py), the shell ones here"
+python3 tests/readme/snippets.py check
+python3 tests/readme/snippets.py run sh
 
 # Every suite the script names must be there to run: a lost file or run bit is a failure,
 # never a silent skip.
@@ -88,5 +141,3 @@ fi
 
 # The benchmarks are type-checked by `cargo clippy --all-targets` above; only their
 # figures need the bench profile (benches/run.sh).
-
-step "all tests passed"
