@@ -5,7 +5,8 @@
 # valgrind), the Python package built from source, the JavaScript package (WebAssembly,
 # under Node, Bun and Deno), the packages as users get them (the
 # crate, the Python sdist and wheel, the C library installed into a prefix), the real
-# clients judging the output, and the real ACP agents behind both proxies. The fuzz
+# clients judging the output, the real ACP agents behind both proxies, and every fenced
+# block of the Markdown files run where it can be (tests/readme). The fuzz
 # targets' bodies run as tests (tests/fuzz_seeds.rs: every seed and thousands of
 # generated inputs); the coverage-guided smoke run of the
 # targets themselves (fuzz/run-smoke.sh: every target built under AddressSanitizer, then
@@ -18,6 +19,8 @@
 # wasm32-unknown-unknown target in the Rust toolchain; downloads in cargo's, pip's and
 # npm's caches), nothing that is already current, so a second run installs nothing.
 # The system packages it needs are checked first; `.ci/run` installs them, then runs this.
+# It runs with a temporary directory of its own, which must end empty (every test removes
+# what it creates), and prints how long each stage took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
