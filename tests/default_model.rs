@@ -52,8 +52,15 @@ fn a_request_without_a_model_runs_auto_on_every_route() {
         ),
     ] {
         let (args, body) = answer(dialect, request);
-        let model = args.iter().position(|a| a == "--model").map(|i| &args[i + 1]);
-        assert_eq!(model.map(String::as_str), Some("auto"), "{dialect:?}: {args:?}");
+        let model = args
+            .iter()
+            .position(|a| a == "--model")
+            .map(|i| &args[i + 1]);
+        assert_eq!(
+            model.map(String::as_str),
+            Some("auto"),
+            "{dialect:?}: {args:?}"
+        );
         assert!(body.contains(r#""model":"auto""#), "{dialect:?}: {body}");
         // The same request with an empty name is the same request.
         let empty = request.replacen('{', r#"{"model":"","#, 1);
