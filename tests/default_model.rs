@@ -32,7 +32,7 @@ fn drain(bridge: &mut Bridge, body: &mut Vec<u8>) {
     while let Some(output) = bridge.poll_output() {
         match output {
             Output::Head(head) => assert_eq!(head.status, 200),
-            Output::Body(bytes) => body.extend_from_slice(&bytes),
+            Output::Body(bytes) => body.extend_from_slice(bytes),
             Output::StopAgent | Output::End => {}
         }
     }
