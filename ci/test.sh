@@ -62,30 +62,40 @@ if [ ! -d "${AGENTWIRE_SHARED_DIR:-../shared}/fixtures" ]; then
 fi
 
 # Temporary files. The suite runs with a temporary directory of its own (TMPDIR), which
-# must be empty at its end: every test removes what it creates, passed or failed. And in
-# the system's temporary directory, which a program may use whatever TMPDIR says, no entry
-# named like the suites' own (agentwire-*, pytest's) or the clients' may appear. Checked at
-# the end, whatever happened; the names of what was left are printed, and fail the run.
+# must be empty at its end: every test removes what it creates, passed or failed. Checked at
+# the end whatever happened; what was left is named and fails the run. A program that
+# ignores TMPDIR writes to the system's temporary directory instead: entries named like the
+# suites' own (agentwire-*, pytest's, mktemp's tmp.*) or OpenCode's that appear there during
+# the run are named too, and fail the run under CI=true, where the machine is the suite's
+# alone (elsewhere another program may have made them).
 system_tmp=${TMPDIR:-/tmp}
 tmp_entries() {
-    find "$system_tmp" -mindepth 1 -maxdepth 1 \( -name 'agentwire-*' -o -name 'pytest-of-*' \) -printf '%f\n' | sort
+    find "$system_tmp" -mindepth 1 -maxdepth 1 \( -name 'agentwire-*' -o -name 'pytest-of-*' \
+        -o -name 'tmp.??????????' -o -name 'opencode' -o -name '.*.so' \) -printf '%f\n' | sort
 }
 tmp_before=$(tmp_entries)
 run_tmp=$(mktemp -d "$system_tmp/agentwire-ci-XXXXXX")
 export TMPDIR=$run_tmp
 finish() {
-    local status=$? left new
-    left=$(find "$run_tmp" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort)
+    local status=$? entry
+    local -a left new
+    mapfile -t left < <(find "$run_tmp" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort)
     rm -rf "$run_tmp"
-    new=$(comm -13 <(printf '%s\n' "$tmp_before") <(tmp_entries) | sed '/^$/d')
+    mapfile -t new < <(comm -13 <(printf '%s\n' "$tmp_before") <(tmp_entries) | sed '/^$/d')
     stage_times
-    if [ -n "$left" ] || [ -n "$new" ]; then
-        echo "ci/test.sh: temporary files left behind (the suite's TMPDIR must end empty):" >&2
-        [ -z "$left" ] || printf '    $TMPDIR/%s\n' $left >&2
-        [ -z "$new" ] || printf '    %s/%s\n' "$system_tmp" $new >&2
+    if [ ${#left[@]} -gt 0 ]; then
+        echo "ci/test.sh: temporary files left behind in the suite's TMPDIR (removed now):" >&2
+        for entry in "${left[@]}"; do echo "    $entry" >&2; done
         [ "$status" -ne 0 ] || status=1
     else
-        echo "ci/test.sh: no temporary file left behind (TMPDIR empty; no new agentwire-* or pytest-of-* in $system_tmp)"
+        echo "ci/test.sh: no temporary file left behind: the suite's TMPDIR ended empty"
+    fi
+    if [ ${#new[@]} -gt 0 ]; then
+        echo "ci/test.sh: new in $system_tmp while the suite ran, named like its own files (by a program that ignores TMPDIR, or by another program on this machine):" >&2
+        for entry in "${new[@]}"; do echo "    $system_tmp/$entry" >&2; done
+        if [ "${CI:-}" = true ] && [ "$status" -eq 0 ]; then status=1; fi
+    else
+        echo "ci/test.sh: nothing new in $system_tmp named like the suite's files"
     fi
     [ "$status" -ne 0 ] || printf '\n==> all tests passed (in %d s)\n' "$(($(date +%s) - started))"
     exit "$status"
