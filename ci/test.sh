@@ -105,6 +105,9 @@ trap finish EXIT
 step "set-up (ci/setup.sh)"
 ci/setup.sh
 
+step "the Markdown files' code blocks: each one run by a stage below, or saying why not (tests/readme/snippets.py)"
+python3 tests/readme/snippets.py check
+
 step "cargo test"
 cargo test --workspace --all-features
 
@@ -129,8 +132,7 @@ ci/package.sh
 step "JavaScript package (WebAssembly; Node, Bun and Deno; real clients; the READMEs' TypeScript; npm install and pack)"
 bindings/js/run-tests.sh
 
-step "the Markdown files' blocks: each one run somewhere (tests/readme/snippets.py), the shell ones here"
-python3 tests/readme/snippets.py check
+step "the Markdown files' shell blocks, run as written (tests/readme/snippets.py)"
 python3 tests/readme/snippets.py run sh
 
 # Every suite the script names must be there to run: a lost file or run bit is a failure,
