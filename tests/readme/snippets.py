@@ -51,7 +51,11 @@ ELSEWHERE: Dict[str, List[Tuple[str, str, str]]] = {
         ("README.md", "import agentwire", "bindings/python/tests/test_readme.py"),
         ("README.md", "from openai import OpenAI", "tests/clients/python/test_proxies_openai.py"),
     ],
-    "json": [("README.md", "opencode.ai/config.json", "tests/clients/python/test_proxies_opencode.py")],
+    "json": [
+        ("README.md", "opencode.ai/config.json", "tests/clients/python/test_proxies_opencode.py"),
+        ("README.md", "agentwire@file:", "tests/clients/opencode/plugin.test.mjs"),
+        ("bindings/js/README.md", "agentwire@file:", "tests/clients/opencode/plugin.test.mjs"),
+    ],
     "toml": [("README.md", "wire_api", "tests/clients/python/test_proxies_codex.py")],
 }
 HERE = {"ts": "tests/readme/ts.mjs", "sh": "tests/readme/snippets.py"}
