@@ -531,7 +531,7 @@ fn assert_request_error(dialect: Dialect, error: &RequestError) {
     assert!(!reply.retryable(), "request error marked retryable");
     assert!(!reply.code.is_empty(), "request error without a code");
     assert!(
-        !crate::event::invites_retry(&reply.message),
+        !crate::api::invites_retry(&reply.message),
         "request error invites a retry: {}",
         reply.message
     );
@@ -590,7 +590,7 @@ fn assert_count_tokens(data: &[u8], limits: &RequestLimits) {
         other => panic!("count_tokens answered {other}"),
     }
     assert!(
-        !crate::event::invites_retry(&reply.message),
+        !crate::api::invites_retry(&reply.message),
         "count_tokens invites a retry: {}",
         reply.message
     );

@@ -6,7 +6,8 @@
 //! "500" (`openai-wire.md` §1.3). Permanent failures (4xx) therefore never quote agent
 //! text that contains such words; retryable ones say so plainly.
 
-use crate::event::{Failure, FailureKind, invites_retry};
+use crate::api::invites_retry;
+use crate::event::{Failure, FailureKind};
 
 /// How the agent process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
