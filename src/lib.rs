@@ -57,6 +57,7 @@ pub mod framing;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod names;
 pub mod openai;
 pub mod tools;
 

@@ -42,6 +42,7 @@ use crate::bridge::{Bridge, BridgeParams, Config, Dialect, Output};
 use crate::cursor::ExitStatus;
 use crate::event::{Event, Failure, FailureKind, FinishReason};
 use crate::framing::{self, LineFramer};
+use crate::names::named;
 
 /// A turn's handle: one client request served by the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -78,6 +79,11 @@ pub enum ConnectionError {
     #[error("the agent was reported exited twice")]
     ExitedTwice,
 }
+
+named!(ConnectionError, "connection error" {
+    AfterExit => "after_exit",
+    ExitedTwice => "exited_twice",
+});
 
 /// Where the handshake is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

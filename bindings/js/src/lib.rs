@@ -29,6 +29,7 @@ mod decoder;
 mod error;
 mod events;
 mod inputs;
+mod names;
 mod panic;
 mod reply;
 

@@ -1,0 +1,202 @@
+//! The stable names of the enums whose values cross a binding: each enum's names are
+//! written once, beside its declaration, and the C ABI, the Python and JavaScript packages
+//! and the examples spell their own names from them.
+//!
+//! Every such enum ([`ErrorKind`](crate::api::ErrorKind),
+//! [`FailureKind`](crate::event::FailureKind), [`Dialect`](crate::bridge::Dialect), …) has:
+//! - `ALL`: every value, in declaration order, which is also the order of the C ABI's
+//!   numbers for it (checked when the crate compiles): a new value goes last;
+//! - `name()`: its stable name, lower case with `_` between words (`usage_limit`), unless
+//!   the value is named after something that has a spelling of its own (a dialect is named
+//!   after its API: `chat-completions`);
+//! - [`FromStr`](std::str::FromStr), the inverse of `name()`, failing with [`UnknownName`];
+//! - the [`Named`] trait, for code generic over them.
+//!
+//! The bindings derive their spellings: the C header's enumerators are the name upper-cased
+//! with `_` for `-` after the type's prefix (`AW_FAILURE_KIND_USAGE_LIMIT`), and so are the
+//! Python package's members (`FailureKind.USAGE_LIMIT`); the JavaScript package's names are
+//! camelCase (`usageLimit`). Where a binding must write its list out (the C header's enum,
+//! the TypeScript union types, the Python enums), a test compares it with `ALL`.
+
+use std::fmt;
+
+/// An enum whose values have stable names (see the [module](self) documentation).
+pub trait Named: Copy + Eq + fmt::Debug + 'static {
+    /// What a value is, in words (`failure kind`), for messages.
+    const WHAT: &'static str;
+    /// Every value, in declaration order (the order of the C ABI's numbers).
+    const ALL: &'static [Self];
+    /// The value's stable name.
+    fn name(self) -> &'static str;
+}
+
+/// A name that is none of its enum's: what `FromStr` fails with for every [`Named`] enum.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} {name:?} (one of: {})", .expected.join(", "))]
+pub struct UnknownName {
+    /// What the name should have named (`failure kind`).
+    pub what: &'static str,
+    /// The name given.
+    pub name: String,
+    /// Every name there is, in the order of the enum's `ALL`.
+    pub expected: &'static [&'static str],
+}
+
+/// Gives a fieldless enum its names: `ALL`, `name()`, `FromStr` and [`Named`], from one
+/// list of `Variant => "name"` pairs in declaration order. A variant left out of the list
+/// does not compile (the name's `match` is exhaustive), and neither does a list out of
+/// declaration order.
+macro_rules! named {
+    ($ty:ident, $what:literal { $($variant:ident => $name:literal),+ $(,)? }) => {
+        impl $ty {
+            /// Every value, in declaration order, which is the order of the C ABI's numbers
+            /// for them: a new value goes last. See [`crate::names`].
+            pub const ALL: &'static [$ty] = &[$($ty::$variant),+];
+
+            const NAMES: &'static [&'static str] = &[$($name),+];
+
+            /// The value's stable name, which the bindings spell theirs from; the
+            /// [`FromStr`](std::str::FromStr) implementation reads it back. See
+            /// [`crate::names`].
+            #[must_use]
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $name),+
+                }
+            }
+
+            /// The name, NUL-terminated, for the C ABI.
+            #[cfg(feature = "capi")]
+            #[allow(dead_code)]
+            pub(crate) const fn c_name(self) -> &'static ::std::ffi::CStr {
+                match self {
+                    $($ty::$variant => const {
+                        match ::std::ffi::CStr::from_bytes_with_nul(
+                            concat!($name, "\0").as_bytes(),
+                        ) {
+                            Ok(name) => name,
+                            Err(_) => panic!("a name holds a NUL byte"),
+                        }
+                    }),+
+                }
+            }
+        }
+
+        // `ALL` is in declaration order, so a value's position in it is its number.
+        const _: () = {
+            let mut i = 0;
+            while i < $ty::ALL.len() {
+                assert!(
+                    $ty::ALL[i] as usize == i,
+                    concat!(stringify!($ty), "'s names are not in declaration order")
+                );
+                i += 1;
+            }
+        };
+
+        impl ::std::str::FromStr for $ty {
+            type Err = $crate::names::UnknownName;
+
+            fn from_str(name: &str) -> Result<$ty, $crate::names::UnknownName> {
+                $ty::ALL
+                    .iter()
+                    .copied()
+                    .find(|value| value.name() == name)
+                    .ok_or_else(|| $crate::names::UnknownName {
+                        what: $what,
+                        name: name.to_owned(),
+                        expected: $ty::NAMES,
+                    })
+            }
+        }
+
+        impl $crate::names::Named for $ty {
+            const WHAT: &'static str = $what;
+            const ALL: &'static [$ty] = $ty::ALL;
+
+            fn name(self) -> &'static str {
+                $ty::name(self)
+            }
+        }
+    };
+}
+pub(crate) use named;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::acp::PermissionChoice;
+    use crate::api::ErrorKind;
+    use crate::bridge::{BridgeError, Dialect};
+    use crate::cursor::DecoderError;
+    use crate::event::{EventKind, FailureKind, FinishReason, ProgressKind, ToolOutcome};
+    use crate::openai::chat::ReasoningField;
+    use crate::tools::ToolStrategy;
+
+    /// Every name is unique within its enum, spelled by the rule, and read back by
+    /// `FromStr`; anything else is an `UnknownName` listing them.
+    fn names_round_trip<T>()
+    where
+        T: Named + std::str::FromStr<Err = UnknownName>,
+    {
+        let mut seen = std::collections::HashSet::new();
+        for &value in T::ALL {
+            let name = value.name();
+            assert!(seen.insert(name), "{value:?} shares its name {name:?}");
+            assert!(
+                !name.is_empty()
+                    && name.bytes().all(|b| b.is_ascii_lowercase()
+                        || b.is_ascii_digit()
+                        || b == b'_'
+                        || b == b'-'),
+                "{value:?}: {name:?}"
+            );
+            assert_eq!(name.parse::<T>(), Ok(value));
+        }
+        let error = "Nope".parse::<T>().unwrap_err();
+        assert_eq!((error.what, error.name.as_str()), (T::WHAT, "Nope"));
+        assert_eq!(
+            error.expected,
+            T::ALL.iter().map(|v| v.name()).collect::<Vec<_>>()
+        );
+        assert!(
+            error
+                .to_string()
+                .starts_with(&format!("unknown {} \"Nope\" (one of: ", T::WHAT))
+        );
+    }
+
+    #[test]
+    fn every_named_enum_reads_its_names_back() {
+        names_round_trip::<ErrorKind>();
+        names_round_trip::<FailureKind>();
+        names_round_trip::<FinishReason>();
+        names_round_trip::<ToolOutcome>();
+        names_round_trip::<EventKind>();
+        names_round_trip::<ProgressKind>();
+        names_round_trip::<Dialect>();
+        names_round_trip::<PermissionChoice>();
+        names_round_trip::<ToolStrategy>();
+        names_round_trip::<ReasoningField>();
+        names_round_trip::<BridgeError>();
+        names_round_trip::<DecoderError>();
+        names_round_trip::<crate::acp::ConnectionError>();
+    }
+
+    #[test]
+    fn names_are_the_documented_spellings() {
+        assert_eq!(FailureKind::UsageLimit.name(), "usage_limit");
+        assert_eq!(
+            ErrorKind::UnsupportedMediaType.name(),
+            "unsupported_media_type"
+        );
+        assert_eq!(Dialect::ChatCompletions.name(), "chat-completions");
+        assert_eq!(
+            "not-found".parse::<ErrorKind>().unwrap_err().to_string(),
+            "unknown error kind \"not-found\" (one of: invalid_request, authentication, \
+             permission_denied, not_found, method_not_allowed, request_too_large, \
+             unsupported_media_type, rate_limited, internal, agent_failed, unavailable, \
+             timeout, usage_limit)"
+        );
+    }
+}
