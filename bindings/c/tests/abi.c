@@ -100,20 +100,20 @@ static void test_enum_names(void)
 {
     CHECK(strcmp(aw_error_kind_name(AW_ERROR_KIND_USAGE_LIMIT), "usage_limit") == 0);
     CHECK(strcmp(aw_error_kind_name(AW_ERROR_KIND_INVALID_REQUEST), "invalid_request") == 0);
-    CHECK(aw_error_kind_name(AW_ERROR_KIND_USAGE_LIMIT + 1) == NULL);
+    CHECK(aw_error_kind_name(1000) == NULL);
     CHECK(strcmp(aw_failure_kind_name(AW_FAILURE_KIND_AGENT_CRASHED), "agent_crashed") == 0);
-    CHECK(aw_failure_kind_name(AW_FAILURE_KIND_USAGE_LIMIT + 1) == NULL);
+    CHECK(aw_failure_kind_name(UINT32_MAX) == NULL);
     CHECK(strcmp(aw_finish_reason_name(AW_FINISH_REASON_TOOL_CALLS), "tool_calls") == 0);
     CHECK(aw_finish_reason_name(UINT32_MAX) == NULL);
     CHECK(strcmp(aw_tool_outcome_name(AW_TOOL_OUTCOME_NONE), "none") == 0);
     CHECK(strcmp(aw_tool_outcome_name(AW_TOOL_OUTCOME_PERMISSION_DENIED), "permission_denied") ==
           0);
-    CHECK(aw_tool_outcome_name(AW_TOOL_OUTCOME_UNKNOWN + 1) == NULL);
+    CHECK(aw_tool_outcome_name(1000) == NULL);
     CHECK(strcmp(aw_progress_kind_name(AW_PROGRESS_KIND_RETRYING), "retrying") == 0);
-    CHECK(aw_progress_kind_name(AW_PROGRESS_KIND_RETRYING + 1) == NULL);
+    CHECK(aw_progress_kind_name(1000) == NULL);
     CHECK(strcmp(aw_dialect_name(AW_DIALECT_CHAT_COMPLETIONS), "chat-completions") == 0);
     CHECK(strcmp(aw_dialect_name(AW_DIALECT_MESSAGES), "messages") == 0);
-    CHECK(aw_dialect_name(AW_DIALECT_MESSAGES + 1) == NULL);
+    CHECK(aw_dialect_name(1000) == NULL);
 }
 
 static void test_config(void)
