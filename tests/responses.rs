@@ -567,7 +567,7 @@ fn hostile_bodies_get_an_openai_400_naming_the_param() {
             "{body}"
         );
         assert!(
-            !agentwire::event::invites_retry(&error.message),
+            !agentwire::api::invites_retry(&error.message),
             "{}",
             error.message
         );
@@ -1000,7 +1000,7 @@ proptest! {
             Ok(request) => { let _ = render(&request); }
             Err(error) => {
                 prop_assert!(matches!(error.status(), 400 | 413));
-                prop_assert!(!agentwire::event::invites_retry(&error.message));
+                prop_assert!(!agentwire::api::invites_retry(&error.message));
             }
         }
     }

@@ -31,6 +31,7 @@ use crate::cursor::prompt::render_prompt;
 use crate::cursor::{AgentMode, Decoder, Invocation, InvocationSpec};
 use crate::event::{Event, Failure, FailureKind};
 use crate::framing;
+use crate::names::named;
 use crate::tools::loop_guard::LoopGuard;
 use crate::tools::{ToolPlan, ToolStrategy};
 use client::ClientTools;
@@ -86,6 +87,11 @@ pub enum BridgeError {
     #[error("the agent was reported exited twice")]
     ExitedTwice,
 }
+
+named!(BridgeError, "bridge error" {
+    AfterExit => "after_exit",
+    ExitedTwice => "exited_twice",
+});
 
 /// One request's protocol state machine: everything between a request body, in the
 /// [`Dialect`] the caller names, and the HTTP response, with no I/O of its own.
