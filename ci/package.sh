@@ -10,9 +10,9 @@
 #           sdist, in that wheel and in the one `pip wheel bindings/python` builds from the
 #           tree, and both licence texts in each (the wheels' `.dist-info/licenses/`);
 #   c       the release library installed with bindings/c/install.sh into an empty prefix,
-#           then programs built from the prefix alone, exactly as the README's link lines
-#           say (static, shared with an rpath, shared with LD_LIBRARY_PATH, through
-#           pkg-config), and run.
+#           without debug information and under its size limits, then programs built from
+#           the prefix alone, exactly as the README's link lines say (static, shared with an
+#           rpath, shared with LD_LIBRARY_PATH, through pkg-config), and run.
 #
 #   ci/package.sh [crate] [python] [c]      (default: all three)
 #
@@ -24,6 +24,10 @@ target=${CARGO_TARGET_DIR:-$root/target}
 
 # The published crate's limits (see `include` in Cargo.toml).
 CRATE_MAX_KIB=512
+# The installed C libraries' limits: stripped, the .so is about 1.4 MiB and the .a (all of
+# Rust's standard library inside) about 16 MiB; with their debug information, 11 and 37.
+C_SO_MAX_KIB=3072
+C_A_MAX_KIB=24576
 
 check_crate() {
     echo "==> the crate (cargo package)"
@@ -173,6 +177,20 @@ lib/pkgconfig/agentwire.pc"
     local soname
     soname=$(readelf -d "$prefix/lib/libagentwire.so.$version" | sed -n 's/.*(SONAME).*\[\(.*\)\]$/\1/p')
     [ "$soname" = "libagentwire.so.$major" ] || { echo "ci/package.sh: SONAME '$soname'" >&2; exit 1; }
+    local lib max kib
+    for lib in "libagentwire.so.$version:$C_SO_MAX_KIB" "libagentwire.a:$C_A_MAX_KIB"; do
+        max=${lib#*:}
+        lib=${lib%:*}
+        if readelf -S -W "$prefix/lib/$lib" | grep ' \.debug_' >/dev/null; then
+            echo "ci/package.sh: the installed $lib carries debug information" >&2
+            exit 1
+        fi
+        kib=$(( ($(stat -c %s "$prefix/lib/$lib") + 1023) / 1024 ))
+        if [ "$kib" -gt "$max" ]; then
+            echo "ci/package.sh: the installed $lib is $kib KiB, over $max KiB" >&2
+            exit 1
+        fi
+    done
 
     # The programs are built in an empty directory from the prefix alone: the C suite's
     # API test (without the test hooks, which a release lacks) and the plugin example.
@@ -213,8 +231,8 @@ lib/pkgconfig/agentwire.pc"
         grep -q '"finish_reason":"stop"' plugin.out && [ "$(tail -c 14 plugin.out)" = 'data: [DONE]' ] ||
             { echo "ci/package.sh: the plugin's answer is incomplete" >&2; head -5 plugin.err >&2; exit 1; }
     )
-    echo "    installed into a prefix: include/agentwire.h, lib/libagentwire.a ($(du -k "$prefix/lib/libagentwire.a" | cut -f1) KiB)," \
-        "lib/libagentwire.so.$version ($(du -k "$prefix/lib/libagentwire.so.$version" | cut -f1) KiB, SONAME $soname) with its links," \
+    echo "    installed into a prefix: include/agentwire.h, lib/libagentwire.a ($(du -k "$prefix/lib/libagentwire.a" | cut -f1) KiB, at most $C_A_MAX_KIB)," \
+        "lib/libagentwire.so.$version ($(du -k "$prefix/lib/libagentwire.so.$version" | cut -f1) KiB, at most $C_SO_MAX_KIB; SONAME $soname) with its links, no debug information," \
         "lib/pkgconfig/agentwire.pc; built from it alone static, shared (rpath, LD_LIBRARY_PATH, pkg-config), and run"
 }
 

@@ -7,12 +7,14 @@
 //!
 //! Strings are quoted with every byte below 0x20, 0x7f, `"` and `\` written as `\xHH`;
 //! a cost is written as the hex bits of its `f64`, so every binding prints it the same way.
+//! Outcomes, progress kinds, finish reasons and failure kinds are written by their stable
+//! names (`name()`), which the C and Python bindings read from the C ABI.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
 
 use agentwire::cursor::Decoder;
-use agentwire::event::{ActivityPhase, Event, FailureKind, FinishReason, Progress, ToolOutcome};
+use agentwire::event::{ActivityPhase, Event, Progress};
 
 fn quoted(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
@@ -31,32 +33,6 @@ fn optional(out: &mut Vec<u8>, label: &str, text: Option<&str>) {
     match text {
         Some(text) => quoted(out, text),
         None => out.push(b'-'),
-    }
-}
-
-fn outcome(outcome: ToolOutcome) -> &'static str {
-    match outcome {
-        ToolOutcome::Success => "success",
-        ToolOutcome::Rejected => "rejected",
-        ToolOutcome::Error => "error",
-        ToolOutcome::PermissionDenied => "permission_denied",
-        _ => "unknown",
-    }
-}
-
-fn failure_kind(kind: FailureKind) -> &'static str {
-    match kind {
-        FailureKind::InvalidRequest => "invalid_request",
-        FailureKind::NotAuthenticated => "not_authenticated",
-        FailureKind::ModelUnavailable => "model_unavailable",
-        FailureKind::RateLimited => "rate_limited",
-        FailureKind::Misconfigured => "misconfigured",
-        FailureKind::Unavailable => "unavailable",
-        FailureKind::Timeout => "timeout",
-        FailureKind::AgentError => "agent_error",
-        FailureKind::AgentCrashed => "agent_crashed",
-        FailureKind::UsageLimit => "usage_limit",
-        _ => "bad_output",
     }
 }
 
@@ -89,7 +65,7 @@ fn line(out: &mut Vec<u8>, event: &Event<'_>) {
                     outcome: o,
                     started_seen,
                 } => out.extend_from_slice(
-                    format!(" completed:{}:{}", outcome(o), u8::from(started_seen)).as_bytes(),
+                    format!(" completed:{}:{}", o.name(), u8::from(started_seen)).as_bytes(),
                 ),
                 _ => out.extend_from_slice(b" other"),
             }
@@ -99,13 +75,13 @@ fn line(out: &mut Vec<u8>, event: &Event<'_>) {
             optional(out, "model_call", activity.model_call_id);
         }
         Event::Progress(progress) => {
-            let text = match progress {
-                Progress::Reconnecting { attempt } => format!("progress reconnecting {attempt}"),
-                Progress::Reconnected => "progress reconnected 0".to_owned(),
-                Progress::Retrying { attempt } => format!("progress retrying {attempt}"),
-                _ => "progress other 0".to_owned(),
+            let attempt = match *progress {
+                Progress::Reconnecting { attempt } | Progress::Retrying { attempt } => attempt,
+                _ => 0,
             };
-            out.extend_from_slice(text.as_bytes());
+            out.extend_from_slice(
+                format!("progress {} {attempt}", progress.kind().name()).as_bytes(),
+            );
         }
         Event::Usage(usage) => {
             let reasoning = usage
@@ -128,16 +104,10 @@ fn line(out: &mut Vec<u8>, event: &Event<'_>) {
             );
         }
         Event::Finish(reason) => {
-            let reason = match reason {
-                FinishReason::Stop => "stop",
-                FinishReason::Length => "length",
-                FinishReason::ToolCalls => "tool_calls",
-                _ => "content_filter",
-            };
-            out.extend_from_slice(format!("finish {reason}").as_bytes());
+            out.extend_from_slice(format!("finish {}", reason.name()).as_bytes());
         }
         Event::Failed(failure) => {
-            out.extend_from_slice(format!("failed {} ", failure_kind(failure.kind)).as_bytes());
+            out.extend_from_slice(format!("failed {} ", failure.kind.name()).as_bytes());
             quoted(out, &failure.message);
         }
         _ => out.extend_from_slice(b"other"),

@@ -8,11 +8,9 @@
 //!
 //! The body goes to stdout; stderr holds `status: NNN` and `retryable: true|false` (the
 //! `x-should-retry` header), one per line. `count-tokens` reads the request body from the
-//! file, or from stdin without one. KIND is the class of the refusal: `invalid-request`,
-//! `authentication`, `permission-denied`, `not-found`, `method-not-allowed`,
-//! `request-too-large`, `unsupported-media-type`, `rate-limited`, `internal`,
-//! `agent-failed`, `unavailable`, `timeout`. The bindings' tests compare their own replies
-//! with this program's.
+//! file, or from stdin without one. KIND is the class of the refusal: the name of an
+//! `ErrorKind` (`ErrorKind::ALL`), with `-` or `_` between words (`not-found`,
+//! `usage_limit`). The bindings' tests compare their own replies with this program's.
 
 use std::io::{self, Read, Write};
 use std::process::ExitCode;
@@ -20,46 +18,18 @@ use std::process::ExitCode;
 use agentwire::anthropic;
 use agentwire::api::{ErrorKind, ErrorReply, RequestLimits};
 use agentwire::bridge::Dialect;
+use agentwire::names::UnknownName;
 
 const USAGE: &str = "usage: reply count-tokens [REQUEST.json]\n       reply error chat-completions|responses|messages KIND MESSAGE";
 
-/// Every error class by its name here.
-const KINDS: [(&str, ErrorKind); 13] = [
-    ("invalid-request", ErrorKind::InvalidRequest),
-    ("authentication", ErrorKind::Authentication),
-    ("permission-denied", ErrorKind::PermissionDenied),
-    ("not-found", ErrorKind::NotFound),
-    ("method-not-allowed", ErrorKind::MethodNotAllowed),
-    ("request-too-large", ErrorKind::RequestTooLarge),
-    ("unsupported-media-type", ErrorKind::UnsupportedMediaType),
-    ("rate-limited", ErrorKind::RateLimited),
-    ("internal", ErrorKind::Internal),
-    ("agent-failed", ErrorKind::AgentFailed),
-    ("unavailable", ErrorKind::Unavailable),
-    ("timeout", ErrorKind::Timeout),
-    ("usage-limit", ErrorKind::UsageLimit),
-];
-
 fn dialect(name: &str) -> Result<Dialect, String> {
-    match name {
-        "chat-completions" => Ok(Dialect::ChatCompletions),
-        "responses" => Ok(Dialect::Responses),
-        "messages" => Ok(Dialect::Messages),
-        other => Err(format!(
-            "unknown dialect {other:?} (chat-completions, responses, messages)"
-        )),
-    }
+    name.parse().map_err(|e: UnknownName| e.to_string())
 }
 
 fn kind(name: &str) -> Result<ErrorKind, String> {
-    KINDS
-        .iter()
-        .find(|(known, _)| *known == name)
-        .map(|(_, kind)| *kind)
-        .ok_or_else(|| {
-            let names: Vec<&str> = KINDS.iter().map(|(name, _)| *name).collect();
-            format!("unknown kind {name:?} ({})", names.join(", "))
-        })
+    name.replace('-', "_")
+        .parse()
+        .map_err(|e: UnknownName| e.to_string())
 }
 
 /// The reply the arguments ask for, and the dialect it is rendered in.

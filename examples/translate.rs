@@ -49,14 +49,8 @@ fn default_request(dialect: Dialect) -> &'static str {
 }
 
 fn parse_dialect(name: &str) -> Result<Dialect, String> {
-    match name {
-        "chat-completions" => Ok(Dialect::ChatCompletions),
-        "responses" => Ok(Dialect::Responses),
-        "messages" => Ok(Dialect::Messages),
-        other => Err(format!(
-            "--api: unknown dialect {other:?} (chat-completions, responses, messages)"
-        )),
-    }
+    name.parse()
+        .map_err(|e: agentwire::names::UnknownName| format!("--api: {e}"))
 }
 
 fn parse_args() -> Result<Args, String> {

@@ -33,14 +33,16 @@ for path in "${transcripts[@]}"; do
 done
 
 # Per-line seeds: the first line of each (type, subtype) seen across all transcripts, so
-# that short inputs of every kind are in the corpus from the start.
+# that short inputs of every kind are in the corpus from the start. They are cut into a
+# temporary directory, removed when the script exits.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 lines=0
 while IFS= read -r -d '' file; do
     lines=$((lines + 1))
     cp "$file" corpus/decoder/
     cp "$file" corpus/framing/
 done < <(
-    tmp=$(mktemp -d)
     awk -v dir="$tmp" '
         match($0, /"type":"[a-z_]+"(,"subtype":"[a-z_]+")?/) {
             key = substr($0, RSTART, RLENGTH)

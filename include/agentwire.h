@@ -104,10 +104,10 @@
 
 /** The C ABI version of this header (aw_version() gives the linked library's). */
 #define AW_VERSION_MAJOR 1
-#define AW_VERSION_MINOR 1
+#define AW_VERSION_MINOR 2
 #define AW_VERSION_PATCH 0
 /** AW_VERSION_MAJOR * 1000000 + AW_VERSION_MINOR * 1000 + AW_VERSION_PATCH */
-#define AW_VERSION_NUMBER 1001000
+#define AW_VERSION_NUMBER 1002000
 
 
 /**
@@ -294,6 +294,12 @@ enum aw_output_kind
      * Close the response. Nothing follows: every later poll returns `AW_RESULT_DRAINED`.
      */
     AW_OUTPUT_KIND_END = 3,
+    /**
+     * Start the agent again from the bridge's invocation, which now describes a new run,
+     * and feed its output to the same bridge. Only a bridge of a conversation asks for it
+     * (at most once, after the run it replaces was reported exited).
+     */
+    AW_OUTPUT_KIND_RESPAWN = 4,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -429,7 +435,7 @@ typedef uint32_t aw_activity_phase;
 #endif // __cplusplus
 
 /**
- * How an agent-run tool call ended.
+ * How an agent-run tool call ended (`aw_tool_outcome_name` names a value).
  */
 enum aw_tool_outcome
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -470,7 +476,7 @@ typedef uint32_t aw_tool_outcome;
 #endif // __cplusplus
 
 /**
- * What kind of progress.
+ * What kind of progress (`aw_progress_kind_name` names a value).
  */
 enum aw_progress_kind
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -499,7 +505,7 @@ typedef uint32_t aw_progress_kind;
 #endif // __cplusplus
 
 /**
- * Why an answer ended.
+ * Why an answer ended (`aw_finish_reason_name` names a value).
  */
 enum aw_finish_reason
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -532,7 +538,8 @@ typedef uint32_t aw_finish_reason;
 #endif // __cplusplus
 
 /**
- * Classes of failure, from the client's point of view.
+ * Classes of failure, from the client's point of view (`aw_failure_kind_name` names a
+ * value).
  */
 enum aw_failure_kind
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -595,7 +602,7 @@ typedef uint32_t aw_failure_kind;
 
 /**
  * The API a request speaks, chosen by the caller from the route the request came in on;
- * never guessed from the body.
+ * never guessed from the body. `aw_dialect_name` names a value.
  */
 enum aw_dialect
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -626,7 +633,7 @@ typedef uint32_t aw_dialect;
 
 /**
  * The class of an error reply; each has one HTTP status, and whether a client may retry
- * follows from it (`aw_reply_retryable`).
+ * follows from it (`aw_reply_retryable`). `aw_error_kind_name` names a value.
  */
 enum aw_error_kind
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -693,6 +700,12 @@ typedef enum aw_error_kind aw_error_kind;
 typedef uint32_t aw_error_kind;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
+
+/**
+ * Who owns a session: the key the request authenticated with, or the local user when the
+ * server takes no key. A session is only ever resumed by a request of its owner.
+ */
+typedef struct Owner Owner;
 
 /**
  * Settings for `aw_acp_connection_new`: an opaque handle, created with the defaults of the
@@ -1445,6 +1458,16 @@ aw_result aw_config_get_loop_guard_max_repeats(const aw_config *config,
                                                uint32_t *out_value);
 
 /**
+ * The name of an `aw_dialect` value, the name of its API (`"chat-completions"`,
+ * `"responses"`, `"messages"`), or NULL for a number that is not one.
+ *
+ * Memory and lifetimes: static and NUL-terminated; do not free it.
+ *
+ * Since ABI 1.2.
+ */
+const char *aw_dialect_name(uint32_t dialect);
+
+/**
  * Validates a request body of `dialect` and prepares its run, writing the new bridge to
  * `*out_bridge`.
  *
@@ -1684,6 +1707,17 @@ bool aw_bridge_is_stream(const aw_bridge *bridge);
  */
 aw_result aw_bridge_session_id(const aw_bridge *bridge,
                                aw_str *out_session_id);
+
+/**
+ * The name of an `aw_error_kind` value (`"usage_limit"` for `AW_ERROR_KIND_USAGE_LIMIT`:
+ * the enumerator's name after its prefix, in lower case), or NULL for a number that is
+ * not one. The Rust API, the bindings and the examples name the classes alike.
+ *
+ * Memory and lifetimes: static and NUL-terminated; do not free it.
+ *
+ * Since ABI 1.2.
+ */
+const char *aw_error_kind_name(uint32_t kind);
 
 /**
  * The answer to a `POST /v1/messages/count_tokens` body (any query string), without an
@@ -2243,6 +2277,49 @@ aw_result aw_acp_connection_poll_decision(aw_acp_connection *connection,
 aw_result aw_acp_connection_poll_timeout(const aw_acp_connection *connection,
                                          bool *out_has_deadline,
                                          uint64_t *out_deadline_ms);
+
+/**
+ * The name of an `aw_tool_outcome` value (`"permission_denied"` for
+ * `AW_TOOL_OUTCOME_PERMISSION_DENIED`, `"none"` for `AW_TOOL_OUTCOME_NONE`), or NULL for
+ * a number that is not one.
+ *
+ * Memory and lifetimes: static and NUL-terminated; do not free it.
+ *
+ * Since ABI 1.2.
+ */
+const char *aw_tool_outcome_name(uint32_t outcome);
+
+/**
+ * The name of an `aw_progress_kind` value (`"reconnecting"`, …), or NULL for a number
+ * that is not one.
+ *
+ * Memory and lifetimes: static and NUL-terminated; do not free it.
+ *
+ * Since ABI 1.2.
+ */
+const char *aw_progress_kind_name(uint32_t kind);
+
+/**
+ * The name of an `aw_finish_reason` value (`"tool_calls"` for
+ * `AW_FINISH_REASON_TOOL_CALLS`, …), or NULL for a number that is not one.
+ *
+ * Memory and lifetimes: static and NUL-terminated; do not free it.
+ *
+ * Since ABI 1.2.
+ */
+const char *aw_finish_reason_name(uint32_t reason);
+
+/**
+ * The name of an `aw_failure_kind` value (`"usage_limit"` for
+ * `AW_FAILURE_KIND_USAGE_LIMIT`: the enumerator's name after its prefix, in lower case),
+ * or NULL for a number that is not one. The Rust API, the bindings and the examples name
+ * the classes alike.
+ *
+ * Memory and lifetimes: static and NUL-terminated; do not free it.
+ *
+ * Since ABI 1.2.
+ */
+const char *aw_failure_kind_name(uint32_t kind);
 
 /**
  * Creates a decoder with the decoder limits of `config` (`decoder_max_line_len`,

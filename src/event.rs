@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use crate::names::named;
+
 /// One thing that happened in the agent's answer.
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
@@ -33,6 +35,21 @@ pub enum Event<'a> {
 }
 
 impl Event<'_> {
+    /// Which kind of event this is.
+    #[must_use]
+    pub fn kind(&self) -> EventKind {
+        match self {
+            Event::TextDelta(_) => EventKind::TextDelta,
+            Event::ReasoningDelta(_) => EventKind::ReasoningDelta,
+            Event::ToolCall(_) => EventKind::ToolCall,
+            Event::AgentActivity(_) => EventKind::AgentActivity,
+            Event::Progress(_) => EventKind::Progress,
+            Event::Usage(_) => EventKind::Usage,
+            Event::Finish(_) => EventKind::Finish,
+            Event::Failed(_) => EventKind::Failed,
+        }
+    }
+
     /// Whether this event is evidence that the agent is producing an answer (as opposed to
     /// progress notes). The bridge commits a streaming response's head at the first one.
     pub fn is_answer(&self) -> bool {
@@ -42,6 +59,39 @@ impl Event<'_> {
         )
     }
 }
+
+/// The kinds of [`Event`]: an event's variant without its data.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// [`Event::TextDelta`].
+    TextDelta,
+    /// [`Event::ReasoningDelta`].
+    ReasoningDelta,
+    /// [`Event::ToolCall`].
+    ToolCall,
+    /// [`Event::AgentActivity`].
+    AgentActivity,
+    /// [`Event::Progress`].
+    Progress,
+    /// [`Event::Usage`].
+    Usage,
+    /// [`Event::Finish`].
+    Finish,
+    /// [`Event::Failed`].
+    Failed,
+}
+
+named!(EventKind, "event kind" {
+    TextDelta => "text_delta",
+    ReasoningDelta => "reasoning_delta",
+    ToolCall => "tool_call",
+    AgentActivity => "agent_activity",
+    Progress => "progress",
+    Usage => "usage",
+    Finish => "finish",
+    Failed => "failed",
+});
 
 /// A client tool call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,8 +159,17 @@ pub enum ToolOutcome {
     Unknown,
 }
 
+named!(ToolOutcome, "tool outcome" {
+    Success => "success",
+    Rejected => "rejected",
+    Error => "error",
+    PermissionDenied => "permission_denied",
+    Unknown => "unknown",
+});
+
 impl ToolOutcome {
-    /// A lower-case word for the outcome.
+    /// A lower-case word for the outcome, for a person to read in an activity note (its
+    /// stable name is [`name`](Self::name)).
     pub fn as_str(self) -> &'static str {
         match self {
             ToolOutcome::Success => "done",
@@ -139,6 +198,36 @@ pub enum Progress {
         attempt: u32,
     },
 }
+
+impl Progress {
+    /// Which kind of progress this is.
+    #[must_use]
+    pub fn kind(self) -> ProgressKind {
+        match self {
+            Progress::Reconnecting { .. } => ProgressKind::Reconnecting,
+            Progress::Reconnected => ProgressKind::Reconnected,
+            Progress::Retrying { .. } => ProgressKind::Retrying,
+        }
+    }
+}
+
+/// The kinds of [`Progress`]: a note's variant without its attempt number.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProgressKind {
+    /// [`Progress::Reconnecting`].
+    Reconnecting,
+    /// [`Progress::Reconnected`].
+    Reconnected,
+    /// [`Progress::Retrying`].
+    Retrying,
+}
+
+named!(ProgressKind, "progress kind" {
+    Reconnecting => "reconnecting",
+    Reconnected => "reconnected",
+    Retrying => "retrying",
+});
 
 impl fmt::Display for Progress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -196,6 +285,13 @@ pub enum FinishReason {
     ContentFilter,
 }
 
+named!(FinishReason, "finish reason" {
+    Stop => "stop",
+    Length => "length",
+    ToolCalls => "tool_calls",
+    ContentFilter => "content_filter",
+});
+
 /// A failed answer: what class of failure, and a message for the client.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
@@ -222,42 +318,6 @@ impl fmt::Display for Failure {
 }
 
 impl std::error::Error for Failure {}
-
-/// What OpenCode's retry policy looks for in an error message (case-insensitive): a status
-/// number, or words of transient trouble. It retries a matching error up to five times
-/// whatever its status, so messages of permanent failures (request errors, not logged in,
-/// unknown model) must say none of them, even by quoting someone else's text.
-pub const RETRY_TRIGGERS: &[&str] = &[
-    "429",
-    "500",
-    "502",
-    "503",
-    "504",
-    "524",
-    "rate limit",
-    "too many requests",
-    "overloaded",
-    "service unavailable",
-    "internal error",
-    "server error",
-    "server_error",
-    "terminated",
-    "fetch failed",
-    "connection",
-    "econnreset",
-    "etimedout",
-    "timeout",
-    "timed out",
-    "try again",
-    "resource exhausted",
-    "currently at capacity",
-];
-
-/// Whether `message` would make OpenCode retry.
-pub fn invites_retry(message: &str) -> bool {
-    let lower = message.to_ascii_lowercase();
-    RETRY_TRIGGERS.iter().any(|t| lower.contains(t))
-}
 
 /// Classes of failure, from the client's point of view.
 #[non_exhaustive]
@@ -287,4 +347,70 @@ pub enum FailureKind {
     /// The account's usage limit or quota is used up: retrying before it resets (or the
     /// plan changes) will not help, so clients are told not to retry.
     UsageLimit,
+}
+
+named!(FailureKind, "failure kind" {
+    InvalidRequest => "invalid_request",
+    NotAuthenticated => "not_authenticated",
+    ModelUnavailable => "model_unavailable",
+    RateLimited => "rate_limited",
+    Misconfigured => "misconfigured",
+    Unavailable => "unavailable",
+    Timeout => "timeout",
+    AgentError => "agent_error",
+    AgentCrashed => "agent_crashed",
+    BadOutput => "bad_output",
+    UsageLimit => "usage_limit",
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_name_the_variants() {
+        let events = [
+            (Event::TextDelta("a"), "text_delta"),
+            (Event::ReasoningDelta("a"), "reasoning_delta"),
+            (
+                Event::ToolCall(ToolCall {
+                    index: 0,
+                    id: "call_1",
+                    name: "bash",
+                    arguments: "{}",
+                }),
+                "tool_call",
+            ),
+            (
+                Event::AgentActivity(AgentActivity {
+                    call_id: "c",
+                    tool: "shell",
+                    phase: ActivityPhase::Started,
+                    summary: "",
+                    arguments: None,
+                    model_call_id: None,
+                }),
+                "agent_activity",
+            ),
+            (Event::Progress(Progress::Reconnected), "progress"),
+            (Event::Usage(Usage::default()), "usage"),
+            (Event::Finish(FinishReason::Stop), "finish"),
+            (
+                Event::Failed(Failure::new(FailureKind::Timeout, "slow")),
+                "failed",
+            ),
+        ];
+        let kinds: Vec<EventKind> = events.iter().map(|(event, _)| event.kind()).collect();
+        assert_eq!(kinds, EventKind::ALL);
+        for (event, name) in &events {
+            assert_eq!(event.kind().name(), *name);
+        }
+        let notes = [
+            Progress::Reconnecting { attempt: 1 },
+            Progress::Reconnected,
+            Progress::Retrying { attempt: 2 },
+        ];
+        let kinds: Vec<&str> = notes.iter().map(|p| p.kind().name()).collect();
+        assert_eq!(kinds, ["reconnecting", "reconnected", "retrying"]);
+    }
 }

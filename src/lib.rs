@@ -25,8 +25,8 @@
 //! ```
 //!
 //! The modules stand in layers, each using only the layers before it (`tests/layers.rs`
-//! holds them to it): framing → event / conversation → api → tools → cursor → [`openai`] /
-//! [`anthropic`] → registry → bridge → mcp → acp → ffi. [`framing`] knows nothing of JSON; [`event`] is the
+//! holds them to it): names → framing → event / conversation → api → tools → cursor → [`openai`] /
+//! [`anthropic`] → registry → bridge → mcp → acp → ffi. [`names`] spells every enum's names once, for the bindings; [`framing`] knows nothing of JSON; [`event`] is the
 //! neutral model of what the agent did, [`conversation`] of what the client asked; [`api`]
 //! holds what every dialect shares (the neutral request, the error reply, the encoder
 //! interface); [`tools`] maps the agent's tool use onto the client's tools and guards
@@ -64,6 +64,7 @@ pub mod event;
 pub mod ffi;
 pub mod framing;
 pub mod mcp;
+pub mod names;
 pub mod openai;
 pub mod registry;
 pub mod tools;

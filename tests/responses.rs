@@ -567,7 +567,7 @@ fn hostile_bodies_get_an_openai_400_naming_the_param() {
             "{body}"
         );
         assert!(
-            !agentwire::event::invites_retry(&error.message),
+            !agentwire::api::invites_retry(&error.message),
             "{}",
             error.message
         );
@@ -588,14 +588,11 @@ fn hostile_bodies_get_an_openai_400_naming_the_param() {
     }
 }
 
-/// Fields that need state kept on the server, which keeps none.
+/// Fields that need state kept on the server, which keeps none. (`previous_response_id`
+/// is read: a conversation's transport continues the response it names, and a bridge on
+/// its own refuses it; see tests/conversations.rs.)
 fn needing_stored_state() -> Vec<Hostile> {
     vec![
-        (
-            json!({"input":"x","previous_response_id":"resp_1"}),
-            "previous_response_id",
-            "invalid_value",
-        ),
         (
             json!({"input":"x","conversation":"conv_1"}),
             "conversation",
@@ -1000,7 +997,7 @@ proptest! {
             Ok(request) => { let _ = render(&request); }
             Err(error) => {
                 prop_assert!(matches!(error.status(), 400 | 413));
-                prop_assert!(!agentwire::event::invites_retry(&error.message));
+                prop_assert!(!agentwire::api::invites_retry(&error.message));
             }
         }
     }
@@ -1657,4 +1654,24 @@ proptest! {
             None => prop_assert!(summary.response.get("usage").is_none()),
         }
     }
+}
+
+#[test]
+fn the_conversation_a_request_continues_is_read() {
+    let request =
+        parse(&json!({"input":"x","previous_response_id":"resp_1","prompt_cache_key":"thread-9"}))
+            .unwrap();
+    assert_eq!(
+        request.continuation.previous_response_id.as_deref(),
+        Some("resp_1")
+    );
+    assert_eq!(
+        request.continuation.conversation_key.as_deref(),
+        Some("thread-9")
+    );
+    let error = parse(&json!({"input":"x","previous_response_id":7})).unwrap_err();
+    assert_eq!(error.param.as_deref(), Some("previous_response_id"));
+    let long = "r".repeat(1025);
+    let error = parse(&json!({"input":"x","previous_response_id":long})).unwrap_err();
+    assert_eq!(error.param.as_deref(), Some("previous_response_id"));
 }

@@ -12,7 +12,13 @@
 #
 # LIB_DIR holds the built libraries (default target/release: run `cargo build --release`
 # first). The version is the C ABI's, AW_VERSION_* in the header; the library's SONAME is
-# libagentwire.so.MAJOR (build.rs), checked here when readelf is there. Then, with
+# libagentwire.so.MAJOR (build.rs), checked here when readelf is there. The libraries are
+# installed without debug information, as distributions install theirs: the release
+# profile keeps line tables (`debug = 1`, for the proxies' backtraces), which make the
+# built .so about 11 MiB and the .a about 37 MiB; installed, the .so is stripped of every
+# symbol it does not export (about 1.4 MiB) and the .a of its debug sections only (about
+# 16 MiB: its objects keep the symbols a link needs). `strip` (binutils) does it; STRIP
+# names another. Then, with
 # PKG_CONFIG_PATH=PREFIX/lib/pkgconfig:
 #   shared: cc app.c $(pkg-config --cflags --libs agentwire) -Wl,-rpath,PREFIX/lib
 #           (or run the program with LD_LIBRARY_PATH=PREFIX/lib)
@@ -36,11 +42,19 @@ if command -v readelf >/dev/null; then
     fi
 fi
 
+strip=${STRIP:-strip}
+if ! command -v "$strip" >/dev/null; then
+    echo "bindings/c/install.sh: '$strip' not found: it installs the libraries without their debug information (binutils; STRIP names another)" >&2
+    exit 1
+fi
+
 mkdir -p "$prefix/include" "$prefix/lib/pkgconfig"
 prefix=$(cd "$prefix" && pwd)
 install -m 644 "$header" "$prefix/include/"
-install -m 644 "$lib_dir/libagentwire.a" "$prefix/lib/"
-install -m 755 "$lib_dir/libagentwire.so" "$prefix/lib/libagentwire.so.$version"
+"$strip" --strip-debug -o "$prefix/lib/libagentwire.a" "$lib_dir/libagentwire.a"
+chmod 644 "$prefix/lib/libagentwire.a"
+"$strip" --strip-unneeded -o "$prefix/lib/libagentwire.so.$version" "$lib_dir/libagentwire.so"
+chmod 755 "$prefix/lib/libagentwire.so.$version"
 ln -sfn "libagentwire.so.$version" "$prefix/lib/$soname"
 ln -sfn "$soname" "$prefix/lib/libagentwire.so"
 sed -e "s|@PREFIX@|$prefix|" -e "s|@VERSION@|$version|" \

@@ -2,10 +2,12 @@
 # Builds the JavaScript package and runs its tests: the crate's own unit tests and lints; the
 # suite (test/*.test.mjs) under Node, Bun and Deno against a module built with the
 # `test-hooks` feature, every answer compared with the Rust examples' on the same input;
-# `tsc --noEmit --strict` over the examples and the OpenCode plugin's types; then the package
-# as users get it: installed from this folder with one `npm install` (its `prepare` builds
-# it), packed, its tarball's contents checked, and installed from the tarball with no build
-# (what a registry would serve; OpenCode installs the plugin so).
+# `tsc --noEmit --strict` over the examples and the OpenCode plugin's types; the READMEs'
+# TypeScript blocks compiled strict and run (tests/readme/ts.mjs); then the package as users
+# get it: installed from this folder with one `npm install` (its `prepare` builds it),
+# packed, its tarball's contents checked and loaded, installed from the tarball with no
+# build (what a registry would serve; OpenCode installs the plugin so), and the module's
+# size compared with the README's figures.
 #
 # bindings/js/setup.sh installs what it needs first (idempotent).
 set -euo pipefail
@@ -33,7 +35,8 @@ node $js/scripts/build.mjs --test-hooks
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-export AGENTWIRE_JS_RUN=$$ AGENTWIRE_JS_EXPECTED=$scratch/expected.json AGENTWIRE_REQUIRE_TEST_HOOKS=1
+export AGENTWIRE_JS_CASES=$scratch/cases AGENTWIRE_JS_EXPECTED=$scratch/expected.json AGENTWIRE_REQUIRE_TEST_HOOKS=1
+mkdir "$AGENTWIRE_JS_CASES"
 step "the Rust answers to compare with"
 node $js/test/expect.mjs "$AGENTWIRE_JS_EXPECTED"
 
@@ -46,6 +49,9 @@ step "the suite under Deno $($js/test/node_modules/.bin/deno --version | head -1
 
 step "tsc --noEmit --strict over the examples and the OpenCode plugin's types"
 node $js/node_modules/typescript/bin/tsc -p $js/test/tsconfig.examples.json
+
+step "the READMEs' TypeScript blocks, compiled strict and run (tests/readme/ts.mjs)"
+node tests/readme/ts.mjs
 
 step "installed with one command: npm install <this folder> (its prepare builds the package)"
 mkdir "$scratch/app"
@@ -107,7 +113,35 @@ for (const f of files.filter((f) => f.endsWith('.d.ts'))) {
 const wasm = pack.files.find((f) => f.path === 'wasm/agentwire_js_bg.wasm').size;
 console.log(`    ${files.length} files, ${pack.size} bytes packed (${pack.unpackedSize} unpacked); wasm ${wasm} bytes`);
 JS
-gzip -9 -c $js/wasm/agentwire_js_bg.wasm | wc -c | xargs printf '    wasm gzipped: %d bytes\n'
+gzipped=$(gzip -9 -c $js/wasm/agentwire_js_bg.wasm | wc -c)
+printf '    wasm gzipped: %d bytes\n' "$gzipped"
+
+step "the module's size, as the README gives it"
+node - README.md $js/wasm/agentwire_js_bg.wasm "$gzipped" <<'JS'
+// The README's figures (kB of 1000 bytes), within 5% of the module built as users get it
+// (gzipped: by `gzip -9`).
+const { readFileSync } = require('node:fs');
+const [readme, path, gzipped] = process.argv.slice(2);
+const said = /the module is (\d+) KB \((\d+) KB gzipped/.exec(readFileSync(readme, 'utf8'));
+if (!said) {
+  console.error(`${readme} no longer gives the module's size as "the module is N KB (N KB gzipped"`);
+  process.exit(1);
+}
+const wasm = readFileSync(path);
+const sizes = { module: wasm.length, gzipped: Number(gzipped) };
+const figures = { module: Number(said[1]), gzipped: Number(said[2]) };
+let wrong = false;
+for (const [what, bytes] of Object.entries(sizes)) {
+  const kb = bytes / 1000;
+  const off = Math.abs(kb - figures[what]) / figures[what];
+  console.log(`    ${what}: ${kb.toFixed(0)} KB, the README says ${figures[what]} KB (${(off * 100).toFixed(1)}% off)`);
+  if (off > 0.05) wrong = true;
+}
+if (wrong) {
+  console.error(`${readme}: the module's size is more than 5% off: say ${(sizes.module / 1000).toFixed(0)} KB (${(sizes.gzipped / 1000).toFixed(0)} KB gzipped)`);
+  process.exit(1);
+}
+JS
 
 step "installed from the packed tarball: dist/ and wasm/ inside, no build at install"
 # Without cargo or anything else on PATH but node: a build would fail (and scripts/ is not
@@ -120,4 +154,5 @@ if ! (cd "$scratch/packed" && npm init -y && env PATH="$(dirname "$(command -v n
     exit 1
 fi
 (cd "$scratch/packed" && node check.mjs)
+
 step "done"

@@ -25,6 +25,10 @@ ci/setup.sh python
 # maturin's build hooks run the `maturin` program from the virtualenv.
 export PATH="$root/$venv/bin:$PATH"
 pip=("$root/$venv/bin/pip" --disable-pip-version-check)
+# What the tests write (pytest's tmp_path directories) and the wheel test's empty working
+# directory: under one temporary directory, removed when this script exits, however.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
 
 from_source() {
     echo "==> Python package built from source, tested in $venv"
@@ -32,7 +36,7 @@ from_source() {
     MATURIN_PEP517_ARGS="--features ffi-test-hooks" \
         "${pip[@]}" install --quiet --no-build-isolation --force-reinstall --no-deps ./bindings/python
     echo "    python package built and installed in $((SECONDS - start)) s"
-    AGENTWIRE_REQUIRE_TEST_HOOKS=1 "$venv/bin/pytest" -q -p no:cacheprovider bindings/python/tests
+    AGENTWIRE_REQUIRE_TEST_HOOKS=1 "$venv/bin/pytest" -q -p no:cacheprovider --basetemp="$scratch/pytest-source" bindings/python/tests
 }
 
 from_wheel() {
@@ -59,9 +63,8 @@ from_wheel() {
 
     # Everything below runs from an empty directory, so nothing but the installed package
     # can be imported as `agentwire` (pytest adds only tests/ itself to sys.path).
-    local away
-    away=$(mktemp -d)
-    trap 'rm -rf "$away"' RETURN
+    local away=$scratch/away
+    mkdir "$away"
     cat >"$away/installed_wheel.py" <<'EOF'
 """Checks the installed wheel: its metadata and licence files, that its sources parse as
 the oldest Python it declares, and that the tests imported it and not the source tree."""
@@ -105,7 +108,7 @@ EOF
         cd "$away"
         export AGENTWIRE_WHEEL_VENV=$fresh
         "$fresh/bin/python" installed_wheel.py
-        "$fresh/bin/python" -m pytest -q -p no:cacheprovider -p installed_wheel "$root/bindings/python/tests"
+        "$fresh/bin/python" -m pytest -q -p no:cacheprovider -p installed_wheel --basetemp="$scratch/pytest-wheel" "$root/bindings/python/tests"
     )
 }
 

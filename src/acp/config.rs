@@ -1,5 +1,7 @@
 //! What a [`Connection`](super::Connection) decides by policy rather than by protocol.
 
+use crate::names::named;
+
 /// How a `session/request_permission` is answered. The choice is made by the offered
 /// option's `kind`, never by its id: every recorded agent names its options differently
 /// (`allow` / `allow-once` / `proceed_once` for the same kind).
@@ -10,6 +12,12 @@ pub enum PermissionChoice {
     /// Select the option of kind `reject_once`.
     RejectOnce,
 }
+
+// The option kinds they select.
+named!(PermissionChoice, "permission choice" {
+    AllowOnce => "allow_once",
+    RejectOnce => "reject_once",
+});
 
 /// How agent→client requests other than permission requests (`fs/*`, `terminal/*`,
 /// extension methods such as `cursor/create_plan`) are answered. agentwire advertises

@@ -29,11 +29,13 @@ use super::pool::Pool;
 use super::rpc::{PendingKind, Rpc};
 use super::session::ModelChoice;
 use super::turn::{Phase, Turn, TurnId};
+use crate::api::invites_retry;
 use crate::api::{ErrorKind, ErrorReply};
 use crate::bridge::{Bridge, BridgeParams, Config, Dialect, Output};
 use crate::cursor::ExitStatus;
-use crate::event::{Event, Failure, FailureKind, invites_retry};
+use crate::event::{Event, Failure, FailureKind};
 use crate::framing::LineFramer;
+use crate::names::named;
 
 /// A connection-level decision.
 #[non_exhaustive]
@@ -58,6 +60,11 @@ pub enum ConnectionError {
     #[error("the agent was reported exited twice")]
     ExitedTwice,
 }
+
+named!(ConnectionError, "connection error" {
+    AfterExit => "after_exit",
+    ExitedTwice => "exited_twice",
+});
 
 /// One ACP agent process (JSON-RPC 2.0, one message a line over its stdin and stdout)
 /// serving many requests, each as a [`TurnId`] on a fresh session, through the same

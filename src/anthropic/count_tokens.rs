@@ -52,7 +52,7 @@ pub fn count_tokens(body: &[u8], limits: &RequestLimits) -> ErrorReply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::invites_retry;
+    use crate::api::invites_retry;
 
     fn answer(body: &str) -> ErrorReply {
         count_tokens(body.as_bytes(), &RequestLimits::default())

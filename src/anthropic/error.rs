@@ -3,9 +3,9 @@
 
 use std::borrow::Cow;
 
+use crate::api::invites_retry;
 use crate::api::json::write_str;
 use crate::api::{ErrorKind, ErrorReply};
-use crate::event::invites_retry;
 
 /// The Anthropic `error.type` of an error class.
 fn error_type(kind: ErrorKind) -> &'static str {

@@ -802,7 +802,7 @@ fn output_config(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::invites_retry;
+    use crate::api::invites_retry;
 
     fn parse(body: &str) -> Result<Request, RequestError> {
         parse_request(body.as_bytes(), &RequestLimits::default())

@@ -3,6 +3,7 @@
 
 use super::request::RequestError;
 use crate::event::{Failure, FailureKind};
+use crate::names::named;
 
 /// An error response in no dialect's terms: its class (which decides the HTTP status and
 /// whether a client may retry), a message, the offending parameter, and a stable machine
@@ -52,6 +53,22 @@ pub enum ErrorKind {
     /// 429, not retryable: the account's usage limit or quota is used up.
     UsageLimit,
 }
+
+named!(ErrorKind, "error kind" {
+    InvalidRequest => "invalid_request",
+    Authentication => "authentication",
+    PermissionDenied => "permission_denied",
+    NotFound => "not_found",
+    MethodNotAllowed => "method_not_allowed",
+    RequestTooLarge => "request_too_large",
+    UnsupportedMediaType => "unsupported_media_type",
+    RateLimited => "rate_limited",
+    Internal => "internal",
+    AgentFailed => "agent_failed",
+    Unavailable => "unavailable",
+    Timeout => "timeout",
+    UsageLimit => "usage_limit",
+});
 
 impl ErrorKind {
     /// The HTTP status.

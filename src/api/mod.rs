@@ -20,7 +20,8 @@
 //!
 //! Shared by the dialect parsers (crate-internal): reading a body into a JSON object within
 //! the limits (lone UTF-16 surrogate escapes read as U+FFFD), the model-name rules, the
-//! typed errors naming each `param`, and the sizes of inline attachments.
+//! typed errors naming each `param`, and the sizes of inline attachments. Every error
+//! message is kept clear of what makes a client retry ([`invites_retry`]).
 
 //!
 //! # Adding a dialect
@@ -44,6 +45,7 @@ pub(crate) mod notes;
 pub(crate) mod parse;
 mod request;
 mod response;
+mod retry;
 mod surrogates;
 
 pub use error::{ErrorKind, ErrorReply};
@@ -52,3 +54,4 @@ pub use request::{
     RequestProblem, Thinking,
 };
 pub use response::{BodyBuilder, StreamEncoder};
+pub use retry::{RETRY_TRIGGERS, invites_retry};

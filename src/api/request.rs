@@ -3,8 +3,8 @@
 
 use thiserror::Error;
 
+use super::retry::invites_retry;
 use crate::conversation::Conversation;
-use crate::event::invites_retry;
 
 /// Limits applied while parsing a request body, whatever its dialect.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -188,7 +188,7 @@ const NEUTRAL_MESSAGE: &str = "The request is invalid; 'param' and 'code' name t
 impl RequestError {
     /// An error of `problem` about `param`. A message that would make a client retry (it
     /// quotes a status number or a word of transient trouble: see
-    /// [`invites_retry`](crate::event::invites_retry)) is replaced by a neutral one; the
+    /// [`invites_retry`](crate::api::invites_retry)) is replaced by a neutral one; the
     /// `param` and the problem's code still say what is wrong.
     pub fn new(problem: RequestProblem, message: impl Into<String>, param: Option<String>) -> Self {
         let message = message.into();

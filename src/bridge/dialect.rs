@@ -5,6 +5,7 @@ use std::fmt;
 
 use super::{BridgeParams, Config};
 use crate::api::{BodyBuilder, ErrorReply, Request, RequestError, StreamEncoder};
+use crate::names::named;
 use crate::openai::ApiError;
 use crate::openai::chat::{ChunkEncoder, CompletionBuilder, OutputOptions, ResponseMeta};
 use crate::{anthropic, openai};
@@ -23,6 +24,13 @@ pub enum Dialect {
     /// Anthropic Messages ([`anthropic`]).
     Messages,
 }
+
+// Named after the APIs, as the bindings and the examples take them.
+named!(Dialect, "dialect" {
+    ChatCompletions => "chat-completions",
+    Responses => "responses",
+    Messages => "messages",
+});
 
 /// A request of some dialect, parsed, with the writer of its response.
 #[derive(Debug)]

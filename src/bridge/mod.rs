@@ -32,6 +32,7 @@ use crate::cursor::prompt::{render_continuation, render_prompt};
 use crate::cursor::{AgentMode, Decoder, Invocation, InvocationSpec};
 use crate::event::{Event, Failure, FailureKind};
 use crate::framing;
+use crate::names::named;
 use crate::registry::{ConversationKeys, Decision, Owner, Registry, Resume};
 use crate::tools::loop_guard::LoopGuard;
 use crate::tools::{ToolPlan, ToolStrategy};
@@ -105,6 +106,11 @@ pub enum BridgeError {
     #[error("the agent was reported exited twice")]
     ExitedTwice,
 }
+
+named!(BridgeError, "bridge error" {
+    AfterExit => "after_exit",
+    ExitedTwice => "exited_twice",
+});
 
 /// One request's protocol state machine: everything between a request body, in the
 /// [`Dialect`] the caller names, and the HTTP response, with no I/O of its own.
@@ -263,6 +269,21 @@ impl Bridge {
         };
         let decision =
             registry.decide(caller.owner, &caller.keys, &prepared.request, params.now_ms);
+        Bridge::continuing(dialect, prepared, decision, config, params)
+    }
+
+    /// [`in_conversation`](Self::in_conversation) in three steps, for a caller that keeps
+    /// the registry behind a lock: the body parsed first, with no lock
+    /// ([`Dialect::prepare`]; a body it refuses is answered by [`Bridge::new`]), then the
+    /// registry's [`decide`](Registry::decide) under the lock (a hash of the conversation
+    /// and a few lookups), then this, with no lock: the run the decision says.
+    pub fn continuing(
+        dialect: Dialect,
+        prepared: Prepared,
+        decision: Decision,
+        config: &Config,
+        params: BridgeParams,
+    ) -> Bridge {
         let response_id = prepared.response_id.clone();
         let (lease, start) = match decision {
             Decision::Refuse(reply) => return Bridge::rejected(dialect, &reply, config, params),

@@ -18,6 +18,7 @@ use crate::event::{
     ActivityPhase, AgentActivity, Event, Failure, FinishReason, Progress, ToolOutcome, Usage,
 };
 use crate::framing::{DEFAULT_MAX_LINE_LEN, LineError, LineFramer, RETAINED_CAPACITY};
+use crate::names::named;
 
 /// Limits of a [`Decoder`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +49,10 @@ pub enum DecoderError {
     #[error("stdout was pushed after its end")]
     AfterEof,
 }
+
+named!(DecoderError, "decoder error" {
+    AfterEof => "after_eof",
+});
 
 /// Counters over everything decoded so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -8,7 +8,8 @@
 //! "500", whatever its status. Permanent failures (4xx) therefore never quote agent text
 //! that contains such words; retryable ones say so plainly.
 
-use crate::event::{Failure, FailureKind, invites_retry};
+use crate::api::invites_retry;
+use crate::event::{Failure, FailureKind};
 
 /// How the agent process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

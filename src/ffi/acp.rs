@@ -10,6 +10,7 @@ use super::boundary::{
 };
 use super::bridge::{aw_dialect, aw_output};
 use super::config::{aw_config, config_or_default};
+use super::names::CEnum;
 use super::result::{Error, aw_result};
 use super::views::{aw_bytes, aw_str};
 use crate::acp::{Connection, ConnectionError, Decision, TurnId};

@@ -10,6 +10,7 @@ use super::boundary::{
     Guarded, Handle, Out, boundary, call, call_mut, free_handle, impl_handle, input_enum,
     input_str, last_error,
 };
+use super::names::{CEnum, mirrors};
 use super::result::{Error, aw_result};
 use super::views::aw_str;
 use crate::acp::{AcpConfig, PermissionChoice};
@@ -35,22 +36,10 @@ pub enum aw_permission_choice {
     RejectOnce = 1,
 }
 
-impl aw_permission_choice {
-    fn from_u32(value: u32) -> Option<PermissionChoice> {
-        Some(match value {
-            0 => PermissionChoice::AllowOnce,
-            1 => PermissionChoice::RejectOnce,
-            _ => return None,
-        })
-    }
-
-    fn of(choice: PermissionChoice) -> aw_permission_choice {
-        match choice {
-            PermissionChoice::AllowOnce => aw_permission_choice::AllowOnce,
-            PermissionChoice::RejectOnce => aw_permission_choice::RejectOnce,
-        }
-    }
-}
+mirrors!(aw_permission_choice => PermissionChoice {
+    AllowOnce,
+    RejectOnce,
+});
 
 /// A copy of the config behind `config`, for a connection being created: the defaults
 /// when NULL; `AW_RESULT_POISONED` or `AW_RESULT_BUSY` (the config is in a call on another

@@ -7,6 +7,7 @@ use super::boundary::{
     input_enum, last_error, predicate,
 };
 use super::config::{aw_config, config_or_default};
+use super::names::{CEnum, mirrors, name_of};
 use super::result::{Error, aw_result};
 use super::views::{aw_bytes, aw_str};
 use crate::bridge::{Bridge, BridgeParams, Dialect, Output};
@@ -118,7 +119,7 @@ fn index_error(what: &str, index: usize, count: usize) -> Error {
 }
 
 /// The API a request speaks, chosen by the caller from the route the request came in on;
-/// never guessed from the body.
+/// never guessed from the body. `aw_dialect_name` names a value.
 #[allow(non_camel_case_types)]
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,16 +133,21 @@ pub enum aw_dialect {
     Messages = 2,
 }
 
-impl aw_dialect {
-    /// The dialect of a C enum value, if it is one.
-    pub(crate) fn from_u32(value: u32) -> Option<Dialect> {
-        Some(match value {
-            0 => Dialect::ChatCompletions,
-            1 => Dialect::Responses,
-            2 => Dialect::Messages,
-            _ => return None,
-        })
-    }
+mirrors!(aw_dialect => Dialect {
+    ChatCompletions,
+    Responses,
+    Messages,
+});
+
+/// The name of an `aw_dialect` value, the name of its API (`"chat-completions"`,
+/// `"responses"`, `"messages"`), or NULL for a number that is not one.
+///
+/// Memory and lifetimes: static and NUL-terminated; do not free it.
+///
+/// Since ABI 1.2.
+#[unsafe(no_mangle)]
+pub extern "C" fn aw_dialect_name(dialect: u32) -> *const c_char {
+    name_of::<aw_dialect>(dialect)
 }
 
 /// What `aw_bridge_poll_output` hands out.

@@ -7,6 +7,7 @@ use super::boundary::{
     Guarded, Handle, Out, boundary, call, call_mut, free_handle, impl_handle, input_enum,
     input_str, last_error,
 };
+use super::names::{CEnum, mirrors};
 use super::result::{Error, aw_result};
 use super::views::aw_str;
 use crate::bridge::Config;
@@ -50,43 +51,17 @@ pub enum aw_reasoning_field {
     Omitted = 2,
 }
 
-impl aw_tool_strategy {
-    fn from_u32(value: u32) -> Option<ToolStrategy> {
-        Some(match value {
-            0 => ToolStrategy::ReadOnly,
-            1 => ToolStrategy::Native,
-            2 => ToolStrategy::EnvelopeOnly,
-            _ => return None,
-        })
-    }
+mirrors!(aw_tool_strategy => ToolStrategy {
+    ReadOnly,
+    Native,
+    EnvelopeOnly,
+});
 
-    fn of(strategy: ToolStrategy) -> aw_tool_strategy {
-        match strategy {
-            ToolStrategy::ReadOnly => aw_tool_strategy::ReadOnly,
-            ToolStrategy::Native => aw_tool_strategy::Native,
-            ToolStrategy::EnvelopeOnly => aw_tool_strategy::EnvelopeOnly,
-        }
-    }
-}
-
-impl aw_reasoning_field {
-    fn from_u32(value: u32) -> Option<ReasoningField> {
-        Some(match value {
-            0 => ReasoningField::ReasoningContent,
-            1 => ReasoningField::Reasoning,
-            2 => ReasoningField::Omitted,
-            _ => return None,
-        })
-    }
-
-    fn of(field: ReasoningField) -> aw_reasoning_field {
-        match field {
-            ReasoningField::ReasoningContent => aw_reasoning_field::ReasoningContent,
-            ReasoningField::Reasoning => aw_reasoning_field::Reasoning,
-            ReasoningField::Omitted => aw_reasoning_field::Omitted,
-        }
-    }
-}
+mirrors!(aw_reasoning_field => ReasoningField {
+    ReasoningContent,
+    Reasoning,
+    Omitted,
+});
 
 /// A copy of the config behind `config`, for a bridge or decoder being created: the
 /// defaults when NULL; `AW_RESULT_POISONED` or `AW_RESULT_BUSY` (the config is in a call

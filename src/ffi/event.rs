@@ -1,9 +1,12 @@
 //! `aw_event`: the neutral event model as one tagged C struct.
 
+use std::ffi::c_char;
+
+use super::names::{CEnum, mirrors, name_of};
 use super::views::aw_str;
 use crate::event::{
-    ActivityPhase, AgentActivity, Event, Failure, FailureKind, FinishReason, Progress, ToolCall,
-    ToolOutcome, Usage,
+    ActivityPhase, AgentActivity, Event, EventKind, Failure, FailureKind, FinishReason, Progress,
+    ProgressKind, ToolCall, ToolOutcome, Usage,
 };
 
 /// Which member of an `aw_event` is meaningful.
@@ -31,6 +34,17 @@ pub enum aw_event_kind {
     Failed = 7,
 }
 
+mirrors!(aw_event_kind => EventKind {
+    TextDelta,
+    ReasoningDelta,
+    ToolCall,
+    AgentActivity,
+    Progress,
+    Usage,
+    Finish,
+    Failed,
+});
+
 /// A call of one of the client's tools.
 #[allow(non_camel_case_types)]
 #[repr(C)]
@@ -57,7 +71,7 @@ pub enum aw_activity_phase {
     Completed = 1,
 }
 
-/// How an agent-run tool call ended.
+/// How an agent-run tool call ended (`aw_tool_outcome_name` names a value).
 #[allow(non_camel_case_types)]
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +88,30 @@ pub enum aw_tool_outcome {
     PermissionDenied = 4,
     /// The result had a shape not known here.
     Unknown = 5,
+}
+
+// `None` stands for no outcome yet: it has no core value.
+mirrors!(aw_tool_outcome => ToolOutcome {
+    Success,
+    Rejected,
+    Error,
+    PermissionDenied,
+    Unknown,
+});
+
+/// The name of an `aw_tool_outcome` value (`"permission_denied"` for
+/// `AW_TOOL_OUTCOME_PERMISSION_DENIED`, `"none"` for `AW_TOOL_OUTCOME_NONE`), or NULL for
+/// a number that is not one.
+///
+/// Memory and lifetimes: static and NUL-terminated; do not free it.
+///
+/// Since ABI 1.2.
+#[unsafe(no_mangle)]
+pub extern "C" fn aw_tool_outcome_name(outcome: u32) -> *const c_char {
+    if outcome == aw_tool_outcome::None as u32 {
+        return c"none".as_ptr();
+    }
+    name_of::<aw_tool_outcome>(outcome)
 }
 
 /// A tool call the agent handled itself.
@@ -104,7 +142,7 @@ pub struct aw_agent_activity {
     pub model_call_id: aw_str,
 }
 
-/// What kind of progress.
+/// What kind of progress (`aw_progress_kind_name` names a value).
 #[allow(non_camel_case_types)]
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,6 +153,23 @@ pub enum aw_progress_kind {
     Reconnected = 1,
     /// The agent is retrying its request (`attempt` from 1).
     Retrying = 2,
+}
+
+mirrors!(aw_progress_kind => ProgressKind {
+    Reconnecting,
+    Reconnected,
+    Retrying,
+});
+
+/// The name of an `aw_progress_kind` value (`"reconnecting"`, …), or NULL for a number
+/// that is not one.
+///
+/// Memory and lifetimes: static and NUL-terminated; do not free it.
+///
+/// Since ABI 1.2.
+#[unsafe(no_mangle)]
+pub extern "C" fn aw_progress_kind_name(kind: u32) -> *const c_char {
+    name_of::<aw_progress_kind>(kind)
 }
 
 /// A progress note.
@@ -155,7 +210,7 @@ pub struct aw_usage {
     pub total_tokens: u64,
 }
 
-/// Why an answer ended.
+/// Why an answer ended (`aw_finish_reason_name` names a value).
 #[allow(non_camel_case_types)]
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,7 +225,26 @@ pub enum aw_finish_reason {
     ContentFilter = 3,
 }
 
-/// Classes of failure, from the client's point of view.
+mirrors!(aw_finish_reason => FinishReason {
+    Stop,
+    Length,
+    ToolCalls,
+    ContentFilter,
+});
+
+/// The name of an `aw_finish_reason` value (`"tool_calls"` for
+/// `AW_FINISH_REASON_TOOL_CALLS`, …), or NULL for a number that is not one.
+///
+/// Memory and lifetimes: static and NUL-terminated; do not free it.
+///
+/// Since ABI 1.2.
+#[unsafe(no_mangle)]
+pub extern "C" fn aw_finish_reason_name(reason: u32) -> *const c_char {
+    name_of::<aw_finish_reason>(reason)
+}
+
+/// Classes of failure, from the client's point of view (`aw_failure_kind_name` names a
+/// value).
 #[allow(non_camel_case_types)]
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,6 +272,33 @@ pub enum aw_failure_kind {
     BadOutput = 9,
     /// The account's usage limit or quota is used up (429, not retryable).
     UsageLimit = 10,
+}
+
+mirrors!(aw_failure_kind => FailureKind {
+    InvalidRequest,
+    NotAuthenticated,
+    ModelUnavailable,
+    RateLimited,
+    Misconfigured,
+    Unavailable,
+    Timeout,
+    AgentError,
+    AgentCrashed,
+    BadOutput,
+    UsageLimit,
+});
+
+/// The name of an `aw_failure_kind` value (`"usage_limit"` for
+/// `AW_FAILURE_KIND_USAGE_LIMIT`: the enumerator's name after its prefix, in lower case),
+/// or NULL for a number that is not one. The Rust API, the bindings and the examples name
+/// the classes alike.
+///
+/// Memory and lifetimes: static and NUL-terminated; do not free it.
+///
+/// Since ABI 1.2.
+#[unsafe(no_mangle)]
+pub extern "C" fn aw_failure_kind_name(kind: u32) -> *const c_char {
+    name_of::<aw_failure_kind>(kind)
 }
 
 /// A failed answer.
@@ -310,7 +411,7 @@ impl aw_event {
                 ..aw_event::empty(aw_event_kind::Usage)
             },
             Event::Finish(reason) => aw_event {
-                finish_reason: finish_reason(*reason),
+                finish_reason: aw_finish_reason::of(*reason),
                 ..aw_event::empty(aw_event_kind::Finish)
             },
             Event::Failed(failure) => aw_event::failed(failure),
@@ -321,7 +422,7 @@ impl aw_event {
     pub(crate) fn failed(failure: &Failure) -> aw_event {
         aw_event {
             failure: aw_failure {
-                kind: failure_kind(failure.kind),
+                kind: aw_failure_kind::of(failure.kind),
                 message: aw_str::of(&failure.message),
             },
             ..aw_event::empty(aw_event_kind::Failed)
@@ -360,7 +461,7 @@ fn agent_activity(activity: &AgentActivity<'_>) -> aw_agent_activity {
             started_seen,
         } => (
             aw_activity_phase::Completed,
-            tool_outcome(outcome),
+            aw_tool_outcome::of(outcome),
             started_seen,
         ),
     };
@@ -378,23 +479,15 @@ fn agent_activity(activity: &AgentActivity<'_>) -> aw_agent_activity {
     }
 }
 
-fn tool_outcome(outcome: ToolOutcome) -> aw_tool_outcome {
-    match outcome {
-        ToolOutcome::Success => aw_tool_outcome::Success,
-        ToolOutcome::Rejected => aw_tool_outcome::Rejected,
-        ToolOutcome::Error => aw_tool_outcome::Error,
-        ToolOutcome::PermissionDenied => aw_tool_outcome::PermissionDenied,
-        ToolOutcome::Unknown => aw_tool_outcome::Unknown,
-    }
-}
-
 fn progress(progress: Progress) -> aw_progress {
-    let (kind, attempt) = match progress {
-        Progress::Reconnecting { attempt } => (aw_progress_kind::Reconnecting, attempt),
-        Progress::Reconnected => (aw_progress_kind::Reconnected, 0),
-        Progress::Retrying { attempt } => (aw_progress_kind::Retrying, attempt),
+    let attempt = match progress {
+        Progress::Reconnecting { attempt } | Progress::Retrying { attempt } => attempt,
+        Progress::Reconnected => 0,
     };
-    aw_progress { kind, attempt }
+    aw_progress {
+        kind: aw_progress_kind::of(progress.kind()),
+        attempt,
+    }
 }
 
 fn usage(usage: &Usage) -> aw_usage {
@@ -417,31 +510,6 @@ fn usage(usage: &Usage) -> aw_usage {
         cost: cost.unwrap_or(0.0),
         prompt_tokens: usage.prompt_tokens(),
         total_tokens: usage.total_tokens(),
-    }
-}
-
-fn finish_reason(reason: FinishReason) -> aw_finish_reason {
-    match reason {
-        FinishReason::Stop => aw_finish_reason::Stop,
-        FinishReason::Length => aw_finish_reason::Length,
-        FinishReason::ToolCalls => aw_finish_reason::ToolCalls,
-        FinishReason::ContentFilter => aw_finish_reason::ContentFilter,
-    }
-}
-
-fn failure_kind(kind: FailureKind) -> aw_failure_kind {
-    match kind {
-        FailureKind::InvalidRequest => aw_failure_kind::InvalidRequest,
-        FailureKind::NotAuthenticated => aw_failure_kind::NotAuthenticated,
-        FailureKind::ModelUnavailable => aw_failure_kind::ModelUnavailable,
-        FailureKind::RateLimited => aw_failure_kind::RateLimited,
-        FailureKind::Misconfigured => aw_failure_kind::Misconfigured,
-        FailureKind::Unavailable => aw_failure_kind::Unavailable,
-        FailureKind::Timeout => aw_failure_kind::Timeout,
-        FailureKind::AgentError => aw_failure_kind::AgentError,
-        FailureKind::AgentCrashed => aw_failure_kind::AgentCrashed,
-        FailureKind::BadOutput => aw_failure_kind::BadOutput,
-        FailureKind::UsageLimit => aw_failure_kind::UsageLimit,
     }
 }
 

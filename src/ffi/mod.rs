@@ -30,7 +30,8 @@
 //! `anthropic::count_tokens`, `Dialect::write_error`), [`acp_config`] and [`acp`]
 //! (`acp::AcpConfig`, `acp::Connection` and its turns), [`decoder`] and [`event`]
 //! (`cursor::Decoder`, `event::Event`), [`result`], [`views`], [`version`]; [`boundary`]
-//! holds the casts and checks.
+//! holds the casts and checks, and `names` the C enums' correspondence with the core's
+//! enums and their names.
 
 // The exports' safety contract is the module's pointer rules above, stated once (and in
 // the header's preamble) rather than on each of them.
@@ -61,3 +62,5 @@ pub mod decoder;
 pub mod test_hooks;
 
 pub mod boundary;
+
+pub(crate) mod names;

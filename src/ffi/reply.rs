@@ -10,6 +10,7 @@ use super::boundary::{
 };
 use super::bridge::aw_dialect;
 use super::config::{aw_config, config_or_default};
+use super::names::{CEnum, mirrors, name_of};
 use super::result::aw_result;
 use super::views::aw_bytes;
 use crate::anthropic;
@@ -46,7 +47,7 @@ impl Reply {
 }
 
 /// The class of an error reply; each has one HTTP status, and whether a client may retry
-/// follows from it (`aw_reply_retryable`).
+/// follows from it (`aw_reply_retryable`). `aw_error_kind_name` names a value.
 #[allow(non_camel_case_types)]
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,48 +80,32 @@ pub enum aw_error_kind {
     UsageLimit = 12,
 }
 
-impl aw_error_kind {
-    /// Every value, in order.
-    const ALL: [aw_error_kind; 13] = [
-        aw_error_kind::InvalidRequest,
-        aw_error_kind::Authentication,
-        aw_error_kind::PermissionDenied,
-        aw_error_kind::NotFound,
-        aw_error_kind::MethodNotAllowed,
-        aw_error_kind::RequestTooLarge,
-        aw_error_kind::UnsupportedMediaType,
-        aw_error_kind::RateLimited,
-        aw_error_kind::Internal,
-        aw_error_kind::AgentFailed,
-        aw_error_kind::Unavailable,
-        aw_error_kind::Timeout,
-        aw_error_kind::UsageLimit,
-    ];
+mirrors!(aw_error_kind => ErrorKind {
+    InvalidRequest,
+    Authentication,
+    PermissionDenied,
+    NotFound,
+    MethodNotAllowed,
+    RequestTooLarge,
+    UnsupportedMediaType,
+    RateLimited,
+    Internal,
+    AgentFailed,
+    Unavailable,
+    Timeout,
+    UsageLimit,
+});
 
-    fn kind(self) -> ErrorKind {
-        match self {
-            aw_error_kind::InvalidRequest => ErrorKind::InvalidRequest,
-            aw_error_kind::Authentication => ErrorKind::Authentication,
-            aw_error_kind::PermissionDenied => ErrorKind::PermissionDenied,
-            aw_error_kind::NotFound => ErrorKind::NotFound,
-            aw_error_kind::MethodNotAllowed => ErrorKind::MethodNotAllowed,
-            aw_error_kind::RequestTooLarge => ErrorKind::RequestTooLarge,
-            aw_error_kind::UnsupportedMediaType => ErrorKind::UnsupportedMediaType,
-            aw_error_kind::RateLimited => ErrorKind::RateLimited,
-            aw_error_kind::Internal => ErrorKind::Internal,
-            aw_error_kind::AgentFailed => ErrorKind::AgentFailed,
-            aw_error_kind::Unavailable => ErrorKind::Unavailable,
-            aw_error_kind::Timeout => ErrorKind::Timeout,
-            aw_error_kind::UsageLimit => ErrorKind::UsageLimit,
-        }
-    }
-
-    fn from_u32(value: u32) -> Option<ErrorKind> {
-        aw_error_kind::ALL
-            .into_iter()
-            .find(|kind| *kind as u32 == value)
-            .map(aw_error_kind::kind)
-    }
+/// The name of an `aw_error_kind` value (`"usage_limit"` for `AW_ERROR_KIND_USAGE_LIMIT`:
+/// the enumerator's name after its prefix, in lower case), or NULL for a number that is
+/// not one. The Rust API, the bindings and the examples name the classes alike.
+///
+/// Memory and lifetimes: static and NUL-terminated; do not free it.
+///
+/// Since ABI 1.2.
+#[unsafe(no_mangle)]
+pub extern "C" fn aw_error_kind_name(kind: u32) -> *const c_char {
+    name_of::<aw_error_kind>(kind)
 }
 
 /// The answer to a `POST /v1/messages/count_tokens` body (any query string), without an
@@ -293,15 +278,15 @@ mod tests {
 
     #[test]
     fn every_error_kind_maps_to_its_class() {
-        for (value, kind) in aw_error_kind::ALL.into_iter().enumerate() {
+        for (value, (kind, class)) in aw_error_kind::VALUES.iter().zip(ErrorKind::ALL).enumerate() {
             let value = u32::try_from(value).unwrap();
-            assert_eq!(kind as u32, value, "{kind:?} is numbered in order");
-            assert_eq!(aw_error_kind::from_u32(value), Some(kind.kind()));
+            assert_eq!(*kind as u32, value, "{kind:?} is numbered in order");
+            assert_eq!(aw_error_kind::from_u32(value), Some(*class));
         }
         assert_eq!(aw_error_kind::from_u32(13), None);
-        let statuses: Vec<u16> = aw_error_kind::ALL
+        let statuses: Vec<u16> = aw_error_kind::VALUES
             .iter()
-            .map(|k| k.kind().status())
+            .map(|k| aw_error_kind::from_u32(*k as u32).unwrap().status())
             .collect();
         assert_eq!(
             statuses,

@@ -37,6 +37,7 @@ pub mod schema;
 use serde_json::Value;
 
 use crate::conversation::{ToolKind, ToolSpec};
+use crate::names::named;
 use envelope::EnvelopeError;
 
 /// How client tools are executed.
@@ -57,6 +58,12 @@ pub enum ToolStrategy {
     /// Every client tool is a text envelope; no interception.
     EnvelopeOnly,
 }
+
+named!(ToolStrategy, "tool strategy" {
+    ReadOnly => "read_only",
+    Native => "native",
+    EnvelopeOnly => "envelope_only",
+});
 
 /// How the model reaches one client tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

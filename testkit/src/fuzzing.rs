@@ -538,7 +538,7 @@ fn assert_request_error(dialect: Dialect, error: &RequestError) {
     assert!(!reply.retryable(), "request error marked retryable");
     assert!(!reply.code.is_empty(), "request error without a code");
     assert!(
-        !agentwire::event::invites_retry(&reply.message),
+        !agentwire::api::invites_retry(&reply.message),
         "request error invites a retry: {}",
         reply.message
     );
@@ -597,7 +597,7 @@ fn assert_count_tokens(data: &[u8], limits: &RequestLimits) {
         other => panic!("count_tokens answered {other}"),
     }
     assert!(
-        !agentwire::event::invites_retry(&reply.message),
+        !agentwire::api::invites_retry(&reply.message),
         "count_tokens invites a retry: {}",
         reply.message
     );

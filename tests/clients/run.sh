@@ -46,8 +46,12 @@ for bin in replay_agent tokio_proxy blocking_proxy; do
     export "AGENTWIRE_${bin^^}=$target/debug/$bin"
 done
 
+# pytest's tmp_path directories (the clients' homes and projects) go under a directory of
+# this run's, removed at its end.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
 echo "openai-python and anthropic-python judge the output offline; they, the AI SDK, OpenCode, Claude Code and Codex against both proxies"
-"$python" -m pytest -q -p no:cacheprovider tests/clients/python
+"$python" -m pytest -q -p no:cacheprovider --basetemp="$scratch/pytest" tests/clients/python
 echo "the AI SDK (openai-compatible) judges the output (offline)"
 (cd tests/clients/node && node --test --test-reporter=spec)
 echo "OpenCode with agentwire's plugin, from the packed JavaScript package (bindings/js/setup.sh installs what packing builds with)"

@@ -94,6 +94,28 @@ static void test_result_names(void)
     CHECK(strcmp(aw_result_name(AW_RESULT_UNKNOWN_TURN), "AW_RESULT_UNKNOWN_TURN") == 0);
 }
 
+/* The names of the enums' values: the enumerator's name after its prefix, in lower case
+ * (the dialects' are their APIs'), NULL for a number that is no value. */
+static void test_enum_names(void)
+{
+    CHECK(strcmp(aw_error_kind_name(AW_ERROR_KIND_USAGE_LIMIT), "usage_limit") == 0);
+    CHECK(strcmp(aw_error_kind_name(AW_ERROR_KIND_INVALID_REQUEST), "invalid_request") == 0);
+    CHECK(aw_error_kind_name(1000) == NULL);
+    CHECK(strcmp(aw_failure_kind_name(AW_FAILURE_KIND_AGENT_CRASHED), "agent_crashed") == 0);
+    CHECK(aw_failure_kind_name(UINT32_MAX) == NULL);
+    CHECK(strcmp(aw_finish_reason_name(AW_FINISH_REASON_TOOL_CALLS), "tool_calls") == 0);
+    CHECK(aw_finish_reason_name(UINT32_MAX) == NULL);
+    CHECK(strcmp(aw_tool_outcome_name(AW_TOOL_OUTCOME_NONE), "none") == 0);
+    CHECK(strcmp(aw_tool_outcome_name(AW_TOOL_OUTCOME_PERMISSION_DENIED), "permission_denied") ==
+          0);
+    CHECK(aw_tool_outcome_name(1000) == NULL);
+    CHECK(strcmp(aw_progress_kind_name(AW_PROGRESS_KIND_RETRYING), "retrying") == 0);
+    CHECK(aw_progress_kind_name(1000) == NULL);
+    CHECK(strcmp(aw_dialect_name(AW_DIALECT_CHAT_COMPLETIONS), "chat-completions") == 0);
+    CHECK(strcmp(aw_dialect_name(AW_DIALECT_MESSAGES), "messages") == 0);
+    CHECK(aw_dialect_name(1000) == NULL);
+}
+
 static void test_config(void)
 {
     aw_config *config = NULL;
@@ -1080,6 +1102,7 @@ int main(void)
     uint32_t v;
     test_version();
     test_result_names();
+    test_enum_names();
     test_config();
     test_bridge();
     test_client_gone();

@@ -86,25 +86,36 @@ static int drain(aw_bridge *bridge)
     return 0;
 }
 
+/* Whether `name` is `known`, a library name, with `-` allowed for `_`. */
+static bool names(const char *name, const char *known)
+{
+    for (; *known != '\0'; name++, known++) {
+        if (*name != *known && !(*name == '-' && *known == '_')) {
+            return false;
+        }
+    }
+    return *name == '\0';
+}
+
+/* The value named `name` of an enum whose names `name_of` gives (the library's
+ * aw_*_name, NULL past the last value); exits on an unknown name. */
+static uint32_t value_named(const char *(*name_of)(uint32_t), const char *what, const char *name)
+{
+    uint32_t value;
+    const char *known;
+    for (value = 0; (known = name_of(value)) != NULL; value++) {
+        if (names(name, known)) {
+            return value;
+        }
+    }
+    fprintf(stderr, "drive: unknown %s %s\n", what, name);
+    exit(2);
+}
+
 /* The aw_dialect named as translate's --api names it; exits on an unknown name. */
 static aw_dialect dialect_named(const char *name)
 {
-    static const struct {
-        const char *name;
-        aw_dialect dialect;
-    } DIALECTS[] = {
-        {"chat-completions", AW_DIALECT_CHAT_COMPLETIONS},
-        {"responses", AW_DIALECT_RESPONSES},
-        {"messages", AW_DIALECT_MESSAGES},
-    };
-    size_t i;
-    for (i = 0; i < sizeof DIALECTS / sizeof DIALECTS[0]; i++) {
-        if (strcmp(name, DIALECTS[i].name) == 0) {
-            return DIALECTS[i].dialect;
-        }
-    }
-    fprintf(stderr, "drive: unknown dialect %s (chat-completions, responses, messages)\n", name);
-    exit(2);
+    return (aw_dialect)value_named(aw_dialect_name, "dialect", name);
 }
 
 static int run_bridge(int argc, char **argv)
@@ -196,15 +207,6 @@ static void optional(const char *label, bool has, aw_str s)
     }
 }
 
-static const char *const OUTCOMES[] = {"none", "success", "rejected", "error",
-                                       "permission_denied", "unknown"};
-static const char *const PROGRESS[] = {"reconnecting", "reconnected", "retrying"};
-static const char *const FINISH[] = {"stop", "length", "tool_calls", "content_filter"};
-static const char *const FAILURES[] = {
-    "invalid_request", "not_authenticated", "model_unavailable", "rate_limited",
-    "misconfigured", "unavailable", "timeout", "agent_error", "agent_crashed", "bad_output",
-    "usage_limit"};
-
 static void print_event(const aw_event *e)
 {
     switch (e->kind) {
@@ -232,7 +234,7 @@ static void print_event(const aw_event *e)
         if (e->activity.phase == AW_ACTIVITY_PHASE_STARTED) {
             printf(" started ");
         } else {
-            printf(" completed:%s:%d ", OUTCOMES[e->activity.outcome],
+            printf(" completed:%s:%d ", aw_tool_outcome_name(e->activity.outcome),
                    e->activity.started_seen ? 1 : 0);
         }
         quoted(e->activity.summary);
@@ -240,7 +242,7 @@ static void print_event(const aw_event *e)
         optional("model_call", e->activity.has_model_call_id, e->activity.model_call_id);
         break;
     case AW_EVENT_KIND_PROGRESS:
-        printf("progress %s %u", PROGRESS[e->progress.kind], (unsigned)e->progress.attempt);
+        printf("progress %s %u", aw_progress_kind_name(e->progress.kind), (unsigned)e->progress.attempt);
         break;
     case AW_EVENT_KIND_USAGE:
         printf("usage %llu %llu %llu %llu reasoning:", (unsigned long long)e->usage.input_tokens,
@@ -264,10 +266,10 @@ static void print_event(const aw_event *e)
                (unsigned long long)e->usage.total_tokens);
         break;
     case AW_EVENT_KIND_FINISH:
-        printf("finish %s", FINISH[e->finish_reason]);
+        printf("finish %s", aw_finish_reason_name(e->finish_reason));
         break;
     case AW_EVENT_KIND_FAILED:
-        printf("failed %s ", FAILURES[e->failure.kind]);
+        printf("failed %s ", aw_failure_kind_name(e->failure.kind));
         quoted(e->failure.message);
         break;
     }
@@ -328,32 +330,7 @@ static int run_events(int argc, char **argv)
 /* The aw_error_kind named as the `reply` example names it; exits on an unknown name. */
 static aw_error_kind kind_named(const char *name)
 {
-    static const struct {
-        const char *name;
-        aw_error_kind kind;
-    } KINDS[] = {
-        {"invalid-request", AW_ERROR_KIND_INVALID_REQUEST},
-        {"authentication", AW_ERROR_KIND_AUTHENTICATION},
-        {"permission-denied", AW_ERROR_KIND_PERMISSION_DENIED},
-        {"not-found", AW_ERROR_KIND_NOT_FOUND},
-        {"method-not-allowed", AW_ERROR_KIND_METHOD_NOT_ALLOWED},
-        {"request-too-large", AW_ERROR_KIND_REQUEST_TOO_LARGE},
-        {"unsupported-media-type", AW_ERROR_KIND_UNSUPPORTED_MEDIA_TYPE},
-        {"rate-limited", AW_ERROR_KIND_RATE_LIMITED},
-        {"internal", AW_ERROR_KIND_INTERNAL},
-        {"agent-failed", AW_ERROR_KIND_AGENT_FAILED},
-        {"unavailable", AW_ERROR_KIND_UNAVAILABLE},
-        {"timeout", AW_ERROR_KIND_TIMEOUT},
-        {"usage-limit", AW_ERROR_KIND_USAGE_LIMIT},
-    };
-    size_t i;
-    for (i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++) {
-        if (strcmp(name, KINDS[i].name) == 0) {
-            return KINDS[i].kind;
-        }
-    }
-    fprintf(stderr, "drive: unknown kind %s\n", name);
-    exit(2);
+    return (aw_error_kind)value_named(aw_error_kind_name, "kind", name);
 }
 
 static int run_reply(int argc, char **argv)

@@ -251,18 +251,12 @@ mod tests {
         );
         connection.agent_exited_code(0, 1.0).unwrap();
         assert_eq!(
-            connection
-                .push_stdout(b"{}\n", 2.0)
-                .unwrap_err()
-                .code_value(),
-            Code::AfterExit
+            connection.push_stdout(b"{}\n", 2.0).unwrap_err().code(),
+            "afterExit"
         );
         assert_eq!(
-            connection
-                .agent_exited_signal(9, 2.0)
-                .unwrap_err()
-                .code_value(),
-            Code::ExitedTwice
+            connection.agent_exited_signal(9, 2.0).unwrap_err().code(),
+            "exitedTwice"
         );
         assert!(connection.is_dead());
         assert!(connection.poll_decision().is_some(), "a restart is decided");

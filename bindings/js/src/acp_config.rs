@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use crate::config::{from_json, present, set};
 use crate::error::{Code, RawError};
+use crate::names::Camel;
 
 /// Parses `json` (or nothing: the defaults) into an [`AcpConfig`].
 pub(crate) fn parse(json: Option<&str>) -> Result<AcpConfig, RawError> {
@@ -31,7 +32,7 @@ struct AcpConfigPatch {
     #[serde(default, deserialize_with = "present")]
     client_version: Option<String>,
     #[serde(default, deserialize_with = "present")]
-    permission: Option<PermissionName>,
+    permission: Option<Camel<PermissionChoice>>,
     #[serde(default, deserialize_with = "present")]
     extensions: Option<Extensions>,
     #[serde(default, deserialize_with = "present")]
@@ -56,14 +57,6 @@ struct AcpConfigPatch {
     max_line_len: Option<usize>,
     #[serde(default, deserialize_with = "present")]
     stderr_tail_bytes: Option<usize>,
-}
-
-/// `AcpConfig::permission`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-enum PermissionName {
-    AllowOnce,
-    RejectOnce,
 }
 
 /// `AcpConfig::extensions`: `"methodNotFound"`, or `{"answer": <result>}`.
@@ -113,10 +106,7 @@ impl AcpConfigPatch {
         set(&mut config.client_version, client_version);
         set(
             &mut config.permission,
-            permission.map(|p| match p {
-                PermissionName::AllowOnce => PermissionChoice::AllowOnce,
-                PermissionName::RejectOnce => PermissionChoice::RejectOnce,
-            }),
+            permission.map(|Camel(choice)| choice),
         );
         set(
             &mut config.extensions,

@@ -17,6 +17,7 @@ use wasm_bindgen::prelude::wasm_bindgen;
 use crate::config;
 use crate::error::{Code, RawError, millis};
 use crate::inputs::agent_inputs;
+use crate::names;
 
 const HEAD: u8 = 1;
 const BODY: u8 = 2;
@@ -26,15 +27,12 @@ const RESPAWN: u8 = 5;
 
 /// The dialect of its name in the package (`Dialect`): the API names of the routes.
 pub(crate) fn dialect(name: &str) -> Result<Dialect, RawError> {
-    match name {
-        "chat-completions" => Ok(Dialect::ChatCompletions),
-        "responses" => Ok(Dialect::Responses),
-        "messages" => Ok(Dialect::Messages),
-        _ => Err(RawError::new(
+    names::parse(name).ok_or_else(|| {
+        RawError::new(
             Code::InvalidArgument,
-            "dialect must be 'chat-completions', 'responses' or 'messages'",
-        )),
-    }
+            format!("dialect must be {}", names::choices::<Dialect>("'", " or ")),
+        )
+    })
 }
 
 /// The per-request arguments a bridge is made from, as the package passes them (a new

@@ -13,6 +13,7 @@ use agentwire::tools::ToolStrategy;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::error::{Code, RawError};
+use crate::names::Camel;
 
 /// Parses `json` (or nothing: the defaults) into a [`Config`].
 pub(crate) fn parse(json: Option<&str>) -> Result<Config, RawError> {
@@ -50,9 +51,9 @@ pub(crate) fn default_json() -> String {
         workspace: config.workspace.as_deref(),
         cli_config_dir: config.cli_config_dir.as_deref(),
         allow_force: config.allow_force,
-        tool_strategy: StrategyName::of(config.tool_strategy),
+        tool_strategy: Camel(config.tool_strategy),
         partial_output: config.partial_output,
-        reasoning: ReasoningName::of(config.reasoning),
+        reasoning: Camel(config.reasoning),
         activity_notes: config.activity_notes,
         head_deadline_ms: config.head_deadline_ms,
         keep_alive_ms: config.keep_alive_ms,
@@ -99,11 +100,11 @@ struct ConfigPatch {
     #[serde(default, deserialize_with = "present")]
     allow_force: Option<bool>,
     #[serde(default, deserialize_with = "present")]
-    tool_strategy: Option<StrategyName>,
+    tool_strategy: Option<Camel<ToolStrategy>>,
     #[serde(default, deserialize_with = "present")]
     partial_output: Option<bool>,
     #[serde(default, deserialize_with = "present")]
-    reasoning: Option<ReasoningName>,
+    reasoning: Option<Camel<ReasoningField>>,
     #[serde(default, deserialize_with = "present")]
     activity_notes: Option<bool>,
     #[serde(default, deserialize_with = "present")]
@@ -162,62 +163,6 @@ struct LoopGuard {
     max_repeats: Option<u32>,
 }
 
-#[derive(Clone, Copy, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-enum StrategyName {
-    ReadOnly,
-    Native,
-    EnvelopeOnly,
-}
-
-impl StrategyName {
-    fn of(strategy: ToolStrategy) -> StrategyName {
-        match strategy {
-            ToolStrategy::ReadOnly => StrategyName::ReadOnly,
-            ToolStrategy::Native => StrategyName::Native,
-            ToolStrategy::EnvelopeOnly => StrategyName::EnvelopeOnly,
-            // A strategy added to the core needs its name here (the package's tests read
-            // the defaults).
-            other => unreachable!("no JavaScript name for {other:?}"),
-        }
-    }
-
-    fn strategy(self) -> ToolStrategy {
-        match self {
-            StrategyName::ReadOnly => ToolStrategy::ReadOnly,
-            StrategyName::Native => ToolStrategy::Native,
-            StrategyName::EnvelopeOnly => ToolStrategy::EnvelopeOnly,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-enum ReasoningName {
-    ReasoningContent,
-    Reasoning,
-    Omitted,
-}
-
-impl ReasoningName {
-    fn of(field: ReasoningField) -> ReasoningName {
-        match field {
-            ReasoningField::ReasoningContent => ReasoningName::ReasoningContent,
-            ReasoningField::Reasoning => ReasoningName::Reasoning,
-            ReasoningField::Omitted => ReasoningName::Omitted,
-            other => unreachable!("no JavaScript name for {other:?}"),
-        }
-    }
-
-    fn field(self) -> ReasoningField {
-        match self {
-            ReasoningName::ReasoningContent => ReasoningField::ReasoningContent,
-            ReasoningName::Reasoning => ReasoningField::Reasoning,
-            ReasoningName::Omitted => ReasoningField::Omitted,
-        }
-    }
-}
-
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ConfigView<'a> {
@@ -225,9 +170,9 @@ struct ConfigView<'a> {
     workspace: Option<&'a str>,
     cli_config_dir: Option<&'a str>,
     allow_force: bool,
-    tool_strategy: StrategyName,
+    tool_strategy: Camel<ToolStrategy>,
     partial_output: bool,
-    reasoning: ReasoningName,
+    reasoning: Camel<ReasoningField>,
     activity_notes: bool,
     head_deadline_ms: u64,
     keep_alive_ms: u64,
@@ -292,10 +237,10 @@ impl ConfigPatch {
         set(&mut config.allow_force, allow_force);
         set(
             &mut config.tool_strategy,
-            tool_strategy.map(StrategyName::strategy),
+            tool_strategy.map(|Camel(strategy)| strategy),
         );
         set(&mut config.partial_output, partial_output);
-        set(&mut config.reasoning, reasoning.map(ReasoningName::field));
+        set(&mut config.reasoning, reasoning.map(|Camel(field)| field));
         set(&mut config.activity_notes, activity_notes);
         set(&mut config.head_deadline_ms, head_deadline_ms);
         set(&mut config.keep_alive_ms, keep_alive_ms);

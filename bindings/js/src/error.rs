@@ -5,6 +5,8 @@ use agentwire::bridge::BridgeError;
 use agentwire::cursor::DecoderError;
 use wasm_bindgen::prelude::wasm_bindgen;
 
+use crate::names::CamelCase;
+
 /// Why a call failed: the TypeScript layer's `AgentwireError.code`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Code {
@@ -13,22 +15,18 @@ pub(crate) enum Code {
     /// Bad input: a value whose content cannot be used (a NUL in a path, text that is not
     /// Unicode).
     InvalidInput,
-    /// Misuse: agent output pushed after the agent exited.
-    AfterExit,
-    /// Misuse: the agent reported exited twice.
-    ExitedTwice,
-    /// Misuse: stdout pushed to a decoder after its end.
-    AfterEof,
+    /// Misuse the core reports (`BridgeError`, `ConnectionError`, `DecoderError`), by the
+    /// error's name (`after_exit`, `exited_twice`, `after_eof`): the code is that name in
+    /// camelCase, so every error the core may add has its own code.
+    Misuse(&'static str),
 }
 
 impl Code {
-    fn as_str(self) -> &'static str {
+    fn to_js(self) -> String {
         match self {
-            Code::InvalidArgument => "invalidArgument",
-            Code::InvalidInput => "invalidInput",
-            Code::AfterExit => "afterExit",
-            Code::ExitedTwice => "exitedTwice",
-            Code::AfterEof => "afterEof",
+            Code::InvalidArgument => "invalidArgument".to_owned(),
+            Code::InvalidInput => "invalidInput".to_owned(),
+            Code::Misuse(name) => CamelCase(name).to_string(),
         }
     }
 }
@@ -47,7 +45,7 @@ impl RawError {
     /// `invalidArgument`, `invalidInput`, `afterExit`, `exitedTwice` or `afterEof`.
     #[wasm_bindgen(getter)]
     pub fn code(&self) -> String {
-        self.code.as_str().to_owned()
+        self.code.to_js()
     }
 
     /// What went wrong, in the library's words.
@@ -73,29 +71,19 @@ impl RawError {
 
 impl From<BridgeError> for RawError {
     fn from(error: BridgeError) -> RawError {
-        let code = match error {
-            BridgeError::AfterExit => Code::AfterExit,
-            // `BridgeError` may grow; every variant is misuse of the exit.
-            _ => Code::ExitedTwice,
-        };
-        RawError::new(code, error.to_string())
+        RawError::new(Code::Misuse(error.name()), error.to_string())
     }
 }
 
 impl From<ConnectionError> for RawError {
     fn from(error: ConnectionError) -> RawError {
-        let code = match error {
-            ConnectionError::AfterExit => Code::AfterExit,
-            // `ConnectionError` may grow; every variant is misuse of the exit.
-            _ => Code::ExitedTwice,
-        };
-        RawError::new(code, error.to_string())
+        RawError::new(Code::Misuse(error.name()), error.to_string())
     }
 }
 
 impl From<DecoderError> for RawError {
     fn from(error: DecoderError) -> RawError {
-        RawError::new(Code::AfterEof, error.to_string())
+        RawError::new(Code::Misuse(error.name()), error.to_string())
     }
 }
 

@@ -1,13 +1,16 @@
 //! Decoder events as JSON, in the shape of the package's `AgentEvent` union.
 //!
-//! Tags and field names are camelCase; a field that is absent in Rust (`None`) is left out,
-//! so it reads as `undefined`. Counts are JSON numbers: exact below 2^53, far beyond any
+//! Tags and field names are camelCase, and so are the names of the core's enums (module
+//! `names`); a field that is absent in Rust (`None`) is left out, so it reads as
+//! `undefined`. Counts are JSON numbers: exact below 2^53, far beyond any
 //! token count.
 
 use agentwire::event::{
-    ActivityPhase, Event, FailureKind, FinishReason, Progress, ToolOutcome, Usage,
+    ActivityPhase, Event, FailureKind, FinishReason, Progress, ProgressKind, ToolOutcome, Usage,
 };
 use serde::Serialize;
+
+use crate::names::Camel;
 
 /// Appends `event` to `out` as one JSON object. An event kind added to the core without a
 /// form here is left out (the package's tests compare every event with the Rust
@@ -41,7 +44,7 @@ enum JsEvent<'a> {
         tool: &'a str,
         phase: &'static str,
         #[serde(skip_serializing_if = "Option::is_none")]
-        outcome: Option<&'static str>,
+        outcome: Option<Camel<ToolOutcome>>,
         #[serde(skip_serializing_if = "Option::is_none")]
         started_seen: Option<bool>,
         summary: &'a str,
@@ -51,7 +54,7 @@ enum JsEvent<'a> {
         model_call_id: Option<&'a str>,
     },
     Progress {
-        kind: &'static str,
+        kind: Camel<ProgressKind>,
         #[serde(skip_serializing_if = "Option::is_none")]
         attempt: Option<u32>,
     },
@@ -69,10 +72,10 @@ enum JsEvent<'a> {
         total_tokens: u64,
     },
     Finish {
-        reason: &'static str,
+        reason: Camel<FinishReason>,
     },
     Failed {
-        kind: &'static str,
+        kind: Camel<FailureKind>,
         message: &'a str,
     },
 }
@@ -94,7 +97,7 @@ impl<'a> JsEvent<'a> {
                     ActivityPhase::Completed {
                         outcome,
                         started_seen,
-                    } => ("completed", Some(outcome_name(outcome)), Some(started_seen)),
+                    } => ("completed", Some(Camel(outcome)), Some(started_seen)),
                     _ => return None,
                 };
                 JsEvent::AgentActivity {
@@ -109,26 +112,23 @@ impl<'a> JsEvent<'a> {
                 }
             }
             Event::Progress(progress) => {
-                let (kind, attempt) = match *progress {
-                    Progress::Reconnecting { attempt } => ("reconnecting", Some(attempt)),
-                    Progress::Reconnected => ("reconnected", None),
-                    Progress::Retrying { attempt } => ("retrying", Some(attempt)),
-                    _ => return None,
+                let attempt = match *progress {
+                    Progress::Reconnecting { attempt } | Progress::Retrying { attempt } => {
+                        Some(attempt)
+                    }
+                    _ => None,
                 };
-                JsEvent::Progress { kind, attempt }
+                JsEvent::Progress {
+                    kind: Camel(progress.kind()),
+                    attempt,
+                }
             }
             Event::Usage(usage) => usage_event(usage),
             Event::Finish(reason) => JsEvent::Finish {
-                reason: match reason {
-                    FinishReason::Stop => "stop",
-                    FinishReason::Length => "length",
-                    FinishReason::ToolCalls => "toolCalls",
-                    FinishReason::ContentFilter => "contentFilter",
-                    _ => return None,
-                },
+                reason: Camel(*reason),
             },
             Event::Failed(failure) => JsEvent::Failed {
-                kind: failure_kind_name(failure.kind)?,
+                kind: Camel(failure.kind),
                 message: &failure.message,
             },
             _ => return None,
@@ -147,35 +147,6 @@ fn usage_event(usage: &Usage) -> JsEvent<'static> {
         prompt_tokens: usage.prompt_tokens(),
         total_tokens: usage.total_tokens(),
     }
-}
-
-fn outcome_name(outcome: ToolOutcome) -> &'static str {
-    match outcome {
-        ToolOutcome::Success => "success",
-        ToolOutcome::Rejected => "rejected",
-        ToolOutcome::Error => "error",
-        ToolOutcome::PermissionDenied => "permissionDenied",
-        // `Unknown`, and any outcome added to the core: the result had a shape not known
-        // here.
-        _ => "unknown",
-    }
-}
-
-fn failure_kind_name(kind: FailureKind) -> Option<&'static str> {
-    Some(match kind {
-        FailureKind::InvalidRequest => "invalidRequest",
-        FailureKind::NotAuthenticated => "notAuthenticated",
-        FailureKind::ModelUnavailable => "modelUnavailable",
-        FailureKind::RateLimited => "rateLimited",
-        FailureKind::Misconfigured => "misconfigured",
-        FailureKind::Unavailable => "unavailable",
-        FailureKind::Timeout => "timeout",
-        FailureKind::AgentError => "agentError",
-        FailureKind::AgentCrashed => "agentCrashed",
-        FailureKind::BadOutput => "badOutput",
-        FailureKind::UsageLimit => "usageLimit",
-        _ => return None,
-    })
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ mod error;
 mod events;
 mod inputs;
 mod models;
+mod names;
 mod panic;
 mod reply;
 

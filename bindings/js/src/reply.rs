@@ -15,36 +15,19 @@ use wasm_bindgen::prelude::wasm_bindgen;
 use crate::bridge::dialect;
 use crate::config;
 use crate::error::{Code, RawError};
+use crate::names;
 
-/// Every error class by its name in the package (`ErrorReplyKind`).
-const KINDS: [(&str, ErrorKind); 13] = [
-    ("invalidRequest", ErrorKind::InvalidRequest),
-    ("authentication", ErrorKind::Authentication),
-    ("permissionDenied", ErrorKind::PermissionDenied),
-    ("notFound", ErrorKind::NotFound),
-    ("methodNotAllowed", ErrorKind::MethodNotAllowed),
-    ("requestTooLarge", ErrorKind::RequestTooLarge),
-    ("unsupportedMediaType", ErrorKind::UnsupportedMediaType),
-    ("rateLimited", ErrorKind::RateLimited),
-    ("internal", ErrorKind::Internal),
-    ("agentFailed", ErrorKind::AgentFailed),
-    ("unavailable", ErrorKind::Unavailable),
-    ("timeout", ErrorKind::Timeout),
-    ("usageLimit", ErrorKind::UsageLimit),
-];
-
+/// The error class of its name in the package (`ErrorReplyKind`).
 fn kind(name: &str) -> Result<ErrorKind, RawError> {
-    KINDS
-        .iter()
-        .find(|(known, _)| *known == name)
-        .map(|(_, kind)| *kind)
-        .ok_or_else(|| {
-            let names: Vec<&str> = KINDS.iter().map(|(name, _)| *name).collect();
-            RawError::new(
-                Code::InvalidArgument,
-                format!("kind must be one of {}", names.join(", ")),
-            )
-        })
+    names::parse(name).ok_or_else(|| {
+        RawError::new(
+            Code::InvalidArgument,
+            format!(
+                "kind must be one of {}",
+                names::choices::<ErrorKind>("", ", ")
+            ),
+        )
+    })
 }
 
 /// `reply` rendered in `dialect`, as its record.
@@ -95,7 +78,8 @@ mod tests {
     #[test]
     fn every_kind_has_its_status_in_every_dialect() {
         let statuses = [400, 401, 403, 404, 405, 413, 415, 429, 500, 502, 503, 504];
-        for ((name, _), status) in KINDS.iter().zip(statuses) {
+        for (kind, status) in ErrorKind::ALL.iter().zip(statuses) {
+            let name = &names::CamelCase(kind.name()).to_string();
             for dialect_name in ["chat-completions", "responses", "messages"] {
                 let (got, retryable, body) =
                     parts(&error_reply(dialect_name, name, "why").unwrap());

@@ -4,13 +4,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { DIALECTS, FIXTURES, PACKAGE, rustProgram } from './support/paths.mjs';
 import { aliveIn, waitUntil } from './support/procs.mjs';
+import { scratchDir } from './support/scratch.mjs';
 import { expectedAnswer } from '../../../tests/support/expected_answers.mjs';
 
 const AGENT = join(PACKAGE, 'test/support/agent.sh');
@@ -72,7 +72,7 @@ function send(url, path, method, headers, body) {
 const post = (url, headers, body, path = '/v1/chat/completions') => send(url, path, 'POST', headers, body);
 
 test('http_server.mjs serves the API over loopback and refuses what a browser attack would send', async () => {
-  const log = join(mkdtempSync(join(tmpdir(), 'agentwire-js-')), 'runs.jsonl');
+  const log = join(scratchDir('agentwire-js-'), 'runs.jsonl');
   const { server, url } = await startServer(`--transcript ${join(FIXTURES, 'multibyte.jsonl')}`, log);
   try {
     assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
@@ -96,7 +96,7 @@ test('http_server.mjs serves the API over loopback and refuses what a browser at
 });
 
 test('http_server.mjs serves every dialect on its route, with x-api-key too, and refuses in the route’s dialect', async () => {
-  const log = join(mkdtempSync(join(tmpdir(), 'agentwire-js-')), 'runs.jsonl');
+  const log = join(scratchDir('agentwire-js-'), 'runs.jsonl');
   const { server, url } = await startServer(`--transcript ${join(FIXTURES, 'multibyte.jsonl')}`, log);
   try {
     const bearer = { 'content-type': 'application/json', authorization: 'Bearer sk-test' };
@@ -138,7 +138,7 @@ test('http_server.mjs serves every dialect on its route, with x-api-key too, and
 });
 
 test('http_server.mjs stops the agent of a client that hangs up', async () => {
-  const log = join(mkdtempSync(join(tmpdir(), 'agentwire-js-')), 'runs.jsonl');
+  const log = join(scratchDir('agentwire-js-'), 'runs.jsonl');
   const { server, url } = await startServer(`--transcript ${join(FIXTURES, 'parallel_tools.jsonl')} --delay-ms 200 --spawn-child`, log);
   try {
     const controller = new AbortController();

@@ -6,8 +6,7 @@
 // agent's whole process group and leaves no zombie.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { createAnthropic } from '@ai-sdk/anthropic';
@@ -20,6 +19,7 @@ import { createAgentFetch } from 'agentwire/node';
 import { assertTextAnswer, assertToolCallTurn, offeredTools, reasonOf, resultOf, streamParts } from '../../../tests/clients/node/judge.mjs';
 import { DIALECTS, FIXTURES, PACKAGE, rustProgram } from './support/paths.mjs';
 import { aliveIn, waitUntil, zombies } from './support/procs.mjs';
+import { scratchDir } from './support/scratch.mjs';
 
 const AGENT = join(PACKAGE, 'test/support/agent.sh');
 const REPLAY = rustProgram('replay_agent');
@@ -32,7 +32,7 @@ function agentFetch({ agent, log } = {}) {
   return createAgentFetch({ config: { cursorBinary: AGENT }, env, killGraceMs: 500 });
 }
 
-const logFile = () => join(mkdtempSync(join(tmpdir(), 'agentwire-js-')), 'runs.jsonl');
+const logFile = () => join(scratchDir('agentwire-js-'), 'runs.jsonl');
 const runsIn = (log) =>
   existsSync(log)
     ? readFileSync(log, 'utf8')

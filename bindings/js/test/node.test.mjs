@@ -2,18 +2,18 @@
 // request, its process group stopped and reaped on every path.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentRun } from 'agentwire/node';
 import { DEFAULT_REQUEST, FIXTURES, PACKAGE, rustProgram } from './support/paths.mjs';
 import { aliveIn, waitUntil, zombies } from './support/procs.mjs';
+import { scratchDir } from './support/scratch.mjs';
 
 const AGENT = join(PACKAGE, 'test/support/agent.sh');
 const REPLAY = rustProgram('replay_agent');
 
 function run(agent, options = {}) {
-  const scratch = mkdtempSync(join(tmpdir(), 'agentwire-js-'));
+  const scratch = scratchDir('agentwire-js-');
   const log = join(scratch, 'runs.jsonl');
   const env = { ...process.env, AGENTWIRE_REPLAY_AGENT: REPLAY, AGENTWIRE_TEST_AGENT: agent, AGENTWIRE_REPLAY_LOG: log };
   const { config, body, ...rest } = options;

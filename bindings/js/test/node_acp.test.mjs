@@ -2,19 +2,19 @@
 // child process serving many turns, its process group stopped and reaped on every path.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentwireError } from 'agentwire';
 import { AcpAgent } from 'agentwire/node';
 import { DIALECTS, FIXTURES, rustProgram } from './support/paths.mjs';
 import { aliveIn, waitUntil, zombies } from './support/procs.mjs';
+import { scratchDir } from './support/scratch.mjs';
 
 const AGENT = rustProgram('acp_agent');
 const recording = (name) => join(FIXTURES, 'acp', name);
 
 function start(file, { delayMs = 0, config, ...options } = {}) {
-  const log = join(mkdtempSync(join(tmpdir(), 'agentwire-acp-')), 'runs.jsonl');
+  const log = join(scratchDir('agentwire-acp-'), 'runs.jsonl');
   const agent = new AcpAgent({
     command: AGENT,
     args: ['--recording', recording(file), '--delay-ms', String(delayMs)],

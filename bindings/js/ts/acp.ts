@@ -68,6 +68,9 @@ export interface AcpConfig {
 /** `AcpConfig.permission`: select the option of kind `allow_once` or `reject_once`. */
 export type AcpPermission = 'allowOnce' | 'rejectOnce';
 
+/** Every {@link AcpPermission}. */
+const ACP_PERMISSIONS: readonly AcpPermission[] = Object.freeze(['allowOnce', 'rejectOnce']);
+
 /** A JSON value: what `AcpConfig.extensions`' `answer` may hold. */
 export type AcpJson = string | number | boolean | null | AcpJson[] | { [key: string]: AcpJson };
 
@@ -297,7 +300,7 @@ function checkAcpConfig(config: object): void {
         if (!Array.isArray(value) || !value.every((name) => typeof name === 'string')) throw fail('an array of strings');
         break;
       case 'permission':
-        if (value !== 'allowOnce' && value !== 'rejectOnce') throw fail("'allowOnce' or 'rejectOnce'");
+        if (!(ACP_PERMISSIONS as readonly unknown[]).includes(value)) throw fail(ACP_PERMISSIONS.map((p) => `'${p}'`).join(' or '));
         break;
       case 'extensions':
         if (value !== 'methodNotFound' && !(value !== null && typeof value === 'object' && 'answer' in value && Object.keys(value).length === 1)) {

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Union
 
@@ -59,12 +60,13 @@ class ErrorKind(enum.IntEnum):
     @property
     def status(self) -> int:
         """The HTTP status of the class."""
-        return _STATUS[self]
+        return _status(self)
 
 
-_STATUS: Dict[ErrorKind, int] = dict(
-    zip(ErrorKind, (400, 401, 403, 404, 405, 413, 415, 429, 500, 502, 503, 504, 429))
-)
+@functools.lru_cache(maxsize=None)
+def _status(kind: ErrorKind) -> int:
+    """The library's status for a class: that of its refusals."""
+    return error_reply(Dialect.CHAT_COMPLETIONS, kind, "").status
 
 
 @dataclass(frozen=True)

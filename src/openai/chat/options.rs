@@ -2,6 +2,7 @@
 //! options.
 
 use crate::api::json::seeded_hex;
+use crate::names::named;
 
 /// Identity fields repeated in every chunk of one response (`id`, `created`, `model`).
 /// The caller supplies them: the core reads no clock and draws no random numbers.
@@ -39,6 +40,12 @@ pub enum ReasoningField {
     /// Not sent.
     Omitted,
 }
+
+named!(ReasoningField, "reasoning field" {
+    ReasoningContent => "reasoning_content",
+    Reasoning => "reasoning",
+    Omitted => "omitted",
+});
 
 impl ReasoningField {
     /// The JSON key, or `None` when omitted.

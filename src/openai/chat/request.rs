@@ -497,7 +497,7 @@ fn attachment(kind: &str, part: &Map<String, Value>) -> Attachment {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::event::invites_retry;
+    use crate::api::invites_retry;
 
     fn parse(body: &str) -> Result<Request, RequestError> {
         parse_request(body.as_bytes(), &RequestLimits::default())

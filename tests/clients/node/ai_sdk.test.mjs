@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, dirname, basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,7 +20,9 @@ const jsonl = (dir) => (existsSync(dir) ? readdirSync(dir).filter((f) => f.endsW
 const PROJECT = jsonl(join(ROOT, 'tests/fixtures'));
 const SHARED = sharedFiles('cursor-agent', '.jsonl');
 const TRANSCRIPTS = [...PROJECT, ...SHARED];
+// Request bodies and cut transcripts, removed when the process exits, whatever the tests gave.
 const scratch = mkdtempSync(join(tmpdir(), 'agentwire-ai-sdk-'));
+process.on('exit', () => rmSync(scratch, { recursive: true, force: true }));
 
 // The transcript cut just before its `result` line: the agent died mid-answer.
 function truncated(path) {

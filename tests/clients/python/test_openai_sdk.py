@@ -6,9 +6,11 @@ cursor-agent transcript) and answers with the status and body it produced. The S
 SSE decoder, chunk models and stream accumulator then parse those bytes.
 """
 
+import atexit
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import tempfile
 
@@ -29,7 +31,9 @@ SHARED = shared_fixtures.files("cursor-agent", "*.jsonl")
 TRANSCRIPTS = PROJECT + SHARED
 CLIENT_TOOLS = json.loads((ROOT / "tests/fixtures/requests/client_tools.json").read_text())["tools"]
 MESSAGES = [{"role": "user", "content": "hi"}]
+# Request bodies and cut transcripts, removed when pytest exits, whatever the tests gave.
 SCRATCH = pathlib.Path(tempfile.mkdtemp(prefix="agentwire-openai-python-"))
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
 
 
 def truncated(path):

@@ -44,12 +44,13 @@ def turn_result(turn):
 
 def test_claude_code_reads_a_file_and_answers(proxy, tmp_path):
     assert CLAUDE.is_file(), f"{CLAUDE} is missing: run tests/clients/install.sh"
-    project, home = tmp_path / "project", tmp_path / "home"
-    project.mkdir()
-    home.mkdir()
+    project, home, tmp = tmp_path / "project", tmp_path / "home", tmp_path / "tmp"
+    for directory in (project, home, tmp):
+        directory.mkdir()
     shutil.copy(SCENARIO / "notes.txt", project / "notes.txt")
     # A clean environment: nothing of the machine's own Claude Code or Anthropic settings.
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), **claude_env(proxy)}
+    # Its temporary files go with the test's directory.
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "TMPDIR": str(tmp), **claude_env(proxy)}
     # A failed request is reported, not retried: every request is one agent run.
     env["CLAUDE_CODE_MAX_RETRIES"] = "0"
     requests_before = len(proxy.requests())

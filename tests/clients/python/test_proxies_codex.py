@@ -49,13 +49,14 @@ def turn_result(turn):
 
 def test_codex_runs_a_command_and_answers(proxy, tmp_path):
     assert CODEX.is_file(), f"{CODEX} is missing: run tests/clients/install.sh"
-    project, home, codex_home = tmp_path / "project", tmp_path / "home", tmp_path / "codex-home"
-    for directory in (project, home, codex_home):
+    project, home, codex_home, tmp = tmp_path / "project", tmp_path / "home", tmp_path / "codex-home", tmp_path / "tmp"
+    for directory in (project, home, codex_home, tmp):
         directory.mkdir()
     shutil.copy(SCENARIO / "notes.txt", project / "notes.txt")
     (codex_home / "config.toml").write_text(codex_config(proxy.url, MODEL))
-    # A clean environment: nothing of the machine's own Codex or OpenAI settings.
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), "CODEX_HOME": str(codex_home), "AGENTWIRE_API_KEY": proxy.key}
+    # A clean environment: nothing of the machine's own Codex or OpenAI settings; its
+    # temporary files go with the test's directory.
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "TMPDIR": str(tmp), "CODEX_HOME": str(codex_home), "AGENTWIRE_API_KEY": proxy.key}
     requests_before = len(proxy.requests())
     runs_before = len(proxy.agent_runs(MODEL))
 

@@ -66,12 +66,17 @@ def run_opencode(proxy, tmp_path):
     project.mkdir()
     shutil.copy(SCENARIO / "notes.txt", project / "notes.txt")
     home = tmp_path / "home"
+    # OpenCode (a Bun executable) unpacks native libraries and its own files into TMPDIR:
+    # the test's directory, removed with it.
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
     env = {key: value for key, value in os.environ.items() if not key.startswith("OPENCODE_")}
     env.update(ISOLATION)
     env.update(
         # OpenCode takes its directory from PWD, which a child's cwd does not change.
         PWD=str(project),
         HOME=str(home),
+        TMPDIR=str(tmp),
         XDG_CONFIG_HOME=str(home / ".config"),
         XDG_DATA_HOME=str(home / ".local/share"),
         XDG_CACHE_HOME=str(home / ".cache"),

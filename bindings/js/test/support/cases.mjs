@@ -1,10 +1,12 @@
 // Inputs several test files share, written once to files the Rust examples can read.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DIALECTS, clientToolsRequest } from './paths.mjs';
+import { scratchDir } from './scratch.mjs';
 
-const DIR = join(tmpdir(), `agentwire-js-cases-${process.env.AGENTWIRE_JS_RUN ?? process.pid}`);
+// run-tests.sh names one directory for the whole run (its expected answers name these
+// files) and removes it; a test file run alone gets one of its own.
+const DIR = process.env.AGENTWIRE_JS_CASES ?? scratchDir('agentwire-js-cases-');
 
 function file(name, content) {
   mkdirSync(DIR, { recursive: true });
