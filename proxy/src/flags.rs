@@ -200,7 +200,7 @@ pub struct Flags {
     /// Continue conversations: a request whose history extends an answer given earlier
     /// resumes the agent's chat that gave it (`--resume`) with only what is new, instead
     /// of a fresh run given the whole history. `off`: every request is fresh.
-    #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
+    #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::On, hide_possible_values = true)]
     pub conversations: Switch,
 
     /// How long an agent chat waits for its conversation's next request before it is let
@@ -214,7 +214,8 @@ pub struct Flags {
     pub max_parked: u32,
 
     /// Most waiting agent chats of one key (of the keyless when no key is set); past it
-    /// that key's least recently used is let go. At most --max-parked.
+    /// that key's least recently used is let go. At most --max-parked [default: 32, or
+    /// --max-parked when lower].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_parked_per_owner: Option<u32>,
 }
@@ -681,5 +682,65 @@ mod tests {
         }
         let error = parse(&["--acp-cwd", dir.to_str().unwrap()]).unwrap_err();
         assert!(error.contains("--acp-cwd is only for"), "{error}");
+    }
+
+    #[test]
+    fn conversation_flags_set_the_registry_and_are_checked() {
+        // The defaults `--help` names are the registry's own.
+        let settings = parse(&[]).unwrap();
+        assert_eq!(settings.conversations, RegistryConfig::default());
+        let settings = parse(&[
+            "--conversations",
+            "off",
+            "--conversation-ttl-secs",
+            "60",
+            "--max-parked",
+            "8",
+            "--max-parked-per-owner",
+            "2",
+        ])
+        .unwrap();
+        assert_eq!(
+            settings.conversations,
+            RegistryConfig {
+                enabled: false,
+                ttl_ms: 60_000,
+                max_parked: 8,
+                max_parked_per_owner: 2,
+            }
+        );
+        // The per-owner default follows a lower --max-parked.
+        let settings = parse(&["--max-parked", "4"]).unwrap();
+        assert_eq!(settings.conversations.max_parked_per_owner, 4);
+        for (args, says) in [
+            (&["--conversations", "maybe"][..], "--conversations"),
+            (&["--conversation-ttl-secs", "0"], "--conversation-ttl-secs"),
+            (&["--max-parked", "0"], "--max-parked"),
+            (&["--max-parked-per-owner", "0"], "--max-parked-per-owner"),
+            (
+                &["--max-parked", "4", "--max-parked-per-owner", "5"],
+                "more than --max-parked",
+            ),
+        ] {
+            let error = parse(args).unwrap_err();
+            assert!(error.contains(says), "{args:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn api_keys_repeat_or_come_in_a_list() {
+        let settings = parse(&["--api-key", "sk-a, sk-b", "--api-key", "sk-c"]).unwrap();
+        let owner = |key: &str| {
+            let bearer = format!("Bearer {key}");
+            settings.auth.owner(Some(bearer.as_bytes()), None)
+        };
+        let owners: Vec<_> = ["sk-a", "sk-b", "sk-c"].map(owner).into_iter().collect();
+        assert!(owners.iter().all(Option::is_some), "{owners:?}");
+        assert!(owners[0] != owners[1] && owners[1] != owners[2] && owners[0] != owners[2]);
+        assert_eq!(owner("sk-a, sk-b"), None);
+        assert!(!parse(&[]).unwrap().auth.is_required());
+        // Empty keys are no keys: a non-loopback address still needs one.
+        let error = parse(&["--listen", "0.0.0.0:1", "--api-key", ","]).unwrap_err();
+        assert!(error.contains("without authentication"), "{error}");
     }
 }

@@ -27,7 +27,12 @@
 //! serving each as it comes; a write that makes no progress for `--write-timeout-ms` means
 //! the client is gone. Every run ends the same way: the group is stopped if it still runs
 //! (SIGTERM, SIGKILL after a grace period), the leader is reaped, the slot is freed, then
-//! what is left of the response is written and the request logged. With
+//! what is left of the response is written and the request logged. The bridge is built
+//! through the proxy's conversation registry ([`agentwire_proxy::conversations`]), and the
+//! request's turn in its conversation ends once the response has (before the client can
+//! see its end); a resumed chat the agent cannot continue is replaced by the bridge's
+//! fresh run (`Output::Respawn`), whose helper threads report under a new generation so
+//! that nothing of the old process reaches it. A thread lets parked chats expire. With
 //! `--agent-protocol acp` the request is instead a turn on the one warm agent
 //! ([`agentwire_proxy::acp`]), and the connection thread blocks on the turn's outputs.
 

@@ -17,8 +17,10 @@
 //! routes and the checks every request passes ([`agentwire_proxy::http`]).
 //!
 //! How a request runs: the body is read (bounded in size and, with the head, in time), a
-//! concurrency slot taken, the bridge built, and cursor-agent spawned as the leader of its
-//! own process group with the prompt on stdin. Then one loop waits on the agent's stdout,
+//! concurrency slot taken, the bridge built through the proxy's conversation registry
+//! ([`agentwire_proxy::conversations`]: the chat that answered the conversation so far is
+//! resumed with only what is new, or the run is fresh), and cursor-agent spawned as the
+//! leader of its own process group with the prompt on stdin. Then one loop waits on the agent's stdout,
 //! its stderr, its exit, the bridge's next deadline ([`Bridge::poll_timeout`], the only
 //! timer) and server shutdown, feeds whichever comes to the bridge, and hands the outputs
 //! on: the head becomes the response head, body chunks go to the client, `StopAgent`
@@ -34,7 +36,11 @@
 //! channel closed), the run's `Drop` tells the bridge `client_gone` and stops the group; a
 //! reaper task then waits for the leader (SIGKILL after a grace period), reaps it, logs
 //! the request and only then frees the slot — so every path, finished, abandoned, timed
-//! out or shut down, ends the same way.
+//! out or shut down, ends the same way. That `Drop` also ends the request's turn in its
+//! conversation (the chat is parked for the next request, or let go), once, before the
+//! last bytes reach the client. A resumed chat the agent cannot continue is stopped and
+//! reaped like any run, and the bridge's fresh run (`Output::Respawn`) takes its place in
+//! the same loop. A task lets parked chats expire at the registry's deadline.
 
 use std::convert::Infallible;
 use std::io;
@@ -1031,7 +1037,7 @@ impl Run {
     /// The run it replaces was reported exited, so it is reaped, its group signalled, its
     /// pipes read to their end or closed: it is let go and the new one started.
     fn respawn(&mut self) {
-        debug_assert!(self.lifecycle.is_reported() || self.lifecycle.agent_end().is_some());
+        debug_assert!(self.lifecycle.agent_end().is_some());
         if let Some(record) = &mut self.out.record {
             record.respawns += 1;
         }
