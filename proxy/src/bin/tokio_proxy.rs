@@ -649,7 +649,7 @@ async fn run(
             let Some(ticket) = warm.start_turn(dialect, &body, config, params) else {
                 return reply_response(http::shutting_down(), context, &mut record);
             };
-            Answering::Turn(AcpTurn {
+            Answering::Turn(Box::new(AcpTurn {
                 warm: Arc::clone(warm),
                 notify: warm.notify(&ticket),
                 ticket,
@@ -659,7 +659,7 @@ async fn run(
                 },
                 ended: false,
                 _permit: permit,
-            })
+            }))
         }
         None => {
             let config = &server.settings.config;
@@ -696,9 +696,9 @@ async fn run(
 
 /// What answers a request: an agent of its own, or a turn on the warm ACP agent.
 enum Answering {
-    // Boxed: a run is large, and a turn needs few bytes.
+    // Boxed: a run is large, and a turn holds the request's record.
     Run(Box<Run>),
-    Turn(AcpTurn),
+    Turn(Box<AcpTurn>),
 }
 
 impl Answering {
@@ -714,7 +714,7 @@ impl Answering {
     async fn stream(self, chunks: mpsc::Sender<Bytes>) {
         match self {
             Answering::Run(run) => stream(*run, chunks).await,
-            Answering::Turn(turn) => acp_stream(turn, chunks).await,
+            Answering::Turn(turn) => acp_stream(*turn, chunks).await,
         }
     }
 }
