@@ -895,6 +895,8 @@ impl Run<'_> {
     /// helpers report alone.
     fn respawn(&mut self) {
         debug_assert!(self.lifecycle.agent_end().is_some());
+        // Held for every resumed run, the only kind the bridge replaces.
+        debug_assert!(self.respawn_events.is_some());
         let Some(events) = self.respawn_events.take() else {
             return;
         };

@@ -251,7 +251,8 @@ impl Times {
     }
 }
 
-/// Writes `lines` to stdout, `delay` apart, each under the chat id `chat` when one is given.
+/// Writes `lines` to stdout, `delay` apart, each under the chat id `chat` when one is
+/// given.
 fn write_lines(
     lines: impl Iterator<Item = io::Result<Vec<u8>>>,
     delay: Duration,

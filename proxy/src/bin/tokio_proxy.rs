@@ -20,11 +20,11 @@
 //! concurrency slot taken, the bridge built through the proxy's conversation registry
 //! ([`agentwire_proxy::conversations`]: the chat that answered the conversation so far is
 //! resumed with only what is new, or the run is fresh), and cursor-agent spawned as the
-//! leader of its own process group with the prompt on stdin. Then one loop waits on the agent's stdout,
-//! its stderr, its exit, the bridge's next deadline ([`Bridge::poll_timeout`], the only
-//! timer) and server shutdown, feeds whichever comes to the bridge, and hands the outputs
-//! on: the head becomes the response head, body chunks go to the client, `StopAgent`
-//! signals the group. With `--agent-protocol acp` the request is instead a turn on the one
+//! leader of its own process group with the prompt on stdin. Then one loop waits on the
+//! agent's stdout, its stderr, its exit, the bridge's next deadline
+//! ([`Bridge::poll_timeout`], the only timer) and server shutdown, feeds whichever comes to
+//! the bridge, and hands the outputs on: the head becomes the response head, body chunks
+//! go to the client, `StopAgent` signals the group. With `--agent-protocol acp` the request is instead a turn on the one
 //! warm agent ([`agentwire_proxy::acp`]), and the loop awaits the turn's outputs.
 //!
 //! A stream's run is a task of its own that hands chunks to the response body through a
