@@ -8,7 +8,7 @@
 //! agent, which lives long enough to leave some.
 //!
 //! The agent's environment is the proxy's, minus the proxy's own variables (those its
-//! flags read, such as `AGENTWIRE_API_KEY`) and any variable holding the API key: the
+//! flags read, such as `AGENTWIRE_API_KEY`) and any variable holding an API key: the
 //! agent runs shell commands a prompt can ask for, and must not be able to print them.
 
 use std::collections::HashSet;
@@ -50,8 +50,8 @@ pub struct AgentProgram {
 pub struct Hide<'a> {
     /// The proxy's own variables (those its flags read).
     pub names: &'a [OsString],
-    /// A value no variable may pass on (the API key).
-    pub secret: Option<&'a [u8]>,
+    /// Values no variable may pass on (the API keys).
+    pub secrets: &'a [&'a [u8]],
 }
 
 impl AgentProgram {
@@ -200,7 +200,7 @@ impl AgentProgram {
 fn hidden_variables(hide: Hide<'_>) -> Vec<OsString> {
     std::env::vars_os()
         .filter(|(name, value)| {
-            hide.names.contains(name) || hide.secret.is_some_and(|s| value.as_bytes() == s)
+            hide.names.contains(name) || hide.secrets.contains(&value.as_bytes())
         })
         .map(|(name, _)| name)
         .collect()

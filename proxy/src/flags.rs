@@ -8,6 +8,7 @@ use std::time::Duration;
 use agentwire::acp::{AcpConfig, PermissionChoice};
 use agentwire::bridge::Config;
 use agentwire::openai::chat::ReasoningField;
+use agentwire::registry::RegistryConfig;
 use agentwire::tools::ToolStrategy;
 use clap::{CommandFactory, Parser, ValueEnum};
 
@@ -25,15 +26,18 @@ pub struct Flags {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:32124")]
     pub listen: SocketAddr,
 
-    /// Require the key on every request, as `Authorization: Bearer KEY` or
-    /// `x-api-key: KEY`.
+    /// Require a key on every request, as `Authorization: Bearer KEY` or
+    /// `x-api-key: KEY`. Repeatable, or several separated by commas: any one of them is
+    /// accepted, and each is an owner of its own — a conversation opened with one key is
+    /// never continued with another.
     #[arg(
         long,
         value_name = "KEY",
         env = "AGENTWIRE_API_KEY",
-        hide_env_values = true
+        hide_env_values = true,
+        value_delimiter = ','
     )]
-    pub api_key: Option<String>,
+    pub api_key: Vec<String>,
 
     /// Serve a non-loopback address without an API key.
     #[arg(long)]
@@ -192,7 +196,41 @@ pub struct Flags {
     /// How long the model list from `cursor-agent models` is served from memory.
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     pub models_ttl_secs: u64,
+
+    /// Continue conversations: a request whose history extends an answer given earlier
+    /// resumes the agent's chat that gave it (`--resume`) with only what is new, instead
+    /// of a fresh run given the whole history. `off`: every request is fresh.
+    #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::On, hide_possible_values = true)]
+    pub conversations: Switch,
+
+    /// How long an agent chat waits for its conversation's next request before it is let
+    /// go (the next request is then fresh).
+    #[arg(long, value_name = "SECONDS", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..=7 * 24 * 3600))]
+    pub conversation_ttl_secs: u64,
+
+    /// Most agent chats waiting for their conversation's next request; past it the least
+    /// recently used is let go.
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_parked: u32,
+
+    /// Most waiting agent chats of one key (of the keyless when no key is set); past it
+    /// that key's least recently used is let go. At most --max-parked [default: 32, or
+    /// --max-parked when lower].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_parked_per_owner: Option<u32>,
 }
+
+/// An `on|off` flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Switch {
+    /// On.
+    On,
+    /// Off.
+    Off,
+}
+
+/// `--max-parked-per-owner` when not given (lowered to `--max-parked`).
+pub const MAX_PARKED_PER_OWNER: u32 = 32;
 
 /// `--agent-protocol`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -313,6 +351,9 @@ pub struct Settings {
     pub model_aliases: ModelAliases,
     /// With `--agent-protocol acp`: the warm agent's command line and connection.
     pub acp: Option<AcpSettings>,
+    /// `--conversations`, `--conversation-ttl-secs`, `--max-parked`,
+    /// `--max-parked-per-owner`.
+    pub conversations: RegistryConfig,
 }
 
 /// The `--acp-*` values (and `--allow-force`) a connection's settings are made of.
@@ -378,8 +419,13 @@ impl Flags {
     /// Checks the flags and resolves the agent binary. The error is the message to print
     /// before exiting.
     pub fn settings(self) -> Result<Settings, String> {
-        let api_key = self.api_key.filter(|k| !k.is_empty());
-        if !self.listen.ip().is_loopback() && api_key.is_none() && !self.allow_unauthenticated {
+        let api_keys: Vec<String> = self
+            .api_key
+            .into_iter()
+            .map(|k| k.trim().to_owned())
+            .filter(|k| !k.is_empty())
+            .collect();
+        if !self.listen.ip().is_loopback() && api_keys.is_empty() && !self.allow_unauthenticated {
             return Err(format!(
                 "refusing to listen on {} without authentication: pass --api-key KEY (or set \
                  AGENTWIRE_API_KEY), or --allow-unauthenticated to serve it open",
@@ -391,9 +437,10 @@ impl Flags {
             .get_arguments()
             .filter_map(|arg| arg.get_env().map(OsStr::to_os_string))
             .collect();
+        let secrets: Vec<&[u8]> = api_keys.iter().map(|k| k.as_bytes()).collect();
         let hide = Hide {
             names: &own,
-            secret: api_key.as_deref().map(str::as_bytes),
+            secrets: &secrets,
         };
         let acp_flags = AcpFlags {
             max_prompts: self.acp_max_prompts,
@@ -478,9 +525,25 @@ impl Flags {
             .filter(|h| !h.is_empty())
             .collect();
         let ms = |ms: u64| Duration::from_millis(ms.max(1));
+        let max_parked_per_owner = match self.max_parked_per_owner {
+            Some(n) if n > self.max_parked => {
+                return Err(format!(
+                    "--max-parked-per-owner {n} is more than --max-parked {}",
+                    self.max_parked
+                ));
+            }
+            Some(n) => n,
+            None => MAX_PARKED_PER_OWNER.min(self.max_parked),
+        };
+        let conversations = RegistryConfig {
+            enabled: self.conversations == Switch::On,
+            ttl_ms: self.conversation_ttl_secs * 1000,
+            max_parked: self.max_parked as usize,
+            max_parked_per_owner: max_parked_per_owner as usize,
+        };
         Ok(Settings {
             listen: self.listen,
-            auth: Auth::new(api_key),
+            auth: Auth::new(api_keys),
             agent,
             config,
             max_concurrent: self.max_concurrent,
@@ -497,6 +560,7 @@ impl Flags {
             models_ttl: Duration::from_secs(self.models_ttl_secs),
             model_aliases: ModelAliases::new(&self.model_alias)?,
             acp,
+            conversations,
         })
     }
 }
@@ -618,5 +682,65 @@ mod tests {
         }
         let error = parse(&["--acp-cwd", dir.to_str().unwrap()]).unwrap_err();
         assert!(error.contains("--acp-cwd is only for"), "{error}");
+    }
+
+    #[test]
+    fn conversation_flags_set_the_registry_and_are_checked() {
+        // The defaults `--help` names are the registry's own.
+        let settings = parse(&[]).unwrap();
+        assert_eq!(settings.conversations, RegistryConfig::default());
+        let settings = parse(&[
+            "--conversations",
+            "off",
+            "--conversation-ttl-secs",
+            "60",
+            "--max-parked",
+            "8",
+            "--max-parked-per-owner",
+            "2",
+        ])
+        .unwrap();
+        assert_eq!(
+            settings.conversations,
+            RegistryConfig {
+                enabled: false,
+                ttl_ms: 60_000,
+                max_parked: 8,
+                max_parked_per_owner: 2,
+            }
+        );
+        // The per-owner default follows a lower --max-parked.
+        let settings = parse(&["--max-parked", "4"]).unwrap();
+        assert_eq!(settings.conversations.max_parked_per_owner, 4);
+        for (args, says) in [
+            (&["--conversations", "maybe"][..], "--conversations"),
+            (&["--conversation-ttl-secs", "0"], "--conversation-ttl-secs"),
+            (&["--max-parked", "0"], "--max-parked"),
+            (&["--max-parked-per-owner", "0"], "--max-parked-per-owner"),
+            (
+                &["--max-parked", "4", "--max-parked-per-owner", "5"],
+                "more than --max-parked",
+            ),
+        ] {
+            let error = parse(args).unwrap_err();
+            assert!(error.contains(says), "{args:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn api_keys_repeat_or_come_in_a_list() {
+        let settings = parse(&["--api-key", "sk-a, sk-b", "--api-key", "sk-c"]).unwrap();
+        let owner = |key: &str| {
+            let bearer = format!("Bearer {key}");
+            settings.auth.owner(Some(bearer.as_bytes()), None)
+        };
+        let owners: Vec<_> = ["sk-a", "sk-b", "sk-c"].map(owner).into_iter().collect();
+        assert!(owners.iter().all(Option::is_some), "{owners:?}");
+        assert!(owners[0] != owners[1] && owners[1] != owners[2] && owners[0] != owners[2]);
+        assert_eq!(owner("sk-a, sk-b"), None);
+        assert!(!parse(&[]).unwrap().auth.is_required());
+        // Empty keys are no keys: a non-loopback address still needs one.
+        let error = parse(&["--listen", "0.0.0.0:1", "--api-key", ","]).unwrap_err();
+        assert!(error.contains("without authentication"), "{error}");
     }
 }

@@ -30,6 +30,7 @@
 use agentwire::anthropic;
 use agentwire::api::{ErrorKind, ErrorReply};
 use agentwire::bridge::{Dialect, Head};
+use agentwire::registry::Owner;
 use subtle::ConstantTimeEq;
 
 use crate::connections::Lane;
@@ -239,6 +240,9 @@ pub struct Checked {
     pub context: ResponseContext,
     /// What to do.
     pub outcome: Outcome,
+    /// Whose request it is: the owner of the key it authenticated with ([`Owner::LOCAL`]
+    /// when the server takes none); `None` when it did not authenticate.
+    pub owner: Option<Owner>,
 }
 
 /// What the proxy does with a request that was checked.
@@ -268,6 +272,7 @@ pub fn check(settings: &Settings, head: &RequestHead<'_>, lane: Lane, id_seed: u
     let reply = |context: &ResponseContext, reply| Checked {
         context: context.clone(),
         outcome: Outcome::Reply(reply),
+        owner: None,
     };
     // 1. Host.
     let hosts = head.all("host").count();
@@ -312,14 +317,15 @@ pub fn check(settings: &Settings, head: &RequestHead<'_>, lane: Lane, id_seed: u
         return reply(&context, preflight);
     }
     // 4. Authentication.
-    let authenticated = settings
+    let owner = settings
         .auth
-        .allows(head.one("authorization"), head.one("x-api-key"));
-    if !authenticated {
+        .owner(head.one("authorization"), head.one("x-api-key"));
+    if owner.is_none() {
         return match route {
             Route::Health => Checked {
                 context,
                 outcome: Outcome::Health { detailed: false },
+                owner: None,
             },
             Route::Hello => reply(&context, hello()),
             _ => reply(&context, unauthorized()),
@@ -345,7 +351,11 @@ pub fn check(settings: &Settings, head: &RequestHead<'_>, lane: Lane, id_seed: u
         }
         Route::Options => unreachable!("answered above"),
     };
-    Checked { context, outcome }
+    Checked {
+        context,
+        outcome,
+        owner,
+    }
 }
 
 /// Whether a `Host` value (`name[:port]`) may be served (see the module docs).
@@ -410,57 +420,71 @@ fn is_json(content_type: Option<&[u8]>) -> bool {
     })
 }
 
-/// The key every request must carry, if one is configured.
+/// The keys requests must carry, if any are configured: any one of them lets a request
+/// in, and each is an [`Owner`] of its own, whose conversations no other key continues.
 pub struct Auth {
-    key: Option<Vec<u8>>,
+    keys: Vec<Vec<u8>>,
 }
 
 impl std::fmt::Debug for Auth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Auth")
-            .field("required", &self.key.is_some())
+            .field("keys", &self.keys.len())
             .finish()
     }
 }
 
 impl Auth {
-    /// Requires the key (`Authorization: Bearer <key>` or `x-api-key: <key>`) when `key`
-    /// is set.
-    pub fn new(key: Option<String>) -> Auth {
+    /// Requires one of `keys` (`Authorization: Bearer <key>` or `x-api-key: <key>`) when
+    /// there are any.
+    pub fn new(keys: Vec<String>) -> Auth {
         Auth {
-            key: key.map(String::into_bytes),
+            keys: keys.into_iter().map(String::into_bytes).collect(),
         }
     }
 
     /// Whether requests need a key.
     pub fn is_required(&self) -> bool {
-        self.key.is_some()
-    }
-
-    /// The key, to keep it out of the agent's environment.
-    pub fn key(&self) -> Option<&[u8]> {
-        self.key.as_deref()
+        !self.keys.is_empty()
     }
 
     /// Whether a request with these `Authorization` and `x-api-key` header values may
-    /// pass: OpenAI's SDKs send the key as a bearer token, Anthropic's (and Claude Code)
-    /// as `x-api-key`; either one right is enough. Tokens are compared in constant time,
-    /// so response timing does not reveal how much of a guess was right.
+    /// pass: see [`owner`](Self::owner).
     pub fn allows(&self, authorization: Option<&[u8]>, x_api_key: Option<&[u8]>) -> bool {
-        let Some(key) = &self.key else {
-            return true;
-        };
+        self.owner(authorization, x_api_key).is_some()
+    }
+
+    /// Who a request with these `Authorization` and `x-api-key` header values is: the
+    /// owner of the key it carries, [`Owner::LOCAL`] when no key is configured, `None`
+    /// when it may not pass. OpenAI's SDKs send the key as a bearer token, Anthropic's (and
+    /// Claude Code) as `x-api-key`; either one right is enough (the bearer token's key
+    /// when both are). Tokens are compared in constant time with every key, so response
+    /// timing does not reveal how much of a guess was right.
+    pub fn owner(&self, authorization: Option<&[u8]>, x_api_key: Option<&[u8]>) -> Option<Owner> {
+        if self.keys.is_empty() {
+            return Some(Owner::LOCAL);
+        }
         let bearer = authorization.and_then(|value| match value.get(..7) {
             Some(scheme) if scheme.eq_ignore_ascii_case(b"bearer ") => {
                 Some(value[7..].trim_ascii())
             }
             _ => None,
         });
-        let matches = |token: Option<&[u8]>| token.is_some_and(|t| bool::from(t.ct_eq(key)));
-        // Both are compared, whatever the first gives, for the same reason.
-        let by_bearer = matches(bearer);
-        let by_header = matches(x_api_key.map(<[u8]>::trim_ascii));
-        by_bearer | by_header
+        let header = x_api_key.map(<[u8]>::trim_ascii);
+        let matches =
+            |token: Option<&[u8]>, key: &[u8]| token.is_some_and(|t| bool::from(t.ct_eq(key)));
+        let (mut by_bearer, mut by_header) = (None, None);
+        // Every comparison is made, whatever the earlier ones gave, for the same reason.
+        for key in &self.keys {
+            let (bearer, header) = (matches(bearer, key), matches(header, key));
+            if bearer && by_bearer.is_none() {
+                by_bearer = Some(key);
+            }
+            if header && by_header.is_none() {
+                by_header = Some(key);
+            }
+        }
+        by_bearer.or(by_header).map(|key| Owner::from_key(key))
     }
 }
 
@@ -734,13 +758,14 @@ fn options(preflight: bool, requested_headers: Option<&str>) -> Reply {
 }
 
 /// `GET /health`: that the server is up, and for `detailed` callers what it runs (never
-/// where the agent binary lives) and the warm agent's state (`warm`, with
-/// `--agent-protocol acp`).
+/// where the agent binary lives), the warm agent's state (`warm`, with
+/// `--agent-protocol acp`) and the conversations' counters (`conversations`).
 pub fn health(
     settings: &Settings,
     detailed: bool,
     in_flight: u32,
     warm: Option<serde_json::Value>,
+    conversations: Option<serde_json::Value>,
 ) -> Reply {
     let body = if detailed {
         let mut body = serde_json::json!({
@@ -755,6 +780,9 @@ pub fn health(
         });
         if let Some(warm) = warm {
             body["acp"] = warm;
+        }
+        if let Some(conversations) = conversations {
+            body["conversations"] = conversations;
         }
         body
     } else {
@@ -1023,7 +1051,7 @@ mod tests {
 
     #[test]
     fn keys() {
-        let auth = Auth::new(Some("sk-test".into()));
+        let auth = Auth::new(vec!["sk-test".into()]);
         assert!(auth.allows(Some(b"Bearer sk-test"), None));
         assert!(auth.allows(Some(b"bearer  sk-test "), None));
         assert!(auth.allows(None, Some(b"sk-test")));
@@ -1045,6 +1073,19 @@ mod tests {
             assert!(!auth.allows(None, Some(wrong)), "{shown}");
         }
         assert!(!auth.allows(None, None));
-        assert!(Auth::new(None).allows(None, None));
+        assert_eq!(Auth::new(Vec::new()).owner(None, None), Some(Owner::LOCAL));
+    }
+
+    #[test]
+    fn each_key_is_an_owner() {
+        let auth = Auth::new(vec!["sk-a".into(), "sk-b".into()]);
+        let a = auth.owner(Some(b"Bearer sk-a"), None).unwrap();
+        let b = auth.owner(None, Some(b"sk-b")).unwrap();
+        assert_ne!(a, b);
+        assert_ne!(a, Owner::LOCAL);
+        assert_eq!(auth.owner(None, Some(b"sk-a")), Some(a));
+        assert_eq!(auth.owner(Some(b"Bearer sk-b"), Some(b"sk-a")), Some(b));
+        assert_eq!(auth.owner(Some(b"Bearer sk-c"), Some(b"sk-a")), Some(a));
+        assert_eq!(auth.owner(Some(b"Bearer sk-c"), None), None);
     }
 }

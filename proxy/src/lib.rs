@@ -20,6 +20,8 @@
 //! - [`lifecycle`]: one agent process's life without I/O, for every driver: the stop
 //!   sequence (SIGTERM, grace, SIGKILL), the exit drain, the exit reported once, a spawn
 //!   failure as exit 127, how the process ended for the log line.
+//! - [`conversations`]: the registry that lets a request resume the agent chat that
+//!   answered its conversation, with only what is new; owners and client ids; expiry.
 //! - [`acp`]: `--agent-protocol acp`, one warm agent process serving every request as
 //!   an ACP session, restarted with back-off.
 //! - [`reaper`]: `--reap-orphans` (PID 1 in a container): reaping what agents leave behind.
@@ -31,6 +33,7 @@ pub mod acp;
 pub mod agent;
 pub mod aliases;
 pub mod connections;
+pub mod conversations;
 pub mod demo;
 pub mod flags;
 pub mod framing;

@@ -9,6 +9,7 @@ use tracing_subscriber::filter::Targets;
 use tracing_subscriber::prelude::*;
 
 use super::agent::Signal;
+use super::conversations::Continuation;
 use super::flags::LogFormat;
 
 /// Starts logging to stderr in `format`. `RUST_LOG` filters: a level (`warn`), or
@@ -98,6 +99,11 @@ pub struct RequestRecord {
     pub agent: AgentEnd,
     /// Why the response ended.
     pub end: ResponseEnd,
+    /// How its run began: resuming its conversation's chat, or fresh (and why); `None`
+    /// where no conversation applies.
+    pub conversation: Option<Continuation>,
+    /// Fresh runs that replaced a resumed chat the agent could not continue.
+    pub respawns: u32,
     started: Instant,
 }
 
@@ -112,6 +118,8 @@ impl RequestRecord {
             bytes_out: 0,
             agent: AgentEnd::NotStarted,
             end: ResponseEnd::Complete,
+            conversation: None,
+            respawns: 0,
             started: Instant::now(),
         }
     }
@@ -128,6 +136,7 @@ impl RequestRecord {
 
     /// Writes the log line.
     pub fn log(&self) {
+        let conversation = self.conversation.unwrap_or(Continuation::Invalid);
         tracing::info!(
             id = self.number,
             route = %self.route,
@@ -137,6 +146,8 @@ impl RequestRecord {
             bytes_out = self.bytes_out,
             agent = %self.agent,
             end = %self.end,
+            conversation = %conversation,
+            respawns = self.respawns,
             "request"
         );
     }

@@ -213,8 +213,9 @@ impl PromptBlock<'_> {
     }
 }
 
-/// Reads a prompt written by [`render_prompt`] back into its blocks, in order — for
-/// stand-ins of the agent and for tests that check what an agent was asked.
+/// Reads a prompt written by [`render_prompt`] (or [`render_continuation`]) back into its
+/// blocks, in order — for stand-ins of the agent and for tests that check what an agent
+/// was asked.
 ///
 /// The marker is taken from the prompt's first line; only lines holding it open or close a
 /// block, so content can never be read as structure. Text that is not such a prompt gives
@@ -242,6 +243,7 @@ impl PromptBlock<'_> {
 pub fn read_blocks(prompt: &str) -> PromptBlocks<'_> {
     let marker = prompt
         .strip_prefix(HEADER_LEAD)
+        .or_else(|| prompt.strip_prefix(CONTINUATION_LEAD))
         .and_then(|rest| rest.get(..8))
         .filter(|m| m.bytes().all(|b| b.is_ascii_hexdigit()))
         .unwrap_or_default();
@@ -962,6 +964,20 @@ mod tests {
         let bodies: Vec<&str> = read_blocks(cut).map(|b| b.body).collect();
         assert_eq!(bodies, ["x\n"], "an unclosed block is not given");
         assert!(!read_blocks(&prompt).any(|b| b.is_tool_result()));
+    }
+
+    #[test]
+    fn a_continuation_reads_back_from_where_it_starts() {
+        let messages = vec![
+            user("list"),
+            assistant("", &[("c1", "read", "{}")]),
+            Message::tool_result("c1", "a.txt"),
+        ];
+        let prompt = render_continuation(&conversation(messages, vec![tool("read")]), 1);
+        let blocks: Vec<_> = read_blocks(&prompt).collect();
+        assert_eq!(blocks.len(), 2, "{prompt}");
+        assert_eq!(blocks[0].label, "assistant");
+        assert!(blocks[1].is_tool_result() && blocks[1].body == "a.txt\n");
     }
 
     #[test]

@@ -27,7 +27,12 @@
 //! serving each as it comes; a write that makes no progress for `--write-timeout-ms` means
 //! the client is gone. Every run ends the same way: the group is stopped if it still runs
 //! (SIGTERM, SIGKILL after a grace period), the leader is reaped, the slot is freed, then
-//! what is left of the response is written and the request logged. With
+//! what is left of the response is written and the request logged. The bridge is built
+//! through the proxy's conversation registry ([`agentwire_proxy::conversations`]), and the
+//! request's turn in its conversation ends once the response has (before the client can
+//! see its end); a resumed chat the agent cannot continue is replaced by the bridge's
+//! fresh run (`Output::Respawn`), whose helper threads report under a new generation so
+//! that nothing of the old process reaches it. A thread lets parked chats expire. With
 //! `--agent-protocol acp` the request is instead a turn on the one warm agent
 //! ([`agentwire_proxy::acp`]), and the connection thread blocks on the turn's outputs.
 
@@ -45,6 +50,7 @@ use agentwire::bridge::{Bridge, Dialect, Head, Output};
 use agentwire_proxy::acp::{Ticket, Warm};
 use agentwire_proxy::agent::{self, exit_status, signal_group};
 use agentwire_proxy::connections::{Admitted, Connections, Lane, OVERFLOW_TIMEOUT};
+use agentwire_proxy::conversations::{CallerIds, Continuation, Conversations};
 use agentwire_proxy::framing::{BodyDecoder, BodyLength, Version, body_length};
 use agentwire_proxy::http::{self, Outcome, Reply, RequestHead, ResponseContext, Target};
 use agentwire_proxy::lifecycle::{Action, Lifecycle};
@@ -79,6 +85,8 @@ struct Server {
     runs: Mutex<HashMap<u64, SyncSender<Event>>>,
     /// With `--agent-protocol acp`: the warm agent every request runs on.
     warm: Option<Arc<Warm>>,
+    /// The agent chats parked between the requests of their conversations.
+    conversations: Conversations,
 }
 
 fn main() -> ExitCode {
@@ -108,6 +116,7 @@ fn main() -> ExitCode {
     let server = Arc::new(Server {
         slots: Slots::new(settings.max_concurrent),
         models: ModelCache::new(settings.models_ttl),
+        conversations: Conversations::new(settings.conversations.clone(), clock),
         settings,
         clock,
         ids: RequestIds::new(),
@@ -117,6 +126,16 @@ fn main() -> ExitCode {
     });
     if let Err(e) = watch_signals(Arc::clone(&server), bound) {
         eprintln!("blocking_proxy: cannot install signal handlers: {e}");
+        return ExitCode::FAILURE;
+    }
+    // Parked chats expire on a thread of their own (it ends with the process).
+    let expiring = Arc::clone(&server);
+    let expiry = std::thread::Builder::new()
+        .name("expiry".into())
+        .stack_size(HELPER_STACK)
+        .spawn(move || expiring.conversations.expire_on_this_thread());
+    if let Err(e) = expiry {
+        eprintln!("blocking_proxy: cannot start the expiry thread: {e}");
         return ExitCode::FAILURE;
     }
     for stream in listener.incoming() {
@@ -154,6 +173,8 @@ fn main() -> ExitCode {
             tracing::warn!("the ACP agent still running after {limit:?}");
         }
     }
+    // Every run has ended its turn: the chats still parked are let go.
+    server.conversations.clear();
     ExitCode::SUCCESS
 }
 
@@ -323,6 +344,7 @@ fn connection(server: &Server, mut stream: TcpStream, admitted: Admitted) {
     };
     let checked = http::check(settings, &request, lane, server.ids.seed(number));
     answer.context = checked.context;
+    let caller = CallerIds::new(checked.owner.unwrap_or_default(), &request);
     let deadline = head.started + request_timeout;
     let reply = match checked.outcome {
         Outcome::Reply(reply) => reply,
@@ -334,7 +356,7 @@ fn connection(server: &Server, mut stream: TcpStream, admitted: Admitted) {
                 deadline,
                 answer,
             };
-            return run(server, arriving, dialect, record);
+            return run(server, arriving, dialect, &caller, record);
         }
         Outcome::CountTokens => {
             let mut arriving = Arriving {
@@ -360,7 +382,9 @@ fn connection(server: &Server, mut stream: TcpStream, admitted: Admitted) {
         },
         Outcome::Health { detailed } => {
             let warm = Warm::health_of(server.warm.as_ref(), detailed);
-            http::health(settings, detailed, server.slots.in_flight(), warm)
+            let conversations = detailed.then(|| server.conversations.health());
+            let in_flight = server.slots.in_flight();
+            http::health(settings, detailed, in_flight, warm, conversations)
         }
     };
     write_reply(
@@ -549,13 +573,20 @@ fn models(server: &Server) -> Reply {
 
 /// What the helper threads of a run report.
 enum Event {
+    /// From the run's agent process of this generation (0, then 1 for the fresh run that
+    /// replaces a resumed chat the agent could not continue).
+    Agent(u32, AgentEvent),
+    ClientGone,
+    Shutdown,
+}
+
+/// What an agent process's helper threads report.
+enum AgentEvent {
     Stdout(Vec<u8>),
     StdoutEof,
     Stderr(Vec<u8>),
     StderrEof,
     Exited(std::process::ExitStatus),
-    ClientGone,
-    Shutdown,
 }
 
 /// A request whose head was checked and whose body is still to be read.
@@ -597,8 +628,14 @@ impl Arriving<'_> {
     }
 }
 
-/// An agent run for a request in `dialect`.
-fn run(server: &Server, mut arriving: Arriving<'_>, dialect: Dialect, mut record: RequestRecord) {
+/// An agent run for a request in `dialect` from `caller`.
+fn run(
+    server: &Server,
+    mut arriving: Arriving<'_>,
+    dialect: Dialect,
+    caller: &CallerIds,
+    mut record: RequestRecord,
+) {
     let body = arriving.read(server);
     let Arriving {
         mut stream, answer, ..
@@ -640,7 +677,11 @@ fn run(server: &Server, mut arriving: Arriving<'_>, dialect: Dialect, mut record
         drop(slot);
         return;
     }
-    let bridge = Bridge::new(dialect, &body, &server.settings.config, params);
+    let config = &server.settings.config;
+    let (bridge, how) = server
+        .conversations
+        .bridge(dialect, &body, config, params, caller);
+    record.conversation = Some(how);
     let (events_tx, events) = mpsc::sync_channel(PIPE_CHUNKS);
     let number = record.number;
     server
@@ -655,6 +696,9 @@ fn run(server: &Server, mut arriving: Arriving<'_>, dialect: Dialect, mut record
         answer,
         lifecycle: Lifecycle::new(server.settings.kill_grace),
         agent: None,
+        generation: 0,
+        // Only a resumed chat may be replaced by a fresh run.
+        respawn_events: (how == Continuation::Resumed).then(|| events_tx.clone()),
         events,
         record,
         sink: Sink::default(),
@@ -667,6 +711,9 @@ fn run(server: &Server, mut arriving: Arriving<'_>, dialect: Dialect, mut record
     run.start(&events_tx);
     drop(events_tx);
     run.serve();
+    // The response is over (or its client gone): the chat is parked for the
+    // conversation's next request, or let go — before the client can have the end.
+    server.conversations.end_turn(&mut run.bridge);
     // What the client can take now goes before the agent is reaped and the slot freed
     // (once the slot is free, a server shutting down may exit); the rest after.
     run.write_ready();
@@ -753,6 +800,10 @@ struct Run<'a> {
     /// The agent process's life: what to signal, when its exit goes to the bridge.
     lifecycle: Lifecycle,
     agent: Option<Agent>,
+    /// Which agent process `agent` is: events of an earlier one are dropped.
+    generation: u32,
+    /// Where a replacement process's helpers report, while one may be needed.
+    respawn_events: Option<SyncSender<Event>>,
     events: Receiver<Event>,
     record: RequestRecord,
     /// The response as bytes for the client.
@@ -778,41 +829,8 @@ impl Run<'_> {
     fn start(&mut self, events: &SyncSender<Event>) {
         if let Some(invocation) = self.bridge.invocation() {
             self.record.set_model(invocation);
-            let prompt = invocation.stdin.clone();
-            let mut command = self.server.settings.agent.command(invocation);
-            let spawned = reaper::spawn(|child: &Child| Some(child.id()), || command.spawn())
-                .and_then(|child| Ok((child, nix::unistd::pipe()?)));
-            match spawned {
-                Ok((mut child, (cancelled, cancel))) => {
-                    let group = child.id();
-                    if let Some(mut stdin) = child.stdin.take() {
-                        // Apart from the reads: a large prompt must not block them.
-                        helper(move || {
-                            let _ = stdin.write_all(&prompt);
-                        });
-                    }
-                    if let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take())
-                    {
-                        let tx = events.clone();
-                        helper(move || pump(stdout, stderr, cancelled, &tx));
-                    }
-                    let tx = events.clone();
-                    helper(move || {
-                        let status = child.wait().unwrap_or_default();
-                        reaper::release(group);
-                        let _ = tx.send(Event::Exited(status));
-                    });
-                    self.lifecycle.handle_spawned(group);
-                    self.agent = Some(Agent {
-                        cancel: Some(cancel),
-                    });
-                }
-                Err(e) => {
-                    let program = &self.server.settings.agent.path;
-                    self.lifecycle.handle_spawn_failed(program, &e);
-                }
-            }
         }
+        self.spawn(events);
         // A hang-up is seen as end of stream on the socket (the request was read whole).
         if let Ok(mut watch) = self.stream.try_clone() {
             let _ = watch.set_read_timeout(None);
@@ -824,6 +842,70 @@ impl Run<'_> {
             });
         }
         self.drain();
+    }
+
+    /// Starts the agent run the bridge's invocation describes (if any) as the leader of a
+    /// process group of its own, with a lifecycle of its own and helper threads that
+    /// report to `events` under the run's current generation.
+    fn spawn(&mut self, events: &SyncSender<Event>) {
+        let Some(invocation) = self.bridge.invocation() else {
+            return;
+        };
+        self.lifecycle = Lifecycle::new(self.server.settings.kill_grace);
+        self.agent = None;
+        let generation = self.generation;
+        let prompt = invocation.stdin.clone();
+        let mut command = self.server.settings.agent.command(invocation);
+        let spawned = reaper::spawn(|child: &Child| Some(child.id()), || command.spawn())
+            .and_then(|child| Ok((child, nix::unistd::pipe()?)));
+        match spawned {
+            Ok((mut child, (cancelled, cancel))) => {
+                let group = child.id();
+                if let Some(mut stdin) = child.stdin.take() {
+                    // Apart from the reads: a large prompt must not block them.
+                    helper(move || {
+                        let _ = stdin.write_all(&prompt);
+                    });
+                }
+                if let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) {
+                    let tx = events.clone();
+                    helper(move || pump(stdout, stderr, cancelled, &tx, generation));
+                }
+                let tx = events.clone();
+                helper(move || {
+                    let status = child.wait().unwrap_or_default();
+                    reaper::release(group);
+                    let _ = tx.send(Event::Agent(generation, AgentEvent::Exited(status)));
+                });
+                self.lifecycle.handle_spawned(group);
+                self.agent = Some(Agent {
+                    cancel: Some(cancel),
+                });
+            }
+            Err(e) => {
+                let program = &self.server.settings.agent.path;
+                self.lifecycle.handle_spawn_failed(program, &e);
+            }
+        }
+    }
+
+    /// The bridge replaces a resumed chat the agent could not continue by a fresh run.
+    /// The run it replaces was reported exited, so it is reaped, its group signalled, its
+    /// pipes read to their end or given up: the new one starts, as a new generation whose
+    /// helpers report alone.
+    fn respawn(&mut self) {
+        debug_assert!(self.lifecycle.agent_end().is_some());
+        // Held for every resumed run, the only kind the bridge replaces.
+        debug_assert!(self.respawn_events.is_some());
+        let Some(events) = self.respawn_events.take() else {
+            return;
+        };
+        if let Some(agent) = &mut self.agent {
+            agent.cancel = None;
+        }
+        self.record.respawns += 1;
+        self.generation += 1;
+        self.spawn(&events);
     }
 
     /// Feeds the bridge until its end (or the client's).
@@ -937,20 +1019,25 @@ impl Run<'_> {
 
     fn handle(&mut self, event: Event) {
         let now = self.server.clock.now_ms();
+        let event = match event {
+            Event::ClientGone => return self.gone(),
+            Event::Shutdown => return self.shutdown(),
+            // A process this run replaced: it is done with.
+            Event::Agent(generation, _) if generation != self.generation => return,
+            Event::Agent(_, event) => event,
+        };
         match event {
-            Event::ClientGone => self.gone(),
-            Event::Shutdown => self.shutdown(),
             // Read before the pipes were closed, after the exit was reported: dropped.
-            Event::Stdout(_) | Event::Stderr(_) if !self.lifecycle.wants_output() => {}
-            Event::Stdout(bytes) => {
+            AgentEvent::Stdout(_) | AgentEvent::Stderr(_) if !self.lifecycle.wants_output() => {}
+            AgentEvent::Stdout(bytes) => {
                 let _ = self.bridge.push_stdout(&bytes, now);
             }
-            Event::Stderr(bytes) => {
+            AgentEvent::Stderr(bytes) => {
                 let _ = self.bridge.push_stderr(&bytes, now);
             }
-            Event::StdoutEof => self.lifecycle.handle_stdout_eof(),
-            Event::StderrEof => self.lifecycle.handle_stderr_eof(),
-            Event::Exited(status) => {
+            AgentEvent::StdoutEof => self.lifecycle.handle_stdout_eof(),
+            AgentEvent::StderrEof => self.lifecycle.handle_stderr_eof(),
+            AgentEvent::Exited(status) => {
                 let status = exit_status(status);
                 self.lifecycle.handle_exit(status, Instant::now());
             }
@@ -988,19 +1075,23 @@ impl Run<'_> {
     /// the lifecycle asks, until neither has more.
     fn drain(&mut self) {
         loop {
-            let mut stop = false;
+            let (mut stop, mut respawn) = (false, false);
             while let Some(output) = self.bridge.poll_output() {
                 let framed =
                     self.sink
                         .frame(output, &self.answer, &mut self.record, self.client_gone);
                 match framed {
                     Framed::Stop => stop = true,
+                    Framed::Respawn => respawn = true,
                     Framed::End => self.ended = true,
                     Framed::More => {}
                 }
             }
             if stop {
                 self.lifecycle.stop(Instant::now());
+            }
+            if respawn {
+                self.respawn();
             }
             if !self.act() {
                 return;
@@ -1058,7 +1149,11 @@ impl Run<'_> {
                 }
                 let event = recv_until(&self.events, self.lifecycle.poll_timeout());
                 let status = match event {
-                    Ok(Event::Exited(status)) => status,
+                    Ok(Event::Agent(generation, AgentEvent::Exited(status)))
+                        if generation == self.generation =>
+                    {
+                        status
+                    }
                     Ok(_) => continue,
                     Err(RecvTimeoutError::Timeout) => {
                         self.lifecycle.handle_timeout(Instant::now());
@@ -1113,6 +1208,8 @@ enum Framed {
     More,
     /// Stop the agent.
     Stop,
+    /// Start the agent again with the bridge's new invocation.
+    Respawn,
     /// The response is complete.
     End,
 }
@@ -1160,7 +1257,7 @@ impl Sink {
                 }
             }
             Output::StopAgent => return Framed::Stop,
-            Output::Respawn => unreachable!("the proxy's bridges serve no conversation yet"),
+            Output::Respawn => return Framed::Respawn,
             Output::End => {
                 if client_gone {
                     return Framed::End;
@@ -1207,8 +1304,14 @@ fn helper(f: impl FnOnce() + Send + 'static) {
 }
 
 /// Reads the agent's stdout and stderr until both end or `cancelled` is closed (its
-/// other end dropped), sending each chunk.
-fn pump(stdout: ChildStdout, stderr: ChildStderr, cancelled: OwnedFd, events: &SyncSender<Event>) {
+/// other end dropped), sending each chunk as the agent process `generation`'s.
+fn pump(
+    stdout: ChildStdout,
+    stderr: ChildStderr,
+    cancelled: OwnedFd,
+    events: &SyncSender<Event>,
+    generation: u32,
+) {
     let mut stdout = Some(stdout);
     let mut stderr = Some(stderr);
     let mut out_buf = vec![0u8; STDOUT_READ];
@@ -1244,8 +1347,9 @@ fn pump(stdout: ChildStdout, stderr: ChildStderr, cancelled: OwnedFd, events: &S
                 &mut stdout,
                 &mut out_buf,
                 events,
-                Event::Stdout,
-                Event::StdoutEof,
+                generation,
+                AgentEvent::Stdout,
+                AgentEvent::StdoutEof,
             )
         {
             return;
@@ -1255,8 +1359,9 @@ fn pump(stdout: ChildStdout, stderr: ChildStderr, cancelled: OwnedFd, events: &S
                 &mut stderr,
                 &mut err_buf,
                 events,
-                Event::Stderr,
-                Event::StderrEof,
+                generation,
+                AgentEvent::Stderr,
+                AgentEvent::StderrEof,
             )
         {
             return;
@@ -1270,8 +1375,9 @@ fn read_pipe(
     pipe: &mut Option<impl Read>,
     buf: &mut [u8],
     events: &SyncSender<Event>,
-    chunk: fn(Vec<u8>) -> Event,
-    eof: Event,
+    generation: u32,
+    chunk: fn(Vec<u8>) -> AgentEvent,
+    eof: AgentEvent,
 ) -> bool {
     let Some(reader) = pipe else {
         return true;
@@ -1282,8 +1388,8 @@ fn read_pipe(
         Err(e) if e.kind() == io::ErrorKind::Interrupted => return true,
         Err(_) => eof,
     };
-    if matches!(event, Event::StdoutEof | Event::StderrEof) {
+    if matches!(event, AgentEvent::StdoutEof | AgentEvent::StderrEof) {
         *pipe = None;
     }
-    events.send(event).is_ok()
+    events.send(Event::Agent(generation, event)).is_ok()
 }

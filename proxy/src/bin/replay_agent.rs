@@ -3,7 +3,8 @@
 //! benchmarks and end-to-end runs use it in place of the real CLI.
 //!
 //! ```text
-//! replay_agent [--transcript FILE | --scenario DIR] [--delay-ms N] [--stderr FILE]
+//! replay_agent [--transcript FILE | --scenario DIR | --chat-dir DIR [--tool-rounds N]]
+//!              [--lost-chat new-id|fail] [--hang-on-resume] [--delay-ms N] [--stderr FILE]
 //!              [--exit CODE] [--hang] [--spawn-child] [--version] [cursor-agent flags…]
 //! ```
 //!
@@ -11,6 +12,22 @@
 //! - `--scenario DIR`: a multi-turn conversation, `DIR/turn-1.jsonl`, `turn-2.jsonl`, …;
 //!   the turn played is 1 + the number of tool-result blocks in the prompt received (read
 //!   with agentwire's own prompt reader), so each request of a tool round gets the next turn.
+//!   A resumed chat's prompt holds only the latest results: past turn 2, use `--chat-dir`.
+//! - `--resume CHAT` (cursor-agent's own flag): the run continues chat CHAT, and every
+//!   line it writes carries `"session_id":"CHAT"`, as cursor-agent's do.
+//! - `--chat-dir DIR`: plays an agent that keeps its chats in DIR (one file per chat id,
+//!   holding how many runs the chat has had) and answers a tool loop: a chat's first
+//!   `--tool-rounds N` runs (default 0) each write `system/init`, a line of text and a
+//!   started `shellToolCall` whose command is unique to the round (`echo round-R`, R from
+//!   0), then wait for the tool's result until stopped (at most 5 minutes); later runs
+//!   answer with text and a `result`. A fresh run (no `--resume`) starts a new chat whose
+//!   round is the number of tool results in its prompt (a whole conversation); a resumed
+//!   one takes the round its chat is at. A `--resume` of a chat not in DIR is a lost chat.
+//! - `--lost-chat new-id|fail`: what a lost chat does — every `--resume` without
+//!   `--chat-dir`, one of a chat not in DIR with it. `new-id` (what cursor-agent does, and
+//!   the default with `--chat-dir`) answers under a new chat id; `fail` writes
+//!   `Error: chat CHAT not found` to stderr and exits 1 without answering.
+//! - `--hang-on-resume`: a run given `--resume` reads its prompt, logs, and never answers.
 //! - `--delay-ms N`: pause between lines (default 5; 0 writes as fast as the pipe takes it).
 //! - `--stderr FILE`: written to stderr after the transcript.
 //! - `--exit CODE`: the exit code (default 0).
@@ -23,15 +40,19 @@
 //! - Every other argument (the flags cursor-agent takes, and their values) is ignored.
 //!
 //! With env `AGENTWIRE_REPLAY_LOG=FILE`, each run appends one JSON line to FILE:
-//! `{"pid":…,"child_pid":…|null,"argv":[…],"prompt":"…"}`, written after the whole prompt
-//! was read and before the first line is replayed.
+//! `{"pid":…,"child_pid":…|null,"argv":[…],"prompt":"…","stdin_bytes":…,"chat_id":…|null}`,
+//! written after the whole prompt was read and before the first line is replayed.
+//! `chat_id` is the chat the run answers under (`null` for a transcript's own, and for a
+//! lost chat that fails).
 //!
 //! With env `AGENTWIRE_REPLAY_TIMES=FILE`, each run appends
 //! `{"pid":…,"started_unix_ns":…,"first_line_unix_ns":…}` once its first line is out: when
 //! the process started and when it began writing its first line, on the system clock every
 //! process shares (benches/proxy.sh measures the proxies' latency against them).
 
+use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
+use std::hash::{DefaultHasher, Hasher};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -54,7 +75,25 @@ struct Args {
     exit: u8,
     hang: bool,
     spawn_child: bool,
+    /// `--resume`: the chat to continue.
+    resume: Option<String>,
+    chat_dir: Option<PathBuf>,
+    tool_rounds: u32,
+    lost_chat: Option<LostChat>,
+    hang_on_resume: bool,
 }
+
+/// What a run resuming a chat the agent does not know does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LostChat {
+    /// Answers under a new chat id.
+    NewId,
+    /// Fails with "chat not found".
+    Fail,
+}
+
+/// The longest a tool round waits for its result before giving up.
+const TOOL_WAIT: Duration = Duration::from_secs(300);
 
 enum Parsed {
     Run(Args),
@@ -72,6 +111,11 @@ fn parse_args(argv: &[String]) -> Result<Parsed, String> {
         exit: 0,
         hang: false,
         spawn_child: false,
+        resume: None,
+        chat_dir: None,
+        tool_rounds: 0,
+        lost_chat: None,
+        hang_on_resume: false,
     };
     // The `models` subcommand, wherever wrapper flags put it (not a `--model` value).
     let subcommand = argv
@@ -106,15 +150,33 @@ fn parse_args(argv: &[String]) -> Result<Parsed, String> {
             }
             "--hang" => args.hang = true,
             "--spawn-child" => args.spawn_child = true,
+            "--resume" => args.resume = Some(value("--resume")?),
+            "--chat-dir" => args.chat_dir = Some(value("--chat-dir")?.into()),
+            "--tool-rounds" => {
+                let n = value("--tool-rounds")?;
+                args.tool_rounds = n.parse().map_err(|e| format!("--tool-rounds {n}: {e}"))?;
+            }
+            "--lost-chat" => {
+                args.lost_chat = Some(match value("--lost-chat")?.as_str() {
+                    "new-id" => LostChat::NewId,
+                    "fail" => LostChat::Fail,
+                    other => return Err(format!("--lost-chat {other}: new-id or fail")),
+                })
+            }
+            "--hang-on-resume" => args.hang_on_resume = true,
             // cursor-agent's own flags and their values.
             _ => {}
         }
     }
-    if args.transcript.is_none() && args.scenario.is_none() && !args.hang {
+    if args.transcript.is_none() && args.scenario.is_none() && args.chat_dir.is_none() && !args.hang
+    {
         return Err(
-            "nothing to replay: give --transcript FILE (or AGENTWIRE_REPLAY_TRANSCRIPT), --scenario DIR or --hang"
+            "nothing to replay: give --transcript FILE (or AGENTWIRE_REPLAY_TRANSCRIPT), --scenario DIR, --chat-dir DIR or --hang"
                 .into(),
         );
+    }
+    if args.tool_rounds > 0 && args.chat_dir.is_none() {
+        return Err("--tool-rounds needs --chat-dir".into());
     }
     Ok(Parsed::Run(args))
 }
@@ -136,12 +198,21 @@ fn transcript_for(args: &Args, prompt: &str) -> Result<Option<PathBuf>, String> 
     Ok(Some(path))
 }
 
-fn append_log(path: &Path, argv: &[String], prompt: &str, child: Option<u32>) -> io::Result<()> {
+fn append_log(
+    path: &Path,
+    argv: &[String],
+    prompt: &str,
+    stdin_bytes: usize,
+    child: Option<u32>,
+    chat: Option<&str>,
+) -> io::Result<()> {
     let mut line = serde_json::to_vec(&serde_json::json!({
         "pid": std::process::id(),
         "child_pid": child,
         "argv": argv,
         "prompt": prompt,
+        "stdin_bytes": stdin_bytes,
+        "chat_id": chat,
     }))
     .map_err(io::Error::other)?;
     line.push(b'\n');
@@ -180,28 +251,27 @@ impl Times {
     }
 }
 
-fn replay(path: &Path, delay: Duration, times: Option<&Times>) -> io::Result<()> {
-    let file = File::open(path)?;
+/// Writes `lines` to stdout, `delay` apart, each under the chat id `chat` when one is
+/// given.
+fn write_lines(
+    lines: impl Iterator<Item = io::Result<Vec<u8>>>,
+    delay: Duration,
+    times: Option<&Times>,
+    chat: Option<&str>,
+) -> io::Result<()> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    if delay.is_zero() {
-        let at = unix_ns();
-        io::copy(&mut BufReader::with_capacity(64 * 1024, file), &mut out)?;
-        out.flush()?;
-        return times.map_or(Ok(()), |t| t.first_line(at));
-    }
-    let mut lines = BufReader::new(file);
-    let mut line = Vec::new();
     let mut first = true;
-    loop {
-        line.clear();
-        if lines.read_until(b'\n', &mut line)? == 0 {
-            return Ok(());
-        }
-        if !first {
+    for line in lines {
+        let line = line?;
+        if !first && !delay.is_zero() {
             std::thread::sleep(delay);
         }
         let at = unix_ns();
+        let line = match chat {
+            Some(chat) => in_chat(&line, chat),
+            None => Cow::Borrowed(line.as_slice()),
+        };
         out.write_all(&line)?;
         out.flush()?;
         if first && let Some(times) = times {
@@ -209,14 +279,166 @@ fn replay(path: &Path, delay: Duration, times: Option<&Times>) -> io::Result<()>
         }
         first = false;
     }
+    Ok(())
 }
 
-fn run(args: &Args, argv: &[String], times: Option<&Times>) -> Result<(), String> {
-    let mut prompt = Vec::new();
+fn replay(
+    path: &Path,
+    delay: Duration,
+    times: Option<&Times>,
+    chat: Option<&str>,
+) -> io::Result<()> {
+    let file = File::open(path)?;
+    if delay.is_zero() && chat.is_none() {
+        let stdout = io::stdout();
+        let mut out = stdout.lock();
+        let at = unix_ns();
+        io::copy(&mut BufReader::with_capacity(64 * 1024, file), &mut out)?;
+        out.flush()?;
+        return times.map_or(Ok(()), |t| t.first_line(at));
+    }
+    let mut reader = BufReader::new(file);
+    let lines = std::iter::from_fn(move || {
+        let mut line = Vec::new();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) => None,
+            Ok(_) => Some(Ok(line)),
+            Err(e) => Some(Err(e)),
+        }
+    });
+    write_lines(lines, delay, times, chat)
+}
+
+/// `line` with its `session_id`, if it has one, set to `chat`.
+fn in_chat<'a>(line: &'a [u8], chat: &str) -> Cow<'a, [u8]> {
+    let Ok(serde_json::Value::Object(mut event)) = serde_json::from_slice(line) else {
+        return Cow::Borrowed(line);
+    };
+    let Some(serde_json::Value::String(id)) = event.get("session_id") else {
+        return Cow::Borrowed(line);
+    };
+    if id == chat {
+        return Cow::Borrowed(line);
+    }
+    // The recorded bytes, but for the id (a recording's own formatting is kept).
+    let old = format!("\"session_id\":\"{id}\"");
+    let text = String::from_utf8_lossy(line);
+    if text.matches(&old).count() == 1 {
+        let new = format!("\"session_id\":\"{chat}\"");
+        return Cow::Owned(text.replace(&old, &new).into_bytes());
+    }
+    event.insert("session_id".into(), chat.into());
+    let mut out = serde_json::to_vec(&event).unwrap_or_else(|_| line.to_vec());
+    out.push(b'\n');
+    Cow::Owned(out)
+}
+
+/// A new chat id, shaped as cursor-agent's (a UUID).
+fn new_chat_id() -> String {
+    let mut hasher = DefaultHasher::new();
+    hasher.write_u32(std::process::id());
+    hasher.write_u128(unix_ns());
+    let a = hasher.finish();
+    hasher.write_u8(1);
+    let b = hasher.finish();
+    format!(
+        "{:08x}-{:04x}-4{:03x}-a{:03x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xfff,
+        b >> 52,
+        b & 0xffff_ffff_ffff
+    )
+}
+
+/// The chat a run answers under, once `--resume` and `--lost-chat` are taken into account.
+enum Chat {
+    /// The transcript's own ids.
+    Recorded,
+    /// This chat: a resumed one, or a new one.
+    Id { id: String, resumed: bool },
+    /// The resumed chat is lost and the run fails.
+    Lost(String),
+}
+
+fn chat_for(args: &Args) -> Chat {
+    let Some(resumed) = &args.resume else {
+        return match args.chat_dir {
+            Some(_) => Chat::Id {
+                id: new_chat_id(),
+                resumed: false,
+            },
+            None => Chat::Recorded,
+        };
+    };
+    let lost = match &args.chat_dir {
+        Some(dir) => !dir.join(resumed).is_file(),
+        None => args.lost_chat.is_some(),
+    };
+    if !lost {
+        return Chat::Id {
+            id: resumed.clone(),
+            resumed: true,
+        };
+    }
+    match args.lost_chat.unwrap_or(LostChat::NewId) {
+        LostChat::NewId => Chat::Id {
+            id: new_chat_id(),
+            resumed: false,
+        },
+        LostChat::Fail => Chat::Lost(resumed.clone()),
+    }
+}
+
+/// `--chat-dir`: the round this run of `chat` is at, counted in `dir` (a resumed chat's
+/// runs so far; for a new chat, the tool results in its prompt), then counted.
+fn take_round(dir: &Path, chat: &str, resumed: bool, prompt: &str) -> Result<u32, String> {
+    let file = dir.join(chat);
+    let round = if resumed {
+        let text =
+            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        text.trim()
+            .parse()
+            .map_err(|e| format!("{}: {e}", file.display()))?
+    } else {
+        read_blocks(prompt).filter(|b| b.is_tool_result()).count() as u32
+    };
+    std::fs::write(&file, format!("{}\n", round + 1))
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(round)
+}
+
+/// The lines of round `round` of a tool loop of `rounds` in `chat`: a tool call while
+/// rounds remain, else the answer.
+fn tool_loop_lines(chat: &str, round: u32, rounds: u32) -> Vec<Vec<u8>> {
+    let init = serde_json::json!({"type":"system","subtype":"init","apiKeySource":"login","cwd":"/w","session_id":chat,"model":"Auto","permissionMode":"default"});
+    let text = |text: &str| serde_json::json!({"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":text}]},"session_id":chat});
+    let mut lines = vec![init];
+    if round < rounds {
+        lines.push(text(&format!("Round {round}: running a command.")));
+        lines.push(serde_json::json!({"type":"tool_call","subtype":"started","call_id":format!("call-{round}"),"tool_call":{"shellToolCall":{"args":{"command":format!("echo round-{round}")}}},"model_call_id":format!("model-call-{round}"),"session_id":chat}));
+    } else {
+        let answer = format!("Done after {round} tool rounds.");
+        lines.push(text(&answer));
+        lines.push(serde_json::json!({"type":"result","subtype":"success","is_error":false,"duration_ms":10,"result":answer,"session_id":chat,"usage":{"inputTokens":30,"outputTokens":7}}));
+    }
+    lines
+        .into_iter()
+        .map(|line| {
+            let mut bytes = line.to_string().into_bytes();
+            bytes.push(b'\n');
+            bytes
+        })
+        .collect()
+}
+
+/// Plays the run; its exit code.
+fn run(args: &Args, argv: &[String], times: Option<&Times>) -> Result<u8, String> {
+    let mut stdin = Vec::new();
     io::stdin()
-        .read_to_end(&mut prompt)
+        .read_to_end(&mut stdin)
         .map_err(|e| format!("reading the prompt: {e}"))?;
-    let prompt = String::from_utf8_lossy(&prompt);
+    let prompt = String::from_utf8_lossy(&stdin);
     let child = if args.spawn_child {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let child = Command::new(exe)
@@ -228,17 +450,49 @@ fn run(args: &Args, argv: &[String], times: Option<&Times>) -> Result<(), String
     } else {
         None
     };
+    let chat = chat_for(args);
     if let Some(log) = std::env::var_os("AGENTWIRE_REPLAY_LOG") {
-        append_log(Path::new(&log), argv, &prompt, child)
+        let id = match &chat {
+            Chat::Id { id, .. } => Some(id.as_str()),
+            Chat::Recorded | Chat::Lost(_) => None,
+        };
+        append_log(Path::new(&log), argv, &prompt, stdin.len(), child, id)
             .map_err(|e| format!("AGENTWIRE_REPLAY_LOG: {e}"))?;
     }
-    if let Some(path) = transcript_for(args, &prompt)? {
-        match replay(&path, args.delay, times) {
-            Ok(()) => {}
-            // The reader hung up: nobody is listening any more.
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
-            Err(e) => return Err(format!("{}: {e}", path.display())),
+    if args.hang_on_resume && args.resume.is_some() {
+        sleep_forever();
+    }
+    let written = match &chat {
+        Chat::Lost(id) => {
+            let _ = writeln!(io::stderr(), "Error: chat {id} not found");
+            return Ok(1);
         }
+        Chat::Id { id, resumed } if args.chat_dir.is_some() => {
+            let dir = args.chat_dir.as_deref().expect("checked");
+            let round = take_round(dir, id, *resumed, &prompt)?;
+            let lines = tool_loop_lines(id, round, args.tool_rounds);
+            write_lines(lines.into_iter().map(Ok), args.delay, times, None)
+                .map(|()| round < args.tool_rounds)
+        }
+        Chat::Id { id, .. } => match transcript_for(args, &prompt)? {
+            Some(path) => replay(&path, args.delay, times, Some(id)).map(|()| false),
+            None => Ok(false),
+        },
+        Chat::Recorded => match transcript_for(args, &prompt)? {
+            Some(path) => replay(&path, args.delay, times, None).map(|()| false),
+            None => Ok(false),
+        },
+    };
+    let waits_for_tool = match written {
+        Ok(waits) => waits,
+        // The reader hung up: nobody is listening any more.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(args.exit),
+        Err(e) => return Err(e.to_string()),
+    };
+    if waits_for_tool {
+        // As the CLI, waiting for the shell call's approval; the proxy stops it.
+        std::thread::sleep(TOOL_WAIT);
+        return Err("no result for the tool call".into());
     }
     if let Some(path) = &args.stderr {
         let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -247,7 +501,7 @@ fn run(args: &Args, argv: &[String], times: Option<&Times>) -> Result<(), String
     if args.hang {
         sleep_forever();
     }
-    Ok(())
+    Ok(args.exit)
 }
 
 fn sleep_forever() -> ! {
@@ -279,7 +533,7 @@ fn main() -> ExitCode {
         }
     };
     match run(&args, &argv, times.as_ref()) {
-        Ok(()) => ExitCode::from(args.exit),
+        Ok(code) => ExitCode::from(code),
         Err(message) => {
             eprintln!("replay_agent: {message}");
             ExitCode::FAILURE

@@ -17,12 +17,14 @@
 //! routes and the checks every request passes ([`agentwire_proxy::http`]).
 //!
 //! How a request runs: the body is read (bounded in size and, with the head, in time), a
-//! concurrency slot taken, the bridge built, and cursor-agent spawned as the leader of its
-//! own process group with the prompt on stdin. Then one loop waits on the agent's stdout,
-//! its stderr, its exit, the bridge's next deadline ([`Bridge::poll_timeout`], the only
-//! timer) and server shutdown, feeds whichever comes to the bridge, and hands the outputs
-//! on: the head becomes the response head, body chunks go to the client, `StopAgent`
-//! signals the group. With `--agent-protocol acp` the request is instead a turn on the one
+//! concurrency slot taken, the bridge built through the proxy's conversation registry
+//! ([`agentwire_proxy::conversations`]: the chat that answered the conversation so far is
+//! resumed with only what is new, or the run is fresh), and cursor-agent spawned as the
+//! leader of its own process group with the prompt on stdin. Then one loop waits on the
+//! agent's stdout, its stderr, its exit, the bridge's next deadline
+//! ([`Bridge::poll_timeout`], the only timer) and server shutdown, feeds whichever comes to
+//! the bridge, and hands the outputs on: the head becomes the response head, body chunks
+//! go to the client, `StopAgent` signals the group. With `--agent-protocol acp` the request is instead a turn on the one
 //! warm agent ([`agentwire_proxy::acp`]), and the loop awaits the turn's outputs.
 //!
 //! A stream's run is a task of its own that hands chunks to the response body through a
@@ -34,7 +36,11 @@
 //! channel closed), the run's `Drop` tells the bridge `client_gone` and stops the group; a
 //! reaper task then waits for the leader (SIGKILL after a grace period), reaps it, logs
 //! the request and only then frees the slot — so every path, finished, abandoned, timed
-//! out or shut down, ends the same way.
+//! out or shut down, ends the same way. That `Drop` also ends the request's turn in its
+//! conversation (the chat is parked for the next request, or let go), once, before the
+//! last bytes reach the client. A resumed chat the agent cannot continue is stopped and
+//! reaped like any run, and the bridge's fresh run (`Output::Respawn`) takes its place in
+//! the same loop. A task lets parked chats expire at the registry's deadline.
 
 use std::convert::Infallible;
 use std::io;
@@ -50,6 +56,7 @@ use agentwire::bridge::{Bridge, Dialect, Head, Output};
 use agentwire_proxy::acp::{Ticket, Warm};
 use agentwire_proxy::agent::{Signal, exit_status, signal_group};
 use agentwire_proxy::connections::{Admitted, Connections, Lane, OVERFLOW_TIMEOUT};
+use agentwire_proxy::conversations::{CallerIds, Conversations};
 use agentwire_proxy::framing::{FramingError, Version};
 use agentwire_proxy::http::{self, Outcome, Reply, RequestHead, ResponseContext, Target};
 use agentwire_proxy::lifecycle::{Action, Lifecycle};
@@ -94,6 +101,8 @@ struct Server {
     shutdown: watch::Receiver<bool>,
     /// With `--agent-protocol acp`: the warm agent every request runs on.
     warm: Option<Arc<Warm>>,
+    /// The agent chats parked between the requests of their conversations.
+    conversations: Conversations,
 }
 
 impl Server {
@@ -144,12 +153,14 @@ async fn serve(settings: Settings) -> ExitCode {
         slots: Arc::new(Semaphore::new(max as usize)),
         models: ModelCache::new(settings.models_ttl),
         connections: Connections::new(settings.max_connections),
+        conversations: Conversations::new(settings.conversations.clone(), clock),
         settings,
         clock,
         ids: RequestIds::new(),
         shutdown,
         warm,
     });
+    let expiry = tokio::spawn(expire(Arc::clone(&server)));
     let (Ok(mut sigterm), Ok(mut sigint)) = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
@@ -202,7 +213,27 @@ async fn serve(settings: Settings) -> ExitCode {
             tracing::warn!("the ACP agent still running after {limit:?}");
         }
     }
+    // Every run has ended its turn: the chats still parked are let go.
+    expiry.abort();
+    server.conversations.clear();
     ExitCode::SUCCESS
+}
+
+/// Lets parked chats expire as their time comes, woken early when a turn's end brings
+/// the next expiry forward.
+async fn expire(server: Arc<Server>) {
+    loop {
+        let changed = server.conversations.changed().notified();
+        match server.conversations.expire() {
+            Some(due) => {
+                tokio::select! {
+                    () = tokio::time::sleep_until(due.into()) => {}
+                    () = changed => {}
+                }
+            }
+            None => changed.await,
+        }
+    }
 }
 
 fn serve_connection(
@@ -442,6 +473,7 @@ async fn handle(
         server.ids.seed(record.number),
     );
     let context = checked.context;
+    let caller = CallerIds::new(checked.owner.unwrap_or_default(), &head);
     let mut response = match checked.outcome {
         Outcome::Reply(reply) => reply_response(reply, &context, &mut record),
         Outcome::Run(dialect) => {
@@ -452,7 +484,7 @@ async fn handle(
                 body,
                 context: &context,
             };
-            run(&server, request, dialect, record).await
+            run(&server, request, dialect, &caller, record).await
         }
         Outcome::CountTokens => {
             let request = Arriving {
@@ -476,7 +508,14 @@ async fn handle(
         }
         Outcome::Health { detailed } => {
             let warm = Warm::health_of(server.warm.as_ref(), detailed);
-            let reply = http::health(&server.settings, detailed, server.in_flight(), warm);
+            let conversations = detailed.then(|| server.conversations.health());
+            let reply = http::health(
+                &server.settings,
+                detailed,
+                server.in_flight(),
+                warm,
+                conversations,
+            );
             reply_response(reply, &context, &mut record)
         }
     };
@@ -583,12 +622,13 @@ async fn count_tokens(
     reply_response(reply, context, &mut record)
 }
 
-/// An agent run for a request in `dialect` (with `--agent-protocol acp`, a turn on the
-/// warm agent).
+/// An agent run for a request in `dialect` from `caller` (with `--agent-protocol acp`, a
+/// turn on the warm agent).
 async fn run(
     server: &Arc<Server>,
     request: Arriving<'_>,
     dialect: Dialect,
+    caller: &CallerIds,
     mut record: RequestRecord,
 ) -> Response<Body> {
     let context = request.context;
@@ -609,7 +649,7 @@ async fn run(
             let Some(ticket) = warm.start_turn(dialect, &body, config, params) else {
                 return reply_response(http::shutting_down(), context, &mut record);
             };
-            Answering::Turn(AcpTurn {
+            Answering::Turn(Box::new(AcpTurn {
                 warm: Arc::clone(warm),
                 notify: warm.notify(&ticket),
                 ticket,
@@ -619,10 +659,14 @@ async fn run(
                 },
                 ended: false,
                 _permit: permit,
-            })
+            }))
         }
         None => {
-            let bridge = Bridge::new(dialect, &body, &server.settings.config, params);
+            let config = &server.settings.config;
+            let (bridge, how) = server
+                .conversations
+                .bridge(dialect, &body, config, params, caller);
+            record.conversation = Some(how);
             let run = Run::start(Arc::clone(server), bridge, permit, record);
             Answering::Run(Box::new(run))
         }
@@ -652,9 +696,9 @@ async fn run(
 
 /// What answers a request: an agent of its own, or a turn on the warm ACP agent.
 enum Answering {
-    // Boxed: a run is large, and a turn needs few bytes.
+    // Boxed: a run is large, and a turn holds the request's record.
     Run(Box<Run>),
-    Turn(AcpTurn),
+    Turn(Box<AcpTurn>),
 }
 
 impl Answering {
@@ -670,7 +714,7 @@ impl Answering {
     async fn stream(self, chunks: mpsc::Sender<Bytes>) {
         match self {
             Answering::Run(run) => stream(*run, chunks).await,
-            Answering::Turn(turn) => acp_stream(turn, chunks).await,
+            Answering::Turn(turn) => acp_stream(*turn, chunks).await,
         }
     }
 }
@@ -923,56 +967,81 @@ impl Run {
     ) -> Run {
         let shutdown = server.shutdown.clone();
         let lifecycle = Lifecycle::new(server.settings.kill_grace);
+        if let Some(invocation) = bridge.invocation() {
+            record.set_model(invocation);
+        }
         let mut run = Run {
             server,
             bridge,
             lifecycle,
             agent: None,
-            out: Outgoing::default(),
+            out: Outgoing {
+                record: Some(record),
+                ..Outgoing::default()
+            },
             ended: false,
             shutting_down: false,
             shutdown,
             permit: Some(permit),
         };
-        if let Some(invocation) = run.bridge.invocation() {
-            record.set_model(invocation);
-            let prompt = invocation.stdin.clone();
-            let mut command =
-                tokio::process::Command::from(run.server.settings.agent.command(invocation));
-            match reaper::spawn(|child: &Child| child.id(), || command.spawn()) {
-                Ok(mut child) => {
-                    if let Some(mut stdin) = child.stdin.take() {
-                        // Written apart from the read loop: a large prompt must not block
-                        // reading what the agent already answers.
-                        tokio::spawn(async move {
-                            let _ = stdin.write_all(&prompt).await;
-                        });
-                    }
-                    run.lifecycle.handle_spawned(child.id().unwrap_or_default());
-                    let agent = Agent {
-                        stdout: child.stdout.take(),
-                        stderr: child.stderr.take(),
-                        child,
-                        out_buf: vec![0; STDOUT_READ].into_boxed_slice(),
-                        err_buf: vec![0; STDERR_READ].into_boxed_slice(),
-                    };
-                    if agent.stdout.is_none() {
-                        run.lifecycle.handle_stdout_eof();
-                    }
-                    if agent.stderr.is_none() {
-                        run.lifecycle.handle_stderr_eof();
-                    }
-                    run.agent = Some(agent);
-                }
-                Err(e) => {
-                    let program = &run.server.settings.agent.path;
-                    run.lifecycle.handle_spawn_failed(program, &e);
-                }
-            }
-        }
-        run.out.record = Some(record);
+        run.spawn();
         run.drain();
         run
+    }
+
+    /// Starts the agent run the bridge's invocation describes (if any) as the leader of
+    /// a process group of its own, with a lifecycle of its own.
+    fn spawn(&mut self) {
+        let Some(invocation) = self.bridge.invocation() else {
+            return;
+        };
+        self.lifecycle = Lifecycle::new(self.server.settings.kill_grace);
+        self.agent = None;
+        let prompt = invocation.stdin.clone();
+        let mut command =
+            tokio::process::Command::from(self.server.settings.agent.command(invocation));
+        match reaper::spawn(|child: &Child| child.id(), || command.spawn()) {
+            Ok(mut child) => {
+                if let Some(mut stdin) = child.stdin.take() {
+                    // Written apart from the read loop: a large prompt must not block
+                    // reading what the agent already answers.
+                    tokio::spawn(async move {
+                        let _ = stdin.write_all(&prompt).await;
+                    });
+                }
+                self.lifecycle
+                    .handle_spawned(child.id().unwrap_or_default());
+                let agent = Agent {
+                    stdout: child.stdout.take(),
+                    stderr: child.stderr.take(),
+                    child,
+                    out_buf: vec![0; STDOUT_READ].into_boxed_slice(),
+                    err_buf: vec![0; STDERR_READ].into_boxed_slice(),
+                };
+                if agent.stdout.is_none() {
+                    self.lifecycle.handle_stdout_eof();
+                }
+                if agent.stderr.is_none() {
+                    self.lifecycle.handle_stderr_eof();
+                }
+                self.agent = Some(agent);
+            }
+            Err(e) => {
+                let program = &self.server.settings.agent.path;
+                self.lifecycle.handle_spawn_failed(program, &e);
+            }
+        }
+    }
+
+    /// The bridge replaces a resumed chat the agent could not continue by a fresh run.
+    /// The run it replaces was reported exited, so it is reaped, its group signalled, its
+    /// pipes read to their end or closed: it is let go and the new one started.
+    fn respawn(&mut self) {
+        debug_assert!(self.lifecycle.agent_end().is_some());
+        if let Some(record) = &mut self.out.record {
+            record.respawns += 1;
+        }
+        self.spawn();
     }
 
     /// The next thing to send: the head first, then body chunks; `None` at the end.
@@ -1068,20 +1137,21 @@ impl Run {
     /// neither has more.
     fn drain(&mut self) {
         loop {
-            let mut stop = false;
+            let (mut stop, mut respawn) = (false, false);
             while let Some(output) = self.bridge.poll_output() {
                 match output {
                     Output::Head(head) => self.out.head = Some(head),
                     Output::Body(bytes) => self.out.body.extend_from_slice(bytes),
                     Output::StopAgent => stop = true,
-                    Output::Respawn => {
-                        unreachable!("the proxy's bridges serve no conversation yet")
-                    }
+                    Output::Respawn => respawn = true,
                     Output::End => self.ended = true,
                 }
             }
             if stop {
                 self.lifecycle.stop(Instant::now());
+            }
+            if respawn {
+                self.respawn();
             }
             if !self.act() {
                 return;
@@ -1145,6 +1215,10 @@ impl Drop for Run {
             }
             self.drain();
         }
+        // The response is over (every path ends here, once): the chat is parked for the
+        // conversation's next request, or let go. Before the last bytes reach the client,
+        // so a client that sends its next request at once finds it parked.
+        self.server.conversations.end_turn(&mut self.bridge);
         let permit = self.permit.take();
         // The lifecycle goes with the agent.
         let lifecycle = std::mem::replace(&mut self.lifecycle, Lifecycle::new(Duration::ZERO));

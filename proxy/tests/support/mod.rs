@@ -131,7 +131,7 @@ impl Scratch {
         self.path("replay.log")
     }
 
-    /// The runs the agent logged: (pid, child pid, argv, prompt).
+    /// The runs the agent logged: pid, child pid, argv, prompt, its size, chat id.
     pub fn runs(&self) -> Vec<AgentRun> {
         let Ok(text) = std::fs::read_to_string(self.log()) else {
             return Vec::new();
@@ -149,6 +149,8 @@ impl Scratch {
                         .map(|a| a.as_str().unwrap().to_owned())
                         .collect(),
                     prompt: v["prompt"].as_str().unwrap().to_owned(),
+                    stdin_bytes: v["stdin_bytes"].as_u64().unwrap() as usize,
+                    chat: v["chat_id"].as_str().map(str::to_owned),
                 }
             })
             .collect()
@@ -168,6 +170,18 @@ pub struct AgentRun {
     pub child: Option<u32>,
     pub argv: Vec<String>,
     pub prompt: String,
+    /// The prompt's size in bytes, as read from stdin.
+    pub stdin_bytes: usize,
+    /// The chat the run answered under (with `--chat-dir`, or a resumed one).
+    pub chat: Option<String>,
+}
+
+impl AgentRun {
+    /// The chat it was told to continue (`--resume`).
+    pub fn resumed(&self) -> Option<&str> {
+        let at = self.argv.iter().position(|a| a == "--resume")?;
+        self.argv.get(at + 1).map(String::as_str)
+    }
 }
 
 /// The path of a transcript of the library's fixtures (`tests/fixtures`).
