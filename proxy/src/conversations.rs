@@ -5,7 +5,7 @@
 //!
 //! ```text
 //!  request head ─► CallerIds (owner: the key it authenticated with; the client's ids)
-//!  body ─► Conversations::bridge ─► Bridge::in_conversation (registry locked) ─► Bridge, Continuation
+//!  body ─► Conversations::bridge ─► Dialect::prepare, Registry::decide (locked), Bridge::continuing ─► Bridge, Continuation
 //!  response ended ─► Conversations::end_turn ─► Bridge::end_conversation_turn (registry locked)
 //!  timer ─► Conversations::expire ─► Registry::handle_timeout ─► next deadline
 //! ```
@@ -173,19 +173,28 @@ impl Conversations {
         params: BridgeParams,
         caller: &CallerIds,
     ) -> (Bridge, Continuation) {
+        // Parsed and rendered outside the lock: only the decision holds it.
+        let prepared = match dialect.prepare(body, config, &params) {
+            Ok(prepared) => prepared,
+            Err(_) => {
+                return (
+                    Bridge::new(dialect, body, config, params),
+                    Continuation::Invalid,
+                );
+            }
+        };
+        let caller = caller.caller();
         let mut registry = self.lock();
         let before = registry.stats().clone();
-        let bridge = Bridge::in_conversation(
-            dialect,
-            body,
-            config,
-            params,
-            &mut registry,
-            caller.caller(),
-        );
+        let decision =
+            registry.decide(caller.owner, &caller.keys, &prepared.request, params.now_ms);
         let how = Continuation::between(&before, registry.stats());
         drain_released(&mut registry);
-        (bridge, how)
+        drop(registry);
+        (
+            Bridge::continuing(dialect, prepared, decision, config, params),
+            how,
+        )
     }
 
     /// The response of `bridge` ended (completely, or its client left, or the server shuts
