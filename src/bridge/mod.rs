@@ -167,6 +167,7 @@ named!(BridgeError, "bridge error" {
 ///         Output::Head(head) => assert_eq!(head.status, 200),
 ///         Output::Body(bytes) => body.extend_from_slice(bytes),
 ///         Output::StopAgent => unreachable!("the agent finished by itself"),
+///         Output::Respawn => unreachable!("only a conversation's bridge respawns"),
 ///         Output::End => break,
 ///     }
 /// }
