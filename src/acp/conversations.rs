@@ -44,7 +44,7 @@ use crate::conversation::{Message, Part, Role, ToolChoice};
 use crate::cursor::prompt::render_prompt;
 use crate::event::{Failure, FailureKind};
 use crate::mcp::{ExchangeId, ExchangeOutput, HttpRequest, McpEvent, ToolOutcome};
-use crate::registry::{Decision, Registry, RegistryStats};
+use crate::registry::{Decision, Registry, RegistryStats, Resume};
 use crate::tools::ToolPlan;
 
 /// One exchange of an MCP server of the connection: which server, and which of its
@@ -153,44 +153,44 @@ impl Connection {
         let prepared = match dialect.prepare(body, config, &params) {
             Ok(prepared) => prepared,
             Err(error) => {
-                let bridge = Bridge::rejected(dialect, &ErrorReply::from(&error), config, params);
-                self.turns.push(Turn::new(id, bridge, Phase::Done));
-                return id;
+                return self.refused_turn(id, dialect, &ErrorReply::from(&error), config, params);
             }
         };
         let conversation = &prepared.request.conversation;
         let client_tools =
             !conversation.tools.is_empty() && conversation.tool_choice != ToolChoice::None;
         if client_tools && self.config.mcp_endpoint.is_none() {
-            let bridge = Bridge::rejected(dialect, &tools_refused(), config, params);
-            self.turns.push(Turn::new(id, bridge, Phase::Done));
-            return id;
+            return self.refused_turn(id, dialect, &tools_refused(), config, params);
         }
         if self.handshake == Handshake::Dead {
-            let mut bridge = Bridge::rejected(
-                dialect,
-                &ErrorReply::from_failure(&dead_failure()),
-                config,
-                params,
-            );
-            let _ = bridge.take_stop();
-            self.turns.push(Turn::new(id, bridge, Phase::Done));
-            return id;
+            let reply = ErrorReply::from_failure(&dead_failure());
+            return self.refused_turn(id, dialect, &reply, config, params);
         }
-        let decision = self.conversations.registry.decide(
-            caller.owner,
-            &caller.keys,
-            &prepared.request,
-            now_ms,
-        );
+        let registry = &mut self.conversations.registry;
+        let mut decision = registry.decide(caller.owner, &caller.keys, &prepared.request, now_ms);
+        if let Decision::Resume { resume, .. } = &decision {
+            if self.parked_index(&resume.agent_session).is_none() {
+                // Parked in the registry but no longer held here: the decision is made
+                // again, and is fresh.
+                if let Decision::Resume { lease, .. } = decision {
+                    self.conversations.registry.release(lease, now_ms);
+                }
+                self.release_parked(now_ms);
+                decision = self.conversations.registry.decide(
+                    caller.owner,
+                    &caller.keys,
+                    &prepared.request,
+                    now_ms,
+                );
+            }
+        }
         let (lease, work, session) = match decision {
             Decision::Refuse(reply) => {
-                let bridge = Bridge::rejected(dialect, &reply, config, params);
-                self.turns.push(Turn::new(id, bridge, Phase::Done));
-                return id;
+                return self.refused_turn(id, dialect, &reply, config, params);
             }
             Decision::Fresh { lease, .. } => {
-                let prompt = render_prompt(conversation, &ToolPlan::new(&[], config.tool_strategy));
+                let plan = ToolPlan::new(&[], config.tool_strategy);
+                let prompt = render_prompt(conversation, &plan);
                 let tools = if client_tools {
                     conversation.tools.clone()
                 } else {
@@ -199,47 +199,13 @@ impl Connection {
                 (lease, Work::Fresh { prompt, tools }, None)
             }
             Decision::Resume { lease, resume } => {
-                let at = self
-                    .conversations
-                    .parked
-                    .iter()
-                    .position(|p| p.session.id() == resume.agent_session)
-                    .expect("the registry parks only the sessions held here");
-                let parked = self.conversations.parked.remove(at);
-                if parked.session.prompting {
-                    self.rpc.rekey(
-                        PendingKind::HeldPrompt(parked.serial),
-                        PendingKind::Prompt(id),
-                    );
-                }
-                let messages = &conversation.messages[resume.delta..];
-                let (results, input) = messages.split_at(resume.shape.results);
-                let results = results
-                    .iter()
-                    .map(|m| {
-                        let outcome = ToolOutcome {
-                            content: m.content.clone(),
-                            is_error: m.is_error,
-                        };
-                        (m.tool_call_id.clone().unwrap_or_default(), outcome)
-                    })
-                    .collect();
-                let input = (!input.is_empty()).then(|| render_input(input));
-                (
-                    Some(lease),
-                    Work::Resume { results, input },
-                    Some(parked.session),
-                )
+                let (work, session) = self.take_resumed(id, &conversation.messages, &resume);
+                (Some(lease), work, Some(session))
             }
         };
         let bridge = Bridge::for_transport(dialect, prepared, config, params, lease);
-        let mut turn = Turn::new(
-            id,
-            bridge,
-            Phase::Queued {
-                deadline: now_ms.saturating_add(self.config.queue_timeout_ms),
-            },
-        );
+        let deadline = now_ms.saturating_add(self.config.queue_timeout_ms);
+        let mut turn = Turn::new(id, bridge, Phase::Queued { deadline });
         turn.work = work;
         turn.entropy = entropy;
         turn.session = session;
@@ -285,6 +251,61 @@ impl Connection {
             link.server().exchange_gone(exchange.exchange, now_ms);
             self.serve_mcp_events(now_ms);
         }
+    }
+
+    /// A turn answered at once with `reply`.
+    fn refused_turn(
+        &mut self,
+        id: TurnId,
+        dialect: Dialect,
+        reply: &ErrorReply,
+        config: &Config,
+        params: BridgeParams,
+    ) -> TurnId {
+        let bridge = Bridge::rejected(dialect, reply, config, params);
+        self.turns.push(Turn::new(id, bridge, Phase::Done));
+        id
+    }
+
+    /// Where the parked session `agent_session` is, if it is held here.
+    fn parked_index(&self, agent_session: &str) -> Option<usize> {
+        self.conversations
+            .parked
+            .iter()
+            .position(|p| p.session.id() == agent_session)
+    }
+
+    /// Takes the parked session `resume` names for turn `id`: its held prompt is now the
+    /// turn's, and the turn's work the request's delta (`messages` from `resume.delta`).
+    fn take_resumed(
+        &mut self,
+        id: TurnId,
+        messages: &[Message],
+        resume: &Resume,
+    ) -> (Work, Session) {
+        let at = self
+            .parked_index(&resume.agent_session)
+            .expect("checked by the caller");
+        let parked = self.conversations.parked.remove(at);
+        if parked.session.prompting {
+            self.rpc.rekey(
+                PendingKind::HeldPrompt(parked.serial),
+                PendingKind::Prompt(id),
+            );
+        }
+        let (results, input) = messages[resume.delta..].split_at(resume.shape.results);
+        let results = results
+            .iter()
+            .map(|m| {
+                let outcome = ToolOutcome {
+                    content: m.content.clone(),
+                    is_error: m.is_error,
+                };
+                (m.tool_call_id.clone().unwrap_or_default(), outcome)
+            })
+            .collect();
+        let input = (!input.is_empty()).then(|| render_input(input));
+        (Work::Resume { results, input }, parked.session)
     }
 
     // C. Outputs.
@@ -508,12 +529,14 @@ impl Connection {
         };
         let turn = &mut self.turns[index];
         let id = turn.id;
+        // Parked only while the agent serves: a session of a going agent is let go.
+        let serving = self.handshake == Handshake::Ready;
         let parked = turn.bridge.settle_conversation(
-            Some(session.id()),
+            serving.then(|| session.id()),
             &mut self.conversations.registry,
             now_ms,
         );
-        if parked && self.handshake == Handshake::Ready {
+        if parked {
             let serial = self.conversations.serial();
             if session.prompting {
                 self.rpc
