@@ -706,12 +706,19 @@ fn memory_report(workload: &Workload, counts: &[usize]) {
     assert_eq!(server.pending_calls(), 1);
     let served = live_bytes() - before;
     drop(server);
-    let schemas = serde_json::to_string(&workload.first["tools"])
-        .unwrap()
-        .len();
+    let schemas = serde_json::to_string(&workload.first["tools"]).unwrap();
+    let before = live_bytes();
+    let values: serde_json::Value = serde_json::from_str(&schemas).unwrap();
+    let as_values = live_bytes() - before;
+    drop(values);
+    let schemas = schemas.len();
     println!(
         "  what dominates an ACP session: its own mcp::Server for the request's {} tools ({schemas} bytes of JSON in the request): {built} bytes once built (the tools with their schemas as serde_json values, and the tools/list answer, {list_bytes} bytes, written once), {served} after serving initialize, tools/list and one call (buffers kept at the size of the tools/list answer)",
         tools.len(),
+    );
+    println!(
+        "  the request's tools read as one serde_json value: {as_values} bytes for {schemas} bytes of JSON ({:.1}x: every JSON object is a map of its own)",
+        as_values as f64 / schemas as f64,
     );
     println!(
         "  a registry entry keeps digests, no text: its Tail is {} bytes inline; the rest is the agent's session id, the pending call ids and the indexes' entries",
