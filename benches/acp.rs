@@ -17,61 +17,19 @@
 //! `benches/run.sh acp` runs it and prints the ratios; `cargo bench --bench acp` alone works
 //! too.
 
+#[path = "support/live_bytes.rs"]
+mod live_bytes;
 #[path = "support/pipeline.rs"]
 mod pipeline;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::io::Write;
-use std::sync::atomic::{AtomicIsize, Ordering};
 
 use agentwire::acp::{AcpConfig, Connection, TurnId};
 use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect, Output};
 use criterion::{Criterion, Throughput};
+use live_bytes::live_bytes;
 use pipeline::{READ, STREAM, memchr_scan, run_bridge, serde_json_validate};
-
-/// Counts the bytes the heap holds: what is allocated and not yet freed.
-struct LiveBytes;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every method forwards to the system allocator with the caller's arguments; the
-// counting touches only an atomic, which does not allocate.
-unsafe impl GlobalAlloc for LiveBytes {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: forwarded unchanged; the caller upholds `alloc`'s contract.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: as above.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        // SAFETY: as above; `ptr` came from this allocator, which is the system's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: as above.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: LiveBytes = LiveBytes;
-
-fn live_bytes() -> isize {
-    LIVE.load(Ordering::Relaxed)
-}
 
 /// The answer every session gives, a chunk at a time (as `benches/proxy.sh` answers too).
 const CHUNKS: [&str; 4] = ["The", " answer", " is", " 42."];
