@@ -40,10 +40,10 @@ use super::session::Session;
 use super::turn::{Phase, Turn, TurnId, Work};
 use crate::api::{ErrorKind, ErrorReply};
 use crate::bridge::{Bridge, BridgeParams, Caller, Config, Dialect};
-use crate::conversation::{Message, Part, Role, ToolChoice};
+use crate::conversation::{Message, Part, Role, ToolChoice, ToolSpec};
 use crate::cursor::prompt::render_prompt;
 use crate::event::{Failure, FailureKind};
-use crate::mcp::{ExchangeId, ExchangeOutput, HttpRequest, McpEvent, ToolOutcome};
+use crate::mcp::{ExchangeId, ExchangeOutput, HttpRequest, McpEvent, ToolOutcome, ToolSet};
 use crate::registry::{Decision, Registry, RegistryStats, Resume};
 use crate::tools::ToolPlan;
 
@@ -91,6 +91,9 @@ pub(super) struct Conversations {
     pub(super) registry: Registry,
     pub(super) parked: Vec<Parked>,
     next_serial: u64,
+    /// The tool sets recently served, most recent last: the sessions of one client's
+    /// conversations offer the same tools, built and held once.
+    tool_sets: Vec<(Vec<ToolSpec>, ToolSet)>,
 }
 
 impl Conversations {
@@ -99,7 +102,26 @@ impl Conversations {
             registry,
             parked: Vec::new(),
             next_serial: 0,
+            tool_sets: Vec::new(),
         }
+    }
+
+    /// The tool set of `specs`: one served recently, or a new one.
+    fn tool_set(&mut self, specs: &[ToolSpec]) -> ToolSet {
+        /// Distinct tool sets kept (a client's main agent, its subagents, a second client).
+        const KEPT: usize = 4;
+        if let Some(at) = self.tool_sets.iter().position(|(kept, _)| kept == specs) {
+            let entry = self.tool_sets.remove(at);
+            let set = entry.1.clone();
+            self.tool_sets.push(entry);
+            return set;
+        }
+        let set = ToolSet::new(specs);
+        if self.tool_sets.len() == KEPT {
+            self.tool_sets.remove(0);
+        }
+        self.tool_sets.push((specs.to_vec(), set.clone()));
+        set
     }
 
     fn serial(&mut self) -> u64 {
@@ -668,9 +690,10 @@ impl Connection {
             ));
         }
         let endpoint = self.config.mcp_endpoint.clone().unwrap_or_default();
+        let tools = self.conversations.tool_set(self.turns[index].work.tools());
         let turn = &mut self.turns[index];
         let mut link = McpLink::new(
-            turn.work.tools(),
+            tools,
             &self.config.mcp,
             &turn.entropy,
             agent.profile.call_limit_ms(),

@@ -5,8 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::conversation::ToolSpec;
-use crate::mcp::{self, CallId, McpError, ToolOutcome};
+use crate::mcp::{self, CallId, McpError, ToolOutcome, ToolSet};
 use crate::tools::ids;
 
 /// Where a call is, as far as the client is concerned.
@@ -45,8 +44,8 @@ pub(super) struct McpLink {
     /// The bearer secret the agent presents.
     secret: String,
     server: mcp::Server,
-    /// The client's tool names, indexed as the server's `Call` events name tools.
-    names: Vec<String>,
+    /// The tools served, with their client names.
+    tools: ToolSet,
     /// Calls the agent made and the client has not answered.
     pub(super) calls: Vec<LinkedCall>,
     /// The agent's ids of its tool calls through this server, whose updates are not the
@@ -58,7 +57,7 @@ impl McpLink {
     /// A server for `tools`, reached at a token and with a secret taken from `entropy`
     /// (32 bytes the caller drew at random), with the agent's own call limit when known.
     pub(super) fn new(
-        tools: &[ToolSpec],
+        tools: ToolSet,
         config: &mcp::Config,
         entropy: &[u8; 32],
         call_limit_ms: Option<u64>,
@@ -78,8 +77,8 @@ impl McpLink {
             serial: 0,
             token,
             secret,
-            server: mcp::Server::new(tools, &config, session_id),
-            names: tools.iter().map(|tool| tool.name.clone()).collect(),
+            server: mcp::Server::with_tools(tools.clone(), &config, session_id),
+            tools,
             calls: Vec::new(),
             hidden: Vec::new(),
         }
@@ -141,7 +140,7 @@ impl McpLink {
         state: CallState,
     ) -> &LinkedCall {
         let client_id = ids::call_id(&format!("mcp:{}:{}", self.server.session_id(), call.get()));
-        let name = self.names.get(tool).cloned().unwrap_or_default();
+        let name = self.tools.client_name(tool).unwrap_or_default().to_owned();
         self.calls.push(LinkedCall {
             call,
             client_id,

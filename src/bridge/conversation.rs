@@ -7,7 +7,7 @@ use crate::cursor::prompt::render_prompt;
 use crate::cursor::{DecoderConfig, Invocation};
 use crate::event::{Event, FinishReason};
 use crate::registry::{AnswerDigest, Lease, Park, Registry};
-use crate::tools::ToolPlan;
+use crate::tools::{ToolPlan, ToolStrategy};
 
 /// What a conversation's request keeps besides the bridge's own state.
 pub(super) struct InConversation {
@@ -40,7 +40,10 @@ pub(super) struct Resumed {
 struct Fallback {
     invocation: Invocation,
     conversation: Conversation,
-    plan: ToolPlan,
+    /// Whether the client's tools are offered (client mode), and how: the plan is made
+    /// only if the fallback runs.
+    client_mode: bool,
+    strategy: ToolStrategy,
     decoder: DecoderConfig,
 }
 
@@ -68,8 +71,7 @@ impl InConversation {
         &mut self,
         chat: String,
         fresh: Invocation,
-        conversation: Conversation,
-        plan: ToolPlan,
+        (conversation, client_mode, strategy): (Conversation, bool, ToolStrategy),
         decoder: DecoderConfig,
     ) {
         self.resume = Some(Resumed {
@@ -77,7 +79,8 @@ impl InConversation {
             fallback: Some(Box::new(Fallback {
                 invocation: fresh,
                 conversation,
-                plan,
+                client_mode,
+                strategy,
                 decoder,
             })),
         });
@@ -118,9 +121,16 @@ impl InConversation {
         let Fallback {
             mut invocation,
             conversation,
-            plan,
+            client_mode,
+            strategy,
             decoder,
         } = *fallback;
+        let tools = if client_mode {
+            conversation.tools.as_slice()
+        } else {
+            &[]
+        };
+        let plan = ToolPlan::new(tools, strategy);
         invocation.stdin = render_prompt(&conversation, &plan).into_bytes();
         self.resume = None;
         Some((invocation, decoder))

@@ -392,8 +392,7 @@ impl Bridge {
                 render_prompt(conversation, &plan),
             )),
             Start::Resume(resume) => {
-                let from = continuation_start(&request, resume);
-                let prompt = render_continuation(conversation, from);
+                let prompt = render_continuation(conversation, resume.delta);
                 let fresh = Invocation::new(&spec(None), String::new());
                 resumed = Some((resume.agent_session.clone(), fresh));
                 Some(Invocation::new(&spec(Some(&resume.agent_session)), prompt))
@@ -410,23 +409,24 @@ impl Bridge {
             )
         });
         let emitter = Emitter::new(dialect, Some(writer));
-        let mut core = Core::new(invocation, request.stream, emitter, config, params);
+        let Request {
+            model,
+            stream,
+            conversation,
+            ..
+        } = request;
+        let mut core = Core::new(invocation, stream, emitter, config, params);
         if let Some((chat, fresh)) = resumed {
-            let mut conversation = InConversation::new(None, None);
-            let plan = ToolPlan::new(tools, config.tool_strategy);
-            conversation.resuming(
-                chat,
-                fresh,
-                request.conversation.clone(),
-                plan,
-                config.decoder.clone(),
-            );
-            core.emitter.conversation = Some(Box::new(conversation));
+            // The conversation itself is kept (not a copy): the bridge needs it no more.
+            let mut record = InConversation::new(None, None);
+            let plan = (conversation, client_mode, config.tool_strategy);
+            record.resuming(chat, fresh, plan, config.decoder.clone());
+            core.emitter.conversation = Some(Box::new(record));
         }
         Bridge {
             decoder,
             core: Core { client, ..core },
-            model: request.model,
+            model,
         }
     }
 
@@ -818,21 +818,6 @@ impl Bridge {
             self.core.route(&event, now_ms);
         }
     }
-}
-
-/// Where a resumed chat's prompt starts: at the agent's own last answer when the delta
-/// answers its tool calls (a chat stopped right after calling them may not have kept
-/// them), else at the delta.
-fn continuation_start(request: &Request, resume: &Resume) -> usize {
-    let messages = &request.conversation.messages;
-    if resume.shape.results == 0 {
-        return resume.delta;
-    }
-    let mut from = resume.delta;
-    while from > 0 && messages[from - 1].role == crate::conversation::Role::Assistant {
-        from -= 1;
-    }
-    from
 }
 
 /// The answer to `previous_response_id` where no conversation registry is in use.

@@ -39,7 +39,7 @@ pub use config::Config;
 pub use content::ToolOutcome;
 pub use http::{ExchangeId, ExchangeOutput, Head, HttpRequest};
 pub use server::{CallId, CancelReason, McpError, McpEvent, Server, is_valid_session_id};
-pub use tools::{ArgumentShape, Tool};
+pub use tools::{ArgumentShape, Tool, ToolSet};
 
 /// The protocol versions served, latest first: the one answered to a client asking for
 /// another.

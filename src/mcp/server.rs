@@ -13,7 +13,7 @@ use super::config::Config;
 use super::content::{self, ToolOutcome};
 use super::http::{self, Exchange, ExchangeId, ExchangeOutput, HttpRequest};
 use super::rpc::{self, Incoming, Input};
-use super::tools::{self, BadArguments, Tool};
+use super::tools::{self, BadArguments, Tool, ToolSet};
 use super::{BATCH_VERSION, PROTOCOL_VERSIONS, secret_matches};
 use crate::conversation::ToolSpec;
 use crate::framing::{self, LineError, LineFramer};
@@ -192,9 +192,7 @@ enum Taken {
 pub struct Server {
     config: Config,
     session_id: String,
-    tools: Vec<Tool>,
-    /// The `tools/list` result, written once.
-    tools_list: String,
+    tools: ToolSet,
     state: State,
     framer: LineFramer,
     transmit: Vec<u8>,
@@ -228,13 +226,20 @@ impl Server {
     ///
     /// If `session_id` is not a valid header value ([`is_valid_session_id`]).
     pub fn new(tools: &[ToolSpec], config: &Config, session_id: String) -> Server {
+        Server::with_tools(ToolSet::new(tools), config, session_id)
+    }
+
+    /// A server offering a tool set built once for several servers (see [`ToolSet`]).
+    ///
+    /// # Panics
+    ///
+    /// If `session_id` is not a valid header value ([`is_valid_session_id`]).
+    pub fn with_tools(tools: ToolSet, config: &Config, session_id: String) -> Server {
         assert!(
             is_valid_session_id(&session_id),
             "an MCP session id is 1 or more visible ASCII characters"
         );
-        let tools = tools::tools(tools);
         Server {
-            tools_list: tools::list_result(&tools),
             tools,
             framer: LineFramer::new(config.max_body_bytes),
             config: config.clone(),
@@ -286,7 +291,7 @@ impl Server {
     /// The tools as the agent sees them, in the order of the list the server was built
     /// from.
     pub fn tools(&self) -> &[Tool] {
-        &self.tools
+        self.tools.tools()
     }
 
     // B. Inputs.
@@ -299,7 +304,15 @@ impl Server {
         self.next_exchange += 1;
         let exchange = self.exchange(id, request, now_ms);
         self.exchanges.push(exchange);
+        self.release_replies();
         id
+    }
+
+    /// The input's replies were taken: the buffer keeps no peak between inputs (a
+    /// `tools/list` answer is tens of kilobytes, and a parked session's server waits long).
+    fn release_replies(&mut self) {
+        framing::reclaim(&mut self.replies);
+        self.reply_ends.clear();
     }
 
     /// Bytes the agent wrote to the stdio server's stdin, in any chunking: one JSON-RPC
@@ -327,6 +340,7 @@ impl Server {
             }
             self.framer = framer;
         }
+        self.release_replies();
     }
 
     /// Answers the pending call `call` with what the client's tool returned.
@@ -799,7 +813,7 @@ impl Server {
                 "The session is not initialized: send `initialize` first.",
             ),
             "tools/list" => {
-                rpc::write_result(&mut self.replies, id, &self.tools_list);
+                rpc::write_result(&mut self.replies, id, self.tools.list());
                 self.reply_ends.push(self.replies.len());
             }
             _ => self.call(id, params, route, now_ms),
@@ -864,12 +878,12 @@ impl Server {
             let message = "`tools/call` needs `name`, a string.";
             return self.reply_error(Some(id), rpc::INVALID_PARAMS, message);
         };
-        let Some(tool) = self.tools.iter().position(|t| t.name == name) else {
+        let Some(tool) = self.tools().iter().position(|t| t.name == name) else {
             let shown: String = name.chars().take(80).collect();
             let message = format!("Unknown tool: {shown}");
             return self.reply_error(Some(id), rpc::INVALID_PARAMS, &message);
         };
-        let arguments = match tools::client_input(self.tools[tool].shape, params.arguments) {
+        let arguments = match tools::client_input(self.tools()[tool].shape, params.arguments) {
             Ok(arguments) => arguments,
             Err(BadArguments::Malformed(message)) => {
                 return self.reply_error(Some(id), rpc::INVALID_PARAMS, message);
@@ -954,7 +968,7 @@ impl fmt::Debug for Server {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Server")
             .field("state", &self.state)
-            .field("tools", &self.tools.len())
+            .field("tools", &self.tools().len())
             .field("exchanges", &self.exchanges.len())
             .field("pending_calls", &self.calls.len())
             .finish_non_exhaustive()

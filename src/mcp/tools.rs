@@ -23,6 +23,7 @@
 //! [`McpEvent::Call`]: super::McpEvent::Call
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -59,8 +60,56 @@ pub struct Tool {
 /// The one property of a wrapped or freeform tool's input.
 const INPUT: &str = "input";
 
+/// A client's tools as MCP serves them, and their `tools/list` answer, built once and
+/// shared by every server offering the same tools (a cheap clone): the schemas of a
+/// coding client's tools run to tens of kilobytes, and every session of its conversations
+/// offers the same ones.
+#[derive(Debug, Clone)]
+pub struct ToolSet(Arc<Built>);
+
+#[derive(Debug)]
+struct Built {
+    tools: Vec<Tool>,
+    /// The client's names of the tools, in the same order.
+    client_names: Vec<String>,
+    /// The `tools/list` result.
+    list: String,
+}
+
+impl ToolSet {
+    /// The tool set of `specs` (see [`Tool`] for how each is presented).
+    #[must_use]
+    pub fn new(specs: &[ToolSpec]) -> ToolSet {
+        let tools = tools(specs);
+        let list = list_result(&tools);
+        let client_names = specs.iter().map(|spec| spec.name.clone()).collect();
+        ToolSet(Arc::new(Built {
+            tools,
+            client_names,
+            list,
+        }))
+    }
+
+    /// The client's name of the tool at `index` (what its calls are handed over as).
+    #[must_use]
+    pub fn client_name(&self, index: usize) -> Option<&str> {
+        self.0.client_names.get(index).map(String::as_str)
+    }
+
+    /// The tools, in the order of the specs the set was built from.
+    #[must_use]
+    pub fn tools(&self) -> &[Tool] {
+        &self.0.tools
+    }
+
+    /// The `tools/list` result.
+    pub(crate) fn list(&self) -> &str {
+        &self.0.list
+    }
+}
+
 /// The tools for `specs`, in their order.
-pub(crate) fn tools(specs: &[ToolSpec]) -> Vec<Tool> {
+fn tools(specs: &[ToolSpec]) -> Vec<Tool> {
     let mut taken = HashSet::new();
     specs
         .iter()
@@ -141,7 +190,7 @@ fn input_schema(spec: &ToolSpec) -> (Value, ArgumentShape) {
 }
 
 /// The `tools/list` result for `tools`: `{"tools":[…]}`, written once per server.
-pub(crate) fn list_result(tools: &[Tool]) -> String {
+fn list_result(tools: &[Tool]) -> String {
     #[derive(Serialize)]
     struct Listed<'a> {
         name: &'a str,
