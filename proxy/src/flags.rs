@@ -574,9 +574,7 @@ impl ConversationFlags {
     /// The flags over `defaults` (a transport's own): a per-owner limit not given follows
     /// a lower `--max-parked`.
     fn config(&self, defaults: &RegistryConfig) -> Result<RegistryConfig, String> {
-        let max_parked = self
-            .max_parked
-            .map_or(defaults.max_parked, |n| n as usize);
+        let max_parked = self.max_parked.map_or(defaults.max_parked, |n| n as usize);
         let max_parked_per_owner = match self.max_parked_per_owner {
             Some(n) if n as usize > max_parked => {
                 return Err(format!(

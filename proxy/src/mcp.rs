@@ -186,7 +186,14 @@ mod tests {
     fn the_endpoint_and_its_tokens() {
         assert_eq!(token("/mcp/0a1b2c"), Some("0a1b2c"));
         assert_eq!(token("/mcp/0a1b2c/"), Some("0a1b2c"));
-        for path in ["/mcp", "/mcp/", "/mcp//", "/mcp/a/b", "/v1/mcp/a", "/mcpx/a"] {
+        for path in [
+            "/mcp",
+            "/mcp/",
+            "/mcp//",
+            "/mcp/a/b",
+            "/v1/mcp/a",
+            "/mcpx/a",
+        ] {
             assert_eq!(token(path), None, "{path}");
         }
         for path in [
@@ -225,7 +232,12 @@ mod tests {
         );
         let body: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
         assert_eq!(body["jsonrpc"], "2.0");
-        assert!(body["error"]["message"].as_str().unwrap().contains("secret"));
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("secret")
+        );
         assert_eq!(refused(McpRefusal::NotFound).render(&context).status, 404);
     }
 }

@@ -792,8 +792,7 @@ impl AcpTurn<'_> {
                 self.gone();
                 break;
             }
-            self.warm
-                .wait(&self.ticket, Instant::now() + WRITE_SLICE);
+            self.warm.wait(&self.ticket, Instant::now() + WRITE_SLICE);
         }
         let _ = self.stream.shutdown(Shutdown::Both);
         self.record.log();

@@ -70,7 +70,7 @@ use agentwire_proxy::{Clock, RequestIds, Settings, agent, reaper};
 use bytes::{Bytes, BytesMut};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited, StreamBody};
-use hyper::body::{Frame, Incoming};
+use hyper::body::{Body as _, Frame, Incoming};
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::rt::ReadBufCursor;
 use hyper::server::conn::http1;
@@ -621,6 +621,10 @@ impl Arriving<'_> {
         if *server.shutdown.borrow() {
             return Err(http::shutting_down());
         }
+        // A declared length over a limit below the framing's own is refused unread too.
+        if self.body.size_hint().lower() > limit as u64 {
+            return Err(http::too_large(limit));
+        }
         read_body(self.body, limit, self.scan, self.index, self.deadline).await
     }
 }
@@ -847,7 +851,10 @@ async fn mcp_exchange(
     let Some(warm) = server.warm.clone() else {
         return reply_response(mcp::refused(McpRefusal::NotFound), context, &mut record);
     };
-    let body = match request.read(server, mcp::body_limit(&server.settings)).await {
+    let body = match request
+        .read(server, mcp::body_limit(&server.settings))
+        .await
+    {
         Ok(body) => body,
         Err(reply) => return reply_response(reply, context, &mut record),
     };
