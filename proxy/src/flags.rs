@@ -353,7 +353,7 @@ pub struct Settings {
     pub acp: Option<AcpSettings>,
     /// `--conversations`, `--conversation-ttl-secs`, `--max-parked`,
     /// `--max-parked-per-owner`, for the per-request path (over the registry's defaults;
-    /// the warm ACP agent's are in [`AcpSettings::config`]).
+    /// the warm ACP agent's are in the `config` of [`AcpSettings`]).
     pub conversations: RegistryConfig,
 }
 

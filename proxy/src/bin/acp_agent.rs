@@ -33,7 +33,7 @@
 //!   `session/new` carrying one is connected to before it is answered (plain HTTP/1.1 on
 //!   a connection per request: `initialize`, `notifications/initialized`, `tools/list`,
 //!   with the `Authorization` header it was given). Each prompt on such a session then
-//!   plays tool rounds, N per session in all: a text chunk (`Running \`echo round-K\`.`),
+//!   plays tool rounds, N per session in all: a text chunk (``Running `echo round-K`.``),
 //!   a `tool_call` update titled `mcp__<server>__<tool>`, a `session/request_permission`
 //!   with Claude's options (`allow_always`, `allow`, `reject`), and on `allow` a
 //!   `tools/call` of the first listed tool, every string parameter it requires set to

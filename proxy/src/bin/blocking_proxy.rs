@@ -862,7 +862,7 @@ struct McpAnswer<'a> {
     answer: Answer,
     record: RequestRecord,
     /// The head of a whole answer, held until its body is complete.
-    head: Option<(u16, Vec<(&'static str, String)>)>,
+    head: Option<mcp::ResponseHead>,
     /// The head of an SSE stream went: body bytes are written as they come.
     streaming: bool,
     /// A whole answer's body.
@@ -897,8 +897,7 @@ impl McpAnswer<'_> {
             let ended = self.warm.poll_mcp(&self.ticket, |output| {
                 outputs.push(match output {
                     ExchangeOutput::Head(head) => {
-                        let headers = mcp::head_headers(&head, &self.answer.context);
-                        McpOutput::Head(head.status, mcp::is_stream(&head), headers)
+                        McpOutput::Head(mcp::ResponseHead::of(&head, &self.answer.context))
                     }
                     ExchangeOutput::Body(bytes) => McpOutput::Body(bytes.to_vec()),
                     ExchangeOutput::End => McpOutput::End,
@@ -944,18 +943,19 @@ impl McpAnswer<'_> {
     fn frame(&mut self, output: McpOutput) {
         let chunked = self.answer.version == Version::Http11;
         match output {
-            McpOutput::Head(status, stream, headers) => {
-                self.record.status = status;
-                if stream {
+            McpOutput::Head(head) => {
+                self.record.status = head.status;
+                if head.stream {
                     self.streaming = true;
-                    self.out.extend_from_slice(&status_line(status, &headers));
+                    self.out
+                        .extend_from_slice(&status_line(head.status, &head.headers));
                     if chunked {
                         self.out
                             .extend_from_slice(b"transfer-encoding: chunked\r\n");
                     }
                     self.out.extend_from_slice(b"\r\n");
                 } else {
-                    self.head = Some((status, headers));
+                    self.head = Some(head);
                 }
             }
             McpOutput::Body(bytes) if self.streaming => {
@@ -971,8 +971,9 @@ impl McpAnswer<'_> {
             }
             McpOutput::Body(bytes) => self.body.extend_from_slice(&bytes),
             McpOutput::End => {
-                if let Some((status, headers)) = self.head.take() {
-                    self.out.extend_from_slice(&status_line(status, &headers));
+                if let Some(head) = self.head.take() {
+                    self.out
+                        .extend_from_slice(&status_line(head.status, &head.headers));
                     let length = format!("content-length: {}\r\n\r\n", self.body.len());
                     self.out.extend_from_slice(length.as_bytes());
                     self.out.extend_from_slice(&self.body);
@@ -993,7 +994,7 @@ impl McpAnswer<'_> {
 
 /// An MCP exchange's output, owned.
 enum McpOutput {
-    Head(u16, bool, Vec<(&'static str, String)>),
+    Head(mcp::ResponseHead),
     Body(Vec<u8>),
     End,
 }

@@ -873,7 +873,11 @@ async fn mcp_exchange(
         ended: false,
         record: Some(record),
     };
-    let (status, stream, headers) = loop {
+    let mcp::ResponseHead {
+        status,
+        stream,
+        headers,
+    } = loop {
         if let Some(head) = answer.head.take() {
             break head;
         }
@@ -935,7 +939,7 @@ struct McpAnswer {
     /// already).
     notify: Option<Arc<tokio::sync::Notify>>,
     context: ResponseContext,
-    head: Option<(u16, bool, Vec<(&'static str, String)>)>,
+    head: Option<mcp::ResponseHead>,
     body: BytesMut,
     ended: bool,
     record: Option<RequestRecord>,
@@ -950,7 +954,7 @@ impl McpAnswer {
             came = true;
             match output {
                 ExchangeOutput::Head(h) => {
-                    *head = Some((h.status, mcp::is_stream(&h), mcp::head_headers(&h, context)));
+                    *head = Some(mcp::ResponseHead::of(&h, context));
                 }
                 ExchangeOutput::Body(bytes) => body.extend_from_slice(bytes),
                 ExchangeOutput::End => {}
