@@ -33,8 +33,11 @@
 //! see its end); a resumed chat the agent cannot continue is replaced by the bridge's
 //! fresh run (`Output::Respawn`), whose helper threads report under a new generation so
 //! that nothing of the old process reaches it. A thread lets parked chats expire. With
-//! `--agent-protocol acp` the request is instead a turn on the one warm agent
-//! ([`agentwire_proxy::acp`]), and the connection thread blocks on the turn's outputs.
+//! `--agent-protocol acp` the request is instead a turn on the one warm agent, in its
+//! conversation ([`agentwire_proxy::acp`]), and the connection thread blocks on the turn's
+//! outputs; the agent's requests to the MCP endpoint (`/mcp/<token>`, where it calls a
+//! request's client tools: [`agentwire_proxy::mcp`]) are served the same way, an SSE
+//! answer written chunk by chunk as the core gives it.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};

@@ -11,7 +11,9 @@
 //! Routes: `POST /v1/chat/completions`, `POST /v1/responses` and `POST /v1/messages` (one
 //! per API), `POST /v1/messages/count_tokens` (answered without an agent), `GET /v1/models`
 //! (each also without `/v1`), `GET /health`, `HEAD /api/hello` (Claude Code's probe),
-//! `OPTIONS` (CORS preflight for allowed origins). Every error the proxy writes itself is in
+//! `OPTIONS` (CORS preflight for allowed origins), and with `--agent-protocol acp` the MCP
+//! endpoint `/mcp/<token>` where the warm agent calls a request's client tools
+//! ([`agentwire_proxy::mcp`]). Every error the proxy writes itself is in
 //! the error shape of the route's API: an Anthropic body on the Messages routes, an OpenAI
 //! one elsewhere. Every flag is shared with `blocking_proxy` (see `--help`), and so are the
 //! routes and the checks every request passes ([`agentwire_proxy::http`]).
@@ -24,8 +26,10 @@
 //! agent's stdout, its stderr, its exit, the bridge's next deadline
 //! ([`Bridge::poll_timeout`], the only timer) and server shutdown, feeds whichever comes to
 //! the bridge, and hands the outputs on: the head becomes the response head, body chunks
-//! go to the client, `StopAgent` signals the group. With `--agent-protocol acp` the request is instead a turn on the one
-//! warm agent ([`agentwire_proxy::acp`]), and the loop awaits the turn's outputs.
+//! go to the client, `StopAgent` signals the group. With `--agent-protocol acp` the request
+//! is instead a turn on the one warm agent, in its conversation ([`agentwire_proxy::acp`]),
+//! and the loop awaits the turn's outputs; the agent's requests to the MCP endpoint are
+//! answered the same way, an SSE answer streamed through a channel like a response's.
 //!
 //! A stream's run is a task of its own that hands chunks to the response body through a
 //! one-slot channel. While the client does not take them it stops reading the agent's
