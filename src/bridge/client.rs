@@ -68,6 +68,10 @@ impl std::hash::Hash for BatchId {
     }
 }
 
+/// How long a batch of calls the transport received as such stays open (at most; the
+/// configured window when shorter).
+const DIRECT_WINDOW_MS: u64 = 50;
+
 /// Where the open batch came from; a batch never mixes sources.
 #[derive(PartialEq, Eq)]
 enum Source {
@@ -279,8 +283,15 @@ impl ClientTools {
             arguments: call.arguments,
         });
         if self.source.is_none() {
+            // Calls a transport receives as such are made together when they are made in
+            // parallel (an agent's MCP client sends them at once): a short window gathers
+            // them, where the agent's own tool starts are reported over a longer span.
+            let window = match source {
+                Source::Direct => self.window_ms.min(DIRECT_WINDOW_MS),
+                Source::Native { .. } | Source::Envelope => self.window_ms,
+            };
             self.source = Some(source);
-            self.deadline = Some(now_ms.saturating_add(self.window_ms));
+            self.deadline = Some(now_ms.saturating_add(window));
         }
         if !self.parallel {
             // One call per turn: the client asked for no parallel calls.
