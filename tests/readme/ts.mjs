@@ -50,24 +50,6 @@ const SETUPS = [
     epilogue: `readmeAssert.equal(await result.text, ${JSON.stringify(ANSWER)});`,
   },
   {
-    name: 'the OpenCode plugin (README.md)',
-    match: 'export const CursorAgentProvider',
-    prelude: `${ASSERT}
-import type { Plugin, PluginInput } from '@opencode-ai/plugin';
-import { createAgentFetch } from 'agentwire/node';`,
-    epilogue: `
-type ReadmeConfig = Parameters<NonNullable<Awaited<ReturnType<Plugin>>['config']>>[0];
-const readmeHooks = await CursorAgentProvider({ directory: process.cwd() } as unknown as PluginInput);
-const readmeConfig = {} as ReadmeConfig;
-await readmeHooks.config?.(readmeConfig);
-const readmeFetch = readmeConfig.provider?.['cursor']?.options?.['fetch'] as unknown as typeof fetch;
-const readmeAnswer = await readmeFetch('http://agentwire.invalid/v1/chat/completions', {
-  method: 'POST', headers: { 'content-type': 'application/json' }, body: ${JSON.stringify(CHAT)},
-});
-readmeAssert.equal(readmeAnswer.status, 200);
-readmeAssert.match(await readmeAnswer.text(), /data: \\[DONE\\]\\n\\n$/);`,
-  },
-  {
     name: 'createAgentFetch streaming to stdout (bindings/js/README.md)',
     match: 'What does this project do?',
     prelude: '',
