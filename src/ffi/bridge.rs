@@ -564,8 +564,10 @@ pub unsafe extern "C" fn aw_bridge_last_error(bridge: *const aw_bridge) -> *cons
 ///
 /// Memory and lifetimes: the string is NUL-terminated (the terminator is not counted in
 /// `len`), so it can go to `execvp` as is; valid until `aw_bridge_free`. The invocation
-/// changes only when `AW_OUTPUT_KIND_RESPAWN` is handed out (a bridge of a conversation):
-/// read it again then; the views of the run it replaced stay valid too.
+/// changes only for a bridge of a conversation whose resumed run the agent could not
+/// continue: from the call that reports that run exited, it describes the fresh run
+/// `AW_OUTPUT_KIND_RESPAWN` then asks for (read it again); the views of the replaced run
+/// stay valid too.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn aw_bridge_invocation_program(
     bridge: *const aw_bridge,
@@ -723,6 +725,22 @@ pub unsafe extern "C" fn aw_bridge_push_stderr(
 
 fn agent_exited(state: &mut BridgeState, status: ExitStatus, now_ms: u64) -> Outcome {
     state.bridge.agent_exited(status, now_ms)?;
+    // A resumed run the agent could not continue was just replaced by a fresh one
+    // (`AW_OUTPUT_KIND_RESPAWN` follows): the invocation is the new run's from now on, as
+    // the Rust bridge's is, and the replaced run's strings stay for the views of them.
+    let replaced = state.invocation.as_ref().is_some_and(|c| c.stdin.is_some())
+        && state
+            .bridge
+            .invocation()
+            .is_some_and(|i| !may_be_replaced(i));
+    if replaced {
+        let fresh = state
+            .bridge
+            .invocation()
+            .map(|invocation| CInvocation::of(invocation, false))
+            .transpose()?;
+        state.replaced = std::mem::replace(&mut state.invocation, fresh);
+    }
     Ok(aw_result::Ok)
 }
 
@@ -829,17 +847,7 @@ pub unsafe extern "C" fn aw_bridge_poll_output(
     unsafe {
         call_mut(bridge, |state| {
             let out = Out::new(out_output, "out_output")?;
-            let output = state.bridge.poll_output();
-            if output == Some(Output::Respawn) {
-                let fresh = state
-                    .bridge
-                    .invocation()
-                    .map(|invocation| CInvocation::of(invocation, false))
-                    .transpose()?;
-                state.replaced = std::mem::replace(&mut state.invocation, fresh);
-                return Ok(out.write_polled(Some(aw_output::of(&Output::Respawn))));
-            }
-            Ok(out.write_polled(output.as_ref().map(aw_output::of)))
+            Ok(out.write_polled(state.bridge.poll_output().as_ref().map(aw_output::of)))
         })
     }
 }
