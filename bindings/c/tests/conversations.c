@@ -384,8 +384,9 @@ static void test_stream_json_conversation(void)
     aw_bridge *bridge;
     aw_str released, s;
     char chat[128], call_id[128];
-    size_t count;
+    size_t count, i;
     uint64_t fresh;
+    aw_bytes old_prompt;
     const char *run1[3], *run2[2], *run3[3];
 
     EXPECT(aw_registry_config_new(&rc), AW_RESULT_OK);
@@ -436,7 +437,21 @@ static void test_stream_json_conversation(void)
      * replaced by a fresh one with the whole conversation, before anything was sent. */
     run2[0] = init_line(0, LOST);
     run2[1] = text_line(1, LOST, "I have no context.");
-    run(bridge, &seen, run2, 2, 4);
+    for (i = 0; i < 2; i++) {
+        EXPECT(aw_bridge_push_stdout(bridge, (const uint8_t *)run2[i], strlen(run2[i]), 4),
+               AW_RESULT_OK);
+        EXPECT(aw_bridge_push_stdout(bridge, (const uint8_t *)"\n", 1, 4), AW_RESULT_OK);
+    }
+    drain(bridge, &seen);
+    CHECK(seen.stops == 1 && seen.respawns == 0);
+    CHECK(resumes(bridge, chat, sizeof chat) && strcmp(chat, CHAT) == 0);
+    EXPECT(aw_bridge_invocation_stdin(bridge, &old_prompt), AW_RESULT_OK);
+    EXPECT(aw_bridge_agent_exited_signal(bridge, 15, 4), AW_RESULT_OK);
+    /* From the exit on, the invocation is the fresh run's; the replaced run's views stay. */
+    CHECK(!resumes(bridge, chat, sizeof chat));
+    CHECK(holds(old_prompt.data, old_prompt.len, "a.txt"));
+    CHECK(!holds(old_prompt.data, old_prompt.len, "List the files."));
+    drain(bridge, &seen);
     CHECK(seen.stops == 1 && seen.respawns == 1 && !seen.ended && seen.body.len == 0);
     CHECK(!resumes(bridge, chat, sizeof chat));
     CHECK(prompt_holds(bridge, "List the files.") && prompt_holds(bridge, "a.txt"));

@@ -285,8 +285,9 @@ class Bridge(Handle):
     def invocation(self) -> Optional[Invocation]:
         """The agent run to start (program, arguments, stdin, environment), or None when
         the request was rejected: then start nothing and drain :meth:`outputs` (the 400
-        head, the dialect's error body, the end). After a :class:`Respawn` it is the new
-        run's."""
+        head, the dialect's error body, the end). When a resumed run the agent could not
+        continue is replaced (from its :meth:`agent_exited` on, a :class:`Respawn` follows),
+        it is the fresh run's."""
         with self._lock:
             return self._invocation
 
@@ -338,6 +339,10 @@ class Bridge(Handle):
                 self._check(lib.aw_bridge_agent_exited_code(self._handle(), code, now_ms))
             else:
                 self._check(lib.aw_bridge_agent_exited_signal(self._handle(), signal, now_ms))
+            if self._invocation is not None and "--resume" in self._invocation.args:
+                # A resumed run the agent could not continue is replaced by a fresh one
+                # here (a Respawn follows): the invocation is the new run's from now on.
+                self._invocation = self._read_invocation()
 
     def handle_timeout(self, now_ms: int) -> None:
         """The deadline from :meth:`poll_timeout` passed. Early calls do nothing."""
@@ -381,10 +386,7 @@ class Bridge(Handle):
             if self._check(lib.aw_bridge_poll_output(self._handle(), out)) == DRAINED:
                 return None
             # Copied under the lock: the view lasts until the next call on the bridge.
-            output = _output_of(out)
-            if isinstance(output, Respawn):
-                self._invocation = self._read_invocation()
-            return output
+            return _output_of(out)
 
     def outputs(self) -> Iterator[Output]:
         """Drains the outputs: iterate it to the end after every input."""

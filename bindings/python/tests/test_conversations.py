@@ -176,9 +176,14 @@ def test_a_tool_round_resumes_the_chat_and_a_lost_chat_respawns_fresh() -> None:
     seen = Seen()
     # cursor-agent started a new chat for an id it did not know: stopped, then replaced by
     # a fresh run with the whole conversation before anything reached the client.
-    run(bridge, seen, [init(LOST), text(LOST, "I have no context.")], 4)
-    assert (seen.stops, seen.respawns, seen.ended, seen.body) == (1, 1, False, b"")
+    bridge.push_stdout(init(LOST) + text(LOST, "I have no context."), 4)
+    seen.drain(bridge)
+    assert (seen.stops, seen.respawns) == (1, 0) and resumes(bridge) == CHAT
+    bridge.agent_exited(signal=15, now_ms=4)
+    # From the exit on, the invocation is the fresh run's; the Respawn asks for it.
     assert resumes(bridge) is None
+    seen.drain(bridge)
+    assert (seen.stops, seen.respawns, seen.ended, seen.body) == (1, 1, False, b"")
     assert "List the files." in prompt(bridge) and "a.txt" in prompt(bridge)
     run(bridge, seen, [init(FRESH), text(FRESH, "a.txt is there."), result(FRESH, "a.txt is there.")], 5)
     assert (seen.status, seen.ended, seen.respawns) == (200, True, 1)
