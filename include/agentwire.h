@@ -2034,8 +2034,10 @@ const char *aw_bridge_last_error(const aw_bridge *bridge);
  *
  * Memory and lifetimes: the string is NUL-terminated (the terminator is not counted in
  * `len`), so it can go to `execvp` as is; valid until `aw_bridge_free`. The invocation
- * changes only when `AW_OUTPUT_KIND_RESPAWN` is handed out (a bridge of a conversation):
- * read it again then; the views of the run it replaced stay valid too.
+ * changes only for a bridge of a conversation whose resumed run the agent could not
+ * continue: from the call that reports that run exited, it describes the fresh run
+ * `AW_OUTPUT_KIND_RESPAWN` then asks for (read it again); the views of the replaced run
+ * stay valid too.
  */
 aw_result aw_bridge_invocation_program(const aw_bridge *bridge,
                                        aw_str *out_program);
