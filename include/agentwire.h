@@ -354,7 +354,7 @@ enum aw_output_kind
      * bridge. Only a bridge made by `aw_bridge_new_in_conversation` asks for it, at most
      * once, after the run it replaces was reported exited: the agent could not resume its
      * chat, and the whole conversation goes to a fresh one before anything reached the
-     * client. Since ABI 1.3 (the value was reserved in 1.2).
+     * client. Since ABI 1.3.
      */
     AW_OUTPUT_KIND_RESPAWN = 4,
 };

@@ -192,7 +192,7 @@ pub enum aw_output_kind {
     /// bridge. Only a bridge made by `aw_bridge_new_in_conversation` asks for it, at most
     /// once, after the run it replaces was reported exited: the agent could not resume its
     /// chat, and the whole conversation goes to a fresh one before anything reached the
-    /// client. Since ABI 1.3 (the value was reserved in 1.2).
+    /// client. Since ABI 1.3.
     Respawn = 4,
 }
 

@@ -287,7 +287,12 @@ def test_owners_and_keys_keep_conversations_apart_and_sessions_expire() -> None:
 
 def test_registry_misuse() -> None:
     registry, other = aw.Registry(), aw.Registry()
-    bridge = aw.Bridge.in_conversation(chat_body([{"role": "user", "content": "x"}]), registry=registry)
+    bridge = aw.Bridge.in_conversation(
+        chat_body([{"role": "user", "content": "x"}]),
+        aw.Config(cursor_binary="/opt/agent"),
+        registry=registry,
+    )
+    assert bridge.invocation is not None and bridge.invocation.program == "/opt/agent"
     with pytest.raises(aw.WrongRegistryError, match="registry"):
         bridge.end_conversation_turn(other, 1)
     assert registry.busy == 1
