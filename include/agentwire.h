@@ -18,9 +18,20 @@
  *   the deadline passed           -> aw_bridge_handle_timeout
  *   the HTTP client hung up       -> aw_bridge_client_gone
  *   after EVERY input: aw_bridge_poll_output until AW_RESULT_DRAINED (HEAD: send the head,
- *   BODY: write and flush, STOP_AGENT: kill the process group, END: close the response),
- *   then aw_bridge_poll_timeout for the next deadline.
+ *   BODY: write and flush, STOP_AGENT: kill the process group, RESPAWN: spawn the
+ *   invocation again, read anew, and feed that run to the same bridge, END: close the
+ *   response), then aw_bridge_poll_timeout for the next deadline.
  *   aw_bridge_free(bridge);
+ * CONVERSATIONS: one aw_registry (settings: aw_registry_config) per agent transport;
+ *   aw_bridge_new_in_conversation(dialect, body, len, config, now_ms, ..., registry,
+ *       owner key, client session, client agent, caller key, &bridge)
+ *                                    resumes the chat that answered the conversation so far
+ *                                    (--resume, only what is new on stdin) or runs fresh;
+ *                                    a resume the agent cannot take is RESPAWNed fresh once
+ *   the loop above, then aw_bridge_end_conversation_turn(bridge, registry, now_ms) once the
+ *   response ended (the chat parks for the next request), then aw_bridge_free.
+ *   After every registry input drain aw_registry_poll_released (chats let go), then
+ *   aw_registry_poll_timeout (expiry: aw_registry_handle_timeout).
  * Replies that need no agent are aw_reply handles: aw_reply_new_count_tokens answers
  * POST /v1/messages/count_tokens, aw_reply_new_error renders the adapter's own refusals
  * (401, 404, 405, 413, 429, 503, ...) in the route's dialect; send aw_reply_status,
@@ -37,6 +48,13 @@
  *   new one and a new connection), and for each turn aw_acp_connection_poll_ready names,
  *   aw_acp_connection_poll_output(conn, turn, &out) until AW_RESULT_DRAINED; then
  *   aw_acp_connection_poll_timeout.
+ *   With conversations, aw_acp_connection_start_conversation_turn(..., owner key, headers,
+ *   caller key, entropy[32], &turn) resumes parked sessions; with an MCP endpoint
+ *   (aw_acp_config_set_mcp_endpoint) the client's tools reach the agent as an MCP server:
+ *   every HTTP request under the endpoint -> aw_acp_connection_handle_mcp (404/401 refusals
+ *   are AW_RESULT_MCP_NOT_FOUND / _UNAUTHORIZED), and after every input also drain
+ *   aw_acp_connection_poll_mcp_output of each exchange aw_acp_connection_poll_mcp_ready
+ *   names. An embedder serving a client's tools itself has aw_mcp_server.
  *
  * CONVENTIONS
  * - Every symbol starts with aw_ / AW_. Handles are opaque, created by *_new, freed by
@@ -104,10 +122,10 @@
 
 /** The C ABI version of this header (aw_version() gives the linked library's). */
 #define AW_VERSION_MAJOR 1
-#define AW_VERSION_MINOR 2
+#define AW_VERSION_MINOR 3
 #define AW_VERSION_PATCH 0
 /** AW_VERSION_MAJOR * 1000000 + AW_VERSION_MINOR * 1000 + AW_VERSION_PATCH */
-#define AW_VERSION_NUMBER 1002000
+#define AW_VERSION_NUMBER 1003000
 
 
 /**
@@ -185,9 +203,26 @@ enum aw_result
      */
     AW_RESULT_BUSY = 7109,
     /**
-     * A turn number that the ACP connection never handed out. Last added (ABI 1.1).
+     * A turn number that the ACP connection never handed out (ABI 1.1).
      */
     AW_RESULT_UNKNOWN_TURN = 7110,
+    /**
+     * A bridge gave its place in a conversation back to another registry than the one it
+     * was made in: nothing was done (ABI 1.3).
+     */
+    AW_RESULT_WRONG_REGISTRY = 7111,
+    /**
+     * An MCP exchange number that the MCP server never handed out (ABI 1.3).
+     */
+    AW_RESULT_UNKNOWN_EXCHANGE = 7112,
+    /**
+     * An MCP call number that the MCP server never handed out (ABI 1.3).
+     */
+    AW_RESULT_UNKNOWN_CALL = 7113,
+    /**
+     * The MCP call was answered, cancelled or dropped already (ABI 1.3). Last added.
+     */
+    AW_RESULT_CALL_NOT_PENDING = 7114,
     /**
      * A string argument is not valid UTF-8.
      */
@@ -197,6 +232,25 @@ enum aw_result
      * byte.
      */
     AW_RESULT_INTERIOR_NUL = 7201,
+    /**
+     * A request to the MCP endpoint names no session's MCP server: answer it 404, with no
+     * body (ABI 1.3).
+     */
+    AW_RESULT_MCP_NOT_FOUND = 7202,
+    /**
+     * A request to the MCP endpoint does not present its server's secret: answer it 401,
+     * with no body (ABI 1.3).
+     */
+    AW_RESULT_MCP_UNAUTHORIZED = 7203,
+    /**
+     * A request body is not a valid request of its dialect; the last error says why
+     * (ABI 1.3).
+     */
+    AW_RESULT_INVALID_REQUEST = 7204,
+    /**
+     * An MCP session id is not 1 or more visible ASCII characters (ABI 1.3). Last added.
+     */
+    AW_RESULT_INVALID_SESSION_ID = 7205,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -295,9 +349,12 @@ enum aw_output_kind
      */
     AW_OUTPUT_KIND_END = 3,
     /**
-     * Start the agent again from the bridge's invocation, which now describes a new run,
-     * and feed its output to the same bridge. Only a bridge of a conversation asks for it
-     * (at most once, after the run it replaces was reported exited).
+     * Start the agent again from the bridge's invocation (`aw_bridge_invocation_*`, read
+     * again), which now describes a new run, and feed its output and exit to the same
+     * bridge. Only a bridge made by `aw_bridge_new_in_conversation` asks for it, at most
+     * once, after the run it replaces was reported exited: the agent could not resume its
+     * chat, and the whole conversation goes to a fresh one before anything reached the
+     * client. Since ABI 1.3.
      */
     AW_OUTPUT_KIND_RESPAWN = 4,
 };
@@ -355,6 +412,117 @@ enum aw_acp_decision_kind
 typedef enum aw_acp_decision_kind aw_acp_decision_kind;
 #else
 typedef uint32_t aw_acp_decision_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What an MCP exchange's response does next.
+ *
+ * Since ABI 1.3.
+ */
+enum aw_mcp_output_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * Send the head (exactly once, first): `status`, `content_type` when not empty (then
+     * also `Cache-Control: no-cache` for `text/event-stream`, whose body chunks are to be
+     * flushed as they come), `Mcp-Session-Id: session_id` when not empty, and
+     * `Allow: allow` when not empty.
+     */
+    AW_MCP_OUTPUT_KIND_HEAD = 0,
+    /**
+     * Write `body` to the response and flush it.
+     */
+    AW_MCP_OUTPUT_KIND_BODY = 1,
+    /**
+     * End the response. Nothing follows: every later poll of the exchange returns
+     * `AW_RESULT_DRAINED`.
+     */
+    AW_MCP_OUTPUT_KIND_END = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum aw_mcp_output_kind aw_mcp_output_kind;
+#else
+typedef uint32_t aw_mcp_output_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What `aw_mcp_server_poll_event` hands out.
+ *
+ * Since ABI 1.3.
+ */
+enum aw_mcp_event_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * The agent called a client tool (`call`, `tool`, `tool_name`, `arguments`): run it,
+     * then answer with `aw_mcp_server_answer_call`.
+     */
+    AW_MCP_EVENT_KIND_CALL = 0,
+    /**
+     * A pending call ended without an answer (`call`, `cancel_reason`, `cancel_message`);
+     * answering it now is `AW_RESULT_CALL_NOT_PENDING`.
+     */
+    AW_MCP_EVENT_KIND_CANCELLED = 1,
+    /**
+     * The call (`call`) has been pending for the configured `call_limit_ms`: answer it
+     * now if the agent would give up on it. Sent once per call.
+     */
+    AW_MCP_EVENT_KIND_CALL_LIMIT = 2,
+    /**
+     * The agent ended the session (HTTP `DELETE`): every pending call was cancelled
+     * first, and the server serves nothing more.
+     */
+    AW_MCP_EVENT_KIND_CLOSED = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum aw_mcp_event_kind aw_mcp_event_kind;
+#else
+typedef uint32_t aw_mcp_event_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Why a pending call ended without an answer.
+ *
+ * Since ABI 1.3.
+ */
+enum aw_mcp_cancel_reason
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * Not a cancellation (an event of another kind).
+     */
+    AW_MCP_CANCEL_REASON_NONE = 0,
+    /**
+     * The agent sent `notifications/cancelled` (with `cancel_message` when it gave a
+     * reason).
+     */
+    AW_MCP_CANCEL_REASON_REQUESTED = 1,
+    /**
+     * The HTTP connection that would carry the answer closed
+     * (`aw_mcp_server_exchange_gone`).
+     */
+    AW_MCP_CANCEL_REASON_DISCONNECTED = 2,
+    /**
+     * The agent ended the session (HTTP `DELETE`).
+     */
+    AW_MCP_CANCEL_REASON_SESSION_DELETED = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum aw_mcp_cancel_reason aw_mcp_cancel_reason;
+#else
+typedef uint32_t aw_mcp_cancel_reason;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -702,6 +870,57 @@ typedef uint32_t aw_error_kind;
 #endif // __cplusplus
 
 /**
+ * Why a request starts a fresh agent session instead of resuming a parked one
+ * (`aw_fresh_reason_name` names a value).
+ *
+ * Since ABI 1.3.
+ */
+enum aw_fresh_reason
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * Conversations are turned off.
+     */
+    AW_FRESH_REASON_DISABLED = 0,
+    /**
+     * No parked session of the request's owner and conversation key holds a prefix of
+     * its conversation (a new conversation, an edited or compacted history, a branch,
+     * another model or tool set, a side request, an expired or evicted session).
+     */
+    AW_FRESH_REASON_NO_SESSION = 1,
+    /**
+     * The session holding its prefix is serving another request.
+     */
+    AW_FRESH_REASON_BUSY = 2,
+    /**
+     * The request adds nothing after the session's transcript (a retry or a
+     * regeneration).
+     */
+    AW_FRESH_REASON_NOTHING_NEW = 3,
+    /**
+     * The session waits for the results of tool calls the request does not answer.
+     */
+    AW_FRESH_REASON_UNANSWERED_CALLS = 4,
+    /**
+     * The request carries a tool result for a call the session is not waiting for.
+     */
+    AW_FRESH_REASON_UNKNOWN_RESULT = 5,
+    /**
+     * The request adds an assistant message the agent did not write.
+     */
+    AW_FRESH_REASON_FOREIGN_ANSWER = 6,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum aw_fresh_reason aw_fresh_reason;
+#else
+typedef uint32_t aw_fresh_reason;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * Who owns a session: the key the request authenticated with, or the local user when the
  * server takes no key. A session is only ever resumed by a request of its owner.
  */
@@ -732,13 +951,25 @@ typedef struct aw_acp_config aw_acp_config;
  * `aw_acp_connection_poll_ready` names, `aw_acp_connection_poll_output` until each returns
  * `AW_RESULT_DRAINED`**, then ask `aw_acp_connection_poll_timeout` for the next deadline.
  * A turn's outputs are those of `aw_bridge_poll_output` except that
- * `AW_OUTPUT_KIND_STOP_AGENT` never appears (the turn's session is cancelled instead).
+ * `AW_OUTPUT_KIND_STOP_AGENT` and `AW_OUTPUT_KIND_RESPAWN` never appear (the turn's
+ * session is cancelled instead).
+ *
+ * Conversations: a turn started with `aw_acp_connection_start_conversation_turn` resumes
+ * the parked session holding its conversation so far when there is one, and serves the
+ * request's client tools to the agent as an MCP server of the session's own when the
+ * config has an MCP endpoint (`aw_acp_config_set_mcp_endpoint`). The adapter then serves
+ * that endpoint on loopback: each HTTP request to it goes to
+ * `aw_acp_connection_handle_mcp` (after the adapter's Host and Origin checks), and after
+ * every input it also drains, for every exchange `aw_acp_connection_poll_mcp_ready`
+ * names, `aw_acp_connection_poll_mcp_output` until `AW_RESULT_DRAINED`, writing each
+ * head and body to that HTTP response; an HTTP connection that closes first is
+ * `aw_acp_connection_mcp_exchange_gone`.
  */
 typedef struct aw_acp_connection aw_acp_connection;
 
 /**
  * One request, from its body to the end of its HTTP response: an opaque handle created
- * by `aw_bridge_new` and freed by `aw_bridge_free`.
+ * by `aw_bridge_new` (or `aw_bridge_new_in_conversation`) and freed by `aw_bridge_free`.
  *
  * The loop: spawn the invocation (`aw_bridge_invocation_*`) in its own process group,
  * write its stdin, then for every input (`aw_bridge_push_stdout`, `aw_bridge_push_stderr`,
@@ -746,7 +977,11 @@ typedef struct aw_acp_connection aw_acp_connection;
  * `aw_bridge_shutdown`)
  * **drain `aw_bridge_poll_output` until it returns `AW_RESULT_DRAINED`**, then ask
  * `aw_bridge_poll_timeout` for the next deadline. Stop when the output is
- * `AW_OUTPUT_KIND_END`.
+ * `AW_OUTPUT_KIND_END`. An `AW_OUTPUT_KIND_RESPAWN` (only from a bridge of a
+ * conversation) says to spawn the invocation again, which now describes a new run, and
+ * to feed that run's output and exit to the same bridge; the run it replaces was
+ * reported exited before. A bridge of a conversation gives its place back with
+ * `aw_bridge_end_conversation_turn` once the response ended.
  */
 typedef struct aw_bridge aw_bridge;
 
@@ -767,6 +1002,69 @@ typedef struct aw_config aw_config;
  * returns `AW_RESULT_DRAINED`**.
  */
 typedef struct aw_decoder aw_decoder;
+
+/**
+ * Settings for `aw_mcp_server_new` and for an ACP connection's MCP servers
+ * (`aw_acp_config_set_mcp`): an opaque handle, created with the defaults of the Rust
+ * `mcp::Config::default()` by `aw_mcp_config_new`, changed with the `aw_mcp_config_set_*`
+ * functions and freed with `aw_mcp_config_free`. What is made from it copies it.
+ *
+ * Since ABI 1.3.
+ */
+typedef struct aw_mcp_config aw_mcp_config;
+
+/**
+ * An MCP server (JSON-RPC 2.0 over MCP's Streamable HTTP or stdio, revisions 2025-03-26,
+ * 2025-06-18 and 2025-11-25) offering one agent session the tools of a client's request:
+ * an opaque handle created by `aw_mcp_server_new` and freed by `aw_mcp_server_free`. It
+ * answers `initialize`, `ping` and `tools/list` itself and holds each `tools/call` pending
+ * until `aw_mcp_server_answer_call`, for as long as that takes: the HTTP answer is an SSE
+ * stream kept busy with keep-alive comments.
+ *
+ * The loop: for every input (`aw_mcp_server_handle_http` for each HTTP request to the
+ * endpoint, after the adapter's Host, Origin and secret checks; `aw_mcp_server_push_stdio`;
+ * `aw_mcp_server_answer_call`; `aw_mcp_server_exchange_gone`;
+ * `aw_mcp_server_handle_timeout`; `aw_mcp_server_close`) **drain
+ * `aw_mcp_server_poll_transmit` (stdio bytes to write), `aw_mcp_server_poll_event`
+ * (calls to run, calls cancelled), and `aw_mcp_server_poll_exchange` of every exchange
+ * `aw_mcp_server_poll_ready` names, until each returns `AW_RESULT_DRAINED`**, then ask
+ * `aw_mcp_server_poll_timeout` for the next deadline.
+ *
+ * Since ABI 1.3.
+ */
+typedef struct aw_mcp_server aw_mcp_server;
+
+/**
+ * The parked agent sessions of one agent transport and the decision, for each request,
+ * whether it continues one of them: an opaque handle created by `aw_registry_new` and
+ * freed by `aw_registry_free`.
+ *
+ * A request resumes a parked session only when its owner (the key it authenticated
+ * with) and its conversation key are the session's and the session's transcript is an
+ * exact prefix of the request's conversation; anything else starts fresh with the whole
+ * conversation, which is always correct.
+ *
+ * The loop: besides the bridges that take their place in it, after every input
+ * (`aw_registry_handle_timeout`, `aw_registry_clear`, and every
+ * `aw_bridge_new_in_conversation` and `aw_bridge_end_conversation_turn`) **drain
+ * `aw_registry_poll_released` until it returns `AW_RESULT_DRAINED`** (each is an agent
+ * session no request can reach any more: a cursor-agent chat to forget), then ask
+ * `aw_registry_poll_timeout` for the next deadline.
+ *
+ * Since ABI 1.3.
+ */
+typedef struct aw_registry aw_registry;
+
+/**
+ * Settings for `aw_registry_new` and for an ACP connection's conversations
+ * (`aw_acp_config_set_conversations`): an opaque handle, created with the defaults of the
+ * Rust `RegistryConfig::default()` by `aw_registry_config_new`, changed with the
+ * `aw_registry_config_set_*` functions and freed with `aw_registry_config_free`. What is
+ * made from it copies it, so a config may be changed or freed afterwards.
+ *
+ * Since ABI 1.3.
+ */
+typedef struct aw_registry_config aw_registry_config;
 
 /**
  * A whole reply that needs no agent: an opaque handle created by
@@ -857,6 +1155,133 @@ typedef struct {
      */
     aw_str reason;
 } aw_acp_decision;
+
+/**
+ * One exchange of an ACP connection's MCP endpoint: an HTTP request and its response,
+ * named by the server it went to and its number there. A value: copy it, keep it with
+ * the HTTP connection, pass it back as it was handed out.
+ *
+ * Since ABI 1.3.
+ */
+typedef struct {
+    /**
+     * The MCP server (one per session with client tools).
+     */
+    uint64_t server;
+    /**
+     * The exchange within it.
+     */
+    uint64_t exchange;
+} aw_mcp_exchange;
+
+/**
+ * One output of an MCP exchange. Only the members of its `kind` are meaningful; the
+ * others are zero or empty.
+ *
+ * Since ABI 1.3.
+ */
+typedef struct {
+    /**
+     * What to do.
+     */
+    aw_mcp_output_kind kind;
+    /**
+     * `AW_MCP_OUTPUT_KIND_HEAD`: the HTTP status.
+     */
+    uint16_t status;
+    /**
+     * `AW_MCP_OUTPUT_KIND_HEAD`: the `Content-Type` (`application/json` or
+     * `text/event-stream`), empty for a response without a body; static and
+     * NUL-terminated.
+     */
+    aw_str content_type;
+    /**
+     * `AW_MCP_OUTPUT_KIND_HEAD`: the `Mcp-Session-Id` to send, empty for none.
+     */
+    aw_str session_id;
+    /**
+     * `AW_MCP_OUTPUT_KIND_HEAD`: the `Allow` header to send (with 405), empty for none;
+     * static and NUL-terminated.
+     */
+    aw_str allow;
+    /**
+     * `AW_MCP_OUTPUT_KIND_BODY`: the bytes to write.
+     */
+    aw_bytes body;
+} aw_mcp_output;
+
+/**
+ * What a registry has done so far (all but the fresh starts, which
+ * `aw_registry_fresh` counts by reason).
+ *
+ * Since ABI 1.3.
+ */
+typedef struct {
+    /**
+     * Requests that resumed a parked session.
+     */
+    uint64_t resumed;
+    /**
+     * Requests refused: a Responses `previous_response_id` whose session is not here.
+     */
+    uint64_t refused;
+    /**
+     * Sessions let go because their time to live passed.
+     */
+    uint64_t expired;
+    /**
+     * Sessions let go to make room (the least recently used first).
+     */
+    uint64_t evicted;
+    /**
+     * Sessions let go because the request holding them did not end where its client's
+     * conversation is (a failure, a client gone), or another session replaced them.
+     */
+    uint64_t dropped;
+} aw_registry_stats;
+
+/**
+ * One event of an MCP server. Only the members of its `kind` are meaningful; the others
+ * are zero or empty.
+ *
+ * Since ABI 1.3.
+ */
+typedef struct {
+    /**
+     * What happened.
+     */
+    aw_mcp_event_kind kind;
+    /**
+     * The call's number (every kind but `AW_MCP_EVENT_KIND_CLOSED`): unique within its
+     * server, rising in the order calls were made.
+     */
+    uint64_t call;
+    /**
+     * `AW_MCP_EVENT_KIND_CALL`: the tool's index in the request's `tools`.
+     */
+    size_t tool;
+    /**
+     * `AW_MCP_EVENT_KIND_CALL`: the tool's name as the client knows it.
+     */
+    aw_str tool_name;
+    /**
+     * `AW_MCP_EVENT_KIND_CALL`: the client's input for the call: for a function tool the
+     * JSON arguments text as the agent sent it, for a freeform tool the raw text.
+     */
+    aw_str arguments;
+    /**
+     * `AW_MCP_EVENT_KIND_CANCELLED`: why.
+     */
+    aw_mcp_cancel_reason cancel_reason;
+    /**
+     * `AW_MCP_EVENT_KIND_CANCELLED`: whether the agent gave a reason.
+     */
+    bool has_cancel_message;
+    /**
+     * `AW_MCP_EVENT_KIND_CANCELLED`: the agent's reason.
+     */
+    aw_str cancel_message;
+} aw_mcp_event;
 
 /**
  * A call of one of the client's tools.
@@ -1503,6 +1928,84 @@ aw_result aw_bridge_new(uint32_t dialect,
                         aw_bridge **out_bridge);
 
 /**
+ * Like `aw_bridge_new`, for a request that may continue a conversation: `registry`
+ * decides whether it resumes the cursor-agent chat that answered the conversation so far
+ * (the invocation then passes `--resume CHAT` and its stdin holds only what is new: the
+ * results of the chat's tool calls and the new input) or runs fresh with the whole
+ * conversation, as `aw_bridge_new` does. A resumed chat the agent cannot continue (it
+ * fails before answering anything, or reports another chat) is stopped
+ * (`AW_OUTPUT_KIND_STOP_AGENT`) and replaced by a fresh run (`AW_OUTPUT_KIND_RESPAWN`),
+ * once, before anything reaches the client. A Responses request carrying only
+ * `previous_response_id` whose response this registry does not hold is answered with
+ * OpenAI's error for it (the bridge is then rejected).
+ *
+ * Parameters, besides those of `aw_bridge_new`:
+ * - `registry`: the conversation registry (required); the bridge holds its place in it
+ *   until `aw_bridge_end_conversation_turn`, which must be given the same registry.
+ * - `owner_key`, `owner_key_len`: the key the request authenticated with, as the client
+ *   sent it (after the server accepted it); NULL for a request without a key (a server
+ *   that takes none, on loopback). A session is only ever resumed by a request of the
+ *   same owner.
+ * - `client_session`, `client_agent`: a client's session id header and its agent id
+ *   within that session (Claude Code's `X-Claude-Code-Session-Id` and
+ *   `X-Claude-Code-Agent-Id`); NULL when absent.
+ * - `caller_key`: a key the embedding program gives the conversation; NULL when absent.
+ *   The strongest key present narrows which sessions the request may resume (the caller's,
+ *   then the client's session with its agent, then the body's own `prompt_cache_key`);
+ *   the content decides whether it does.
+ *
+ * Returns `AW_RESULT_OK`; `AW_RESULT_INVALID_ENUM` (`dialect`), `AW_RESULT_NULL_PARAMETER`
+ * (`out_bridge` or `registry` NULL, or a data pointer NULL with a length),
+ * `AW_RESULT_LENGTH_TOO_LARGE`, `AW_RESULT_INVALID_UTF8` (a key or header that is not
+ * UTF-8), `AW_RESULT_POISONED` or `AW_RESULT_BUSY` (about `config` or `registry`),
+ * `AW_RESULT_INTERIOR_NUL`. No bridge exists to hold a message: the result says what was
+ * wrong.
+ *
+ * Memory and lifetimes: every input is read during the call only. The caller owns the
+ * new bridge and frees it with `aw_bridge_free`, after `aw_bridge_end_conversation_turn`
+ * (until then the registry counts its session busy). Drain
+ * `aw_registry_poll_released` after this call.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_bridge_new_in_conversation(uint32_t dialect,
+                                        const uint8_t *body,
+                                        size_t body_len,
+                                        const aw_config *config,
+                                        uint64_t now_ms,
+                                        uint64_t created_unix,
+                                        uint64_t id_seed,
+                                        aw_registry *registry,
+                                        const uint8_t *owner_key,
+                                        size_t owner_key_len,
+                                        const char *client_session,
+                                        size_t client_session_len,
+                                        const char *client_agent,
+                                        size_t client_agent_len,
+                                        const char *caller_key,
+                                        size_t caller_key_len,
+                                        aw_bridge **out_bridge);
+
+/**
+ * Gives a bridge's place in its conversation back to `registry`, the one it was made in:
+ * the chat is parked for the conversation's next request when the answer finished and
+ * reached the client; otherwise it is let go. Call it once the response ended
+ * (`AW_OUTPUT_KIND_END`; earlier, it counts as a response that did not finish), and
+ * before `aw_bridge_free`. It does nothing for a bridge made by `aw_bridge_new`, and the
+ * second time. Drain `aw_registry_poll_released` after.
+ *
+ * Returns `AW_RESULT_OK`; `AW_RESULT_WRONG_REGISTRY` (another registry than the bridge's:
+ * nothing is done), `AW_RESULT_NULL_PARAMETER` (`registry` NULL), `AW_RESULT_POISONED` or
+ * `AW_RESULT_BUSY` (about `registry`; the bridge's last error says so). Views from earlier
+ * calls on either handle become invalid.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_bridge_end_conversation_turn(aw_bridge *bridge,
+                                          aw_registry *registry,
+                                          uint64_t now_ms);
+
+/**
  * Frees a bridge. NULL does nothing. Free it whatever state it is in (poisoned too);
  * views it handed out become invalid.
  *
@@ -1530,8 +2033,11 @@ const char *aw_bridge_last_error(const aw_bridge *bridge);
  * spawn nothing; drain the outputs).
  *
  * Memory and lifetimes: the string is NUL-terminated (the terminator is not counted in
- * `len`), so it can go to `execvp` as is; valid until `aw_bridge_free` (the invocation
- * never changes).
+ * `len`), so it can go to `execvp` as is; valid until `aw_bridge_free`. The invocation
+ * changes only for a bridge of a conversation whose resumed run the agent could not
+ * continue: from the call that reports that run exited, it describes the fresh run
+ * `AW_OUTPUT_KIND_RESPAWN` then asks for (read it again); the views of the replaced run
+ * stay valid too.
  */
 aw_result aw_bridge_invocation_program(const aw_bridge *bridge,
                                        aw_str *out_program);
@@ -1560,7 +2066,8 @@ aw_result aw_bridge_invocation_arg(const aw_bridge *bridge,
  * The bytes to write to the agent's stdin (the prompt), into `*out_stdin`: write them
  * all, then close stdin. Returns `AW_RESULT_OK` or `AW_RESULT_REJECTED`.
  *
- * Memory and lifetimes: valid until `aw_bridge_free`.
+ * Memory and lifetimes: as `aw_bridge_invocation_program` (valid until `aw_bridge_free`,
+ * across a respawn too).
  */
 aw_result aw_bridge_invocation_stdin(const aw_bridge *bridge,
                                      aw_bytes *out_stdin);
@@ -2022,6 +2529,122 @@ aw_result aw_acp_config_get_stderr_tail_bytes(const aw_acp_config *config,
                                               size_t *out_value);
 
 /**
+ * Sets `mcp_endpoint`: where the adapter serves the MCP endpoint of client-tool sessions,
+ * on loopback: the URL a session's server path is appended to
+ * (`http://127.0.0.1:PORT/mcp/`). With it, a conversation turn's client tools are given
+ * to the agent as an MCP server of their own session (`aw_acp_connection_handle_mcp`);
+ * without it (the default), a request with client tools is refused (400 naming `tools`).
+ * `data` holds `len` bytes of UTF-8.
+ *
+ * Returns `AW_RESULT_OK`, `AW_RESULT_INVALID_UTF8`, `AW_RESULT_NULL_PARAMETER` or
+ * `AW_RESULT_LENGTH_TOO_LARGE`; on failure the config is unchanged.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_acp_config_set_mcp_endpoint(aw_acp_config *config,
+                                         const char *data,
+                                         size_t len);
+
+/**
+ * Clears `mcp_endpoint`: requests with client tools are refused.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_acp_config_clear_mcp_endpoint(aw_acp_config *config);
+
+/**
+ * Reads `mcp_endpoint` into `*out_value`: `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE`
+ * when there is none.
+ *
+ * Memory and lifetimes: not NUL-terminated; valid until the next mutating call on `config`
+ * or its free.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_acp_config_get_mcp_endpoint(const aw_acp_config *config,
+                                         aw_str *out_value);
+
+/**
+ * Sets `mcp_server_name`: the MCP server's name in `session/new`, which the agent puts in
+ * the tool names its model sees (`mcp__client__read` for Claude; default `"client"`).
+ * `data` holds `len` bytes of UTF-8.
+ *
+ * Returns `AW_RESULT_OK`, `AW_RESULT_INVALID_UTF8`, `AW_RESULT_NULL_PARAMETER` or
+ * `AW_RESULT_LENGTH_TOO_LARGE`; on failure the config is unchanged.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_acp_config_set_mcp_server_name(aw_acp_config *config,
+                                            const char *data,
+                                            size_t len);
+
+/**
+ * Reads `mcp_server_name` into `*out_value`.
+ *
+ * Memory and lifetimes: not NUL-terminated; valid until the next mutating call on `config`
+ * or its free.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_acp_config_get_mcp_server_name(const aw_acp_config *config,
+                                            aw_str *out_value);
+
+/**
+ * Sets `mcp`, the settings of the sessions' MCP servers (keep-alive, call limit, body
+ * and exchange limits), to a copy of `mcp_config`'s (NULL: the defaults).
+ *
+ * Returns `AW_RESULT_OK`; `AW_RESULT_POISONED` or `AW_RESULT_BUSY` about `mcp_config`
+ * (the config is unchanged then).
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_acp_config_set_mcp(aw_acp_config *config,
+                                const aw_mcp_config *mcp_config);
+
+/**
+ * A copy of `mcp`, the settings of the sessions' MCP servers, as a new `aw_mcp_config`
+ * written to `*out_mcp_config`.
+ *
+ * Returns `AW_RESULT_OK`.
+ *
+ * Memory and lifetimes: the caller owns the new config and frees it with
+ * `aw_mcp_config_free`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_acp_config_get_mcp(const aw_acp_config *config,
+                                aw_mcp_config **out_mcp_config);
+
+/**
+ * Sets `conversations`, the settings of the connection's conversations registry (on or
+ * off, time to live, parked sessions in all and per owner), to a copy of
+ * `registry_config`'s (NULL: the registry's defaults, which are not the connection's:
+ * see `aw_acp_config_new`).
+ *
+ * Returns `AW_RESULT_OK`; `AW_RESULT_POISONED` or `AW_RESULT_BUSY` about
+ * `registry_config` (the config is unchanged then).
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_acp_config_set_conversations(aw_acp_config *config,
+                                          const aw_registry_config *registry_config);
+
+/**
+ * A copy of `conversations`, the settings of the connection's conversations registry,
+ * as a new `aw_registry_config` written to `*out_registry_config`. By default at most 16
+ * sessions are parked (8 per owner): a parked ACP session is kept by the agent.
+ *
+ * Returns `AW_RESULT_OK`.
+ *
+ * Memory and lifetimes: the caller owns the new config and frees it with
+ * `aw_registry_config_free`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_acp_config_get_conversations(const aw_acp_config *config,
+                                          aw_registry_config **out_registry_config);
+
+/**
  * Creates a connection to a just-spawned ACP agent, writing it to `*out_connection`; its
  * first transmit is the `initialize` request.
  *
@@ -2279,6 +2902,951 @@ aw_result aw_acp_connection_poll_timeout(const aw_acp_connection *connection,
                                          uint64_t *out_deadline_ms);
 
 /**
+ * Like `aw_acp_connection_start_turn`, for a request that may continue a conversation:
+ * the request resumes the parked session holding its conversation so far when there is
+ * one (answering the calls it waits for with the request's tool results, through its MCP
+ * server, and prompting it with only the new input), and otherwise starts a fresh
+ * session with the whole conversation. When the config has an MCP endpoint, a request's
+ * client tools are given to the agent as an MCP server of the session's own, and their
+ * calls end the response with the client's tool calls while the agent stays inside them
+ * (the session parks, waiting for the results); without one, a request with client
+ * tools is refused (400) as by `aw_acp_connection_start_turn`.
+ *
+ * Parameters, besides those of `aw_acp_connection_start_turn`: `owner_key`,
+ * `client_session`, `client_agent` and `caller_key` as for
+ * `aw_bridge_new_in_conversation` (each NULL when absent; a NULL `owner_key` is the
+ * local owner), and `entropy`: 32 bytes the caller drew at random (from the operating
+ * system's generator), from which a session made for the turn takes its MCP server's
+ * path, secret and session id.
+ *
+ * Returns `AW_RESULT_OK`; `AW_RESULT_INVALID_ENUM` (`dialect`), `AW_RESULT_POISONED` or
+ * `AW_RESULT_BUSY` (about `config`), `AW_RESULT_NULL_PARAMETER` (`out_turn` or `entropy`
+ * NULL, or a data pointer NULL with a length), `AW_RESULT_LENGTH_TOO_LARGE`,
+ * `AW_RESULT_INVALID_UTF8`.
+ *
+ * Memory and lifetimes: every input is read during the call only. Views from earlier
+ * calls become invalid.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_acp_connection_start_conversation_turn(aw_acp_connection *connection,
+                                                    uint32_t dialect,
+                                                    const uint8_t *body,
+                                                    size_t body_len,
+                                                    const aw_config *config,
+                                                    uint64_t now_ms,
+                                                    uint64_t created_unix,
+                                                    uint64_t id_seed,
+                                                    const uint8_t *owner_key,
+                                                    size_t owner_key_len,
+                                                    const char *client_session,
+                                                    size_t client_session_len,
+                                                    const char *client_agent,
+                                                    size_t client_agent_len,
+                                                    const char *caller_key,
+                                                    size_t caller_key_len,
+                                                    const uint8_t *entropy,
+                                                    uint64_t *out_turn);
+
+/**
+ * An HTTP request to the MCP endpoint, handed to the server of the session it names;
+ * its exchange goes to `*out_exchange`, and its response comes from
+ * `aw_acp_connection_poll_mcp_output`. The adapter routes here the requests whose path is
+ * under the endpoint's URL, after its Host and Origin checks.
+ *
+ * Parameters: `token` (the path segment after the endpoint's URL), `authorization` (the
+ * `Authorization` header's value, NULL when absent: it is compared with the server's
+ * secret in constant time), and the request as for `aw_mcp_server_handle_http`: `method`,
+ * the headers `Accept`, `Content-Type`, `Mcp-Session-Id` and `MCP-Protocol-Version` (each
+ * NULL when absent), the body.
+ *
+ * Returns `AW_RESULT_OK`; `AW_RESULT_MCP_NOT_FOUND` (no session's server has this path:
+ * answer 404) or `AW_RESULT_MCP_UNAUTHORIZED` (the secret was not presented: answer 401),
+ * with no body and nothing changed; `AW_RESULT_INVALID_UTF8` (a header that is not UTF-8:
+ * answer 400), `AW_RESULT_NULL_PARAMETER`, `AW_RESULT_LENGTH_TOO_LARGE`.
+ *
+ * Memory and lifetimes: the inputs are read during the call only. Views from earlier
+ * calls become invalid.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_acp_connection_handle_mcp(aw_acp_connection *connection,
+                                       const char *token,
+                                       size_t token_len,
+                                       const uint8_t *authorization,
+                                       size_t authorization_len,
+                                       const char *method,
+                                       size_t method_len,
+                                       const char *accept,
+                                       size_t accept_len,
+                                       const char *content_type,
+                                       size_t content_type_len,
+                                       const char *session_id,
+                                       size_t session_id_len,
+                                       const char *protocol_version,
+                                       size_t protocol_version_len,
+                                       const uint8_t *body,
+                                       size_t body_len,
+                                       uint64_t now_ms,
+                                       aw_mcp_exchange *out_exchange);
+
+/**
+ * The agent's HTTP connection of `exchange` closed: nothing more is written to it, and
+ * the calls whose answers it owed are cancelled. An exchange whose server is gone, or
+ * one this connection never handed out, is ignored.
+ *
+ * Returns `AW_RESULT_OK`. Views from earlier calls become invalid.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_acp_connection_mcp_exchange_gone(aw_acp_connection *connection,
+                                              aw_mcp_exchange exchange,
+                                              uint64_t now_ms);
+
+/**
+ * An MCP exchange that has output for `aw_acp_connection_poll_mcp_output`, into
+ * `*out_exchange`.
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_DRAINED` when no other exchange has output.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_acp_connection_poll_mcp_ready(aw_acp_connection *connection,
+                                           aw_mcp_exchange *out_exchange);
+
+/**
+ * The next output of an MCP exchange, into `*out_output`: its head, body bytes, then its
+ * end.
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_DRAINED` until the next input, for ever after
+ * `AW_MCP_OUTPUT_KIND_END`, and for an exchange whose server is gone (then end the
+ * response) or that this connection never handed out.
+ *
+ * Memory and lifetimes: `body` and `session_id` are valid until the next call on
+ * `connection` or its free; `content_type` and `allow` are static.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_acp_connection_poll_mcp_output(aw_acp_connection *connection,
+                                            aw_mcp_exchange exchange,
+                                            aw_mcp_output *out_output);
+
+/**
+ * How many sessions are parked, waiting for their conversation's next request, into
+ * `*out_count`.
+ *
+ * Returns `AW_RESULT_OK`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_acp_connection_parked_sessions(const aw_acp_connection *connection,
+                                            size_t *out_count);
+
+/**
+ * What the connection's conversations registry has done so far, into `*out_stats`.
+ *
+ * Returns `AW_RESULT_OK`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_acp_connection_conversation_stats(const aw_acp_connection *connection,
+                                               aw_registry_stats *out_stats);
+
+/**
+ * How many conversation turns started a fresh session for `reason` (an
+ * `aw_fresh_reason`), into `*out_count`.
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_INVALID_ENUM`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_acp_connection_conversation_fresh(const aw_acp_connection *connection,
+                                               uint32_t reason,
+                                               uint64_t *out_count);
+
+/**
+ * The name of an `aw_fresh_reason` value (`"no_session"`, `"busy"`, ...), or NULL for a
+ * number that is not one.
+ *
+ * Memory and lifetimes: static and NUL-terminated; do not free it.
+ *
+ * Since ABI 1.3.
+ */
+const char *aw_fresh_reason_name(uint32_t reason);
+
+/**
+ * Creates a registry config with the defaults (those of the Rust
+ * `RegistryConfig::default()`: enabled, a 30-minute time to live, 256 parked sessions in
+ * all, 32 per owner) and writes it to `*out_config`.
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_NULL_PARAMETER` when `out_config` is NULL.
+ *
+ * Memory and lifetimes: the caller owns the new config and frees it with
+ * `aw_registry_config_free`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_registry_config_new(aw_registry_config **out_config);
+
+/**
+ * Frees a registry config. NULL does nothing. What was made from it is not affected. A
+ * free that overlaps a call on the config (from another thread) is refused, as
+ * `aw_config_free` says.
+ *
+ * Since ABI 1.3.
+ */
+void aw_registry_config_free(aw_registry_config *config);
+
+/**
+ * The message of the last call on `config` that failed, NUL-terminated; `""` when none
+ * failed or `config` is NULL.
+ *
+ * Memory and lifetimes: valid until the next call on `config` (from any thread) or its
+ * free.
+ *
+ * Since ABI 1.3.
+ */
+const char *aw_registry_config_last_error(const aw_registry_config *config);
+
+/**
+ * Sets `enabled`: whether requests may resume parked sessions at all (default true).
+ * When false every request starts fresh (`AW_FRESH_REASON_DISABLED`) and nothing is
+ * parked.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_registry_config_set_enabled(aw_registry_config *config,
+                                         bool value);
+
+/**
+ * Reads `enabled` into `*out_value`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_registry_config_get_enabled(const aw_registry_config *config,
+                                         bool *out_value);
+
+/**
+ * Sets `ttl_ms`: how long a parked session waits for its conversation's next request
+ * (default 30 minutes: a client's tool may run for ten, and a person answering a
+ * permission prompt longer).
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_registry_config_set_ttl_ms(aw_registry_config *config,
+                                        uint64_t value);
+
+/**
+ * Reads `ttl_ms` into `*out_value`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_registry_config_get_ttl_ms(const aw_registry_config *config,
+                                        uint64_t *out_value);
+
+/**
+ * Sets `max_parked`: parked sessions in all; the least recently used goes first
+ * (default 256).
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_registry_config_set_max_parked(aw_registry_config *config,
+                                            size_t value);
+
+/**
+ * Reads `max_parked` into `*out_value`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_registry_config_get_max_parked(const aw_registry_config *config,
+                                            size_t *out_value);
+
+/**
+ * Sets `max_parked_per_owner`: parked sessions of one owner; that owner's least
+ * recently used goes first (default 32).
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_registry_config_set_max_parked_per_owner(aw_registry_config *config,
+                                                      size_t value);
+
+/**
+ * Reads `max_parked_per_owner` into `*out_value`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_registry_config_get_max_parked_per_owner(const aw_registry_config *config,
+                                                      size_t *out_value);
+
+/**
+ * Creates an empty registry with the settings of `config` (copied; NULL for the
+ * defaults) and writes it to `*out_registry`.
+ *
+ * Returns `AW_RESULT_OK`; `AW_RESULT_NULL_PARAMETER` (`out_registry` NULL),
+ * `AW_RESULT_POISONED` (a poisoned `config`), `AW_RESULT_BUSY` (`config` is in a call
+ * on another thread).
+ *
+ * Memory and lifetimes: the caller owns the new registry and frees it with
+ * `aw_registry_free`, once no bridge made in it will give its place back.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_registry_new(const aw_registry_config *config,
+                          aw_registry **out_registry);
+
+/**
+ * Frees a registry. NULL does nothing. The agent sessions it still holds are not
+ * reported: end them yourself (or call `aw_registry_clear` and drain
+ * `aw_registry_poll_released` first). A free that overlaps a call on the registry
+ * (from another thread) is refused, as `aw_bridge_free` says.
+ *
+ * Since ABI 1.3.
+ */
+void aw_registry_free(aw_registry *registry);
+
+/**
+ * The message of the last call on `registry` that failed, NUL-terminated; `""` when
+ * none failed or `registry` is NULL.
+ *
+ * Memory and lifetimes: valid until the next call on `registry` (from any thread) or its
+ * free.
+ *
+ * Since ABI 1.3.
+ */
+const char *aw_registry_last_error(const aw_registry *registry);
+
+/**
+ * How many sessions are parked, waiting for their conversation's next request, into
+ * `*out_count`.
+ *
+ * Returns `AW_RESULT_OK`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_registry_parked(const aw_registry *registry,
+                             size_t *out_count);
+
+/**
+ * How many sessions are held by a request (a bridge that has not given its place back),
+ * into `*out_count`.
+ *
+ * Returns `AW_RESULT_OK`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_registry_busy(const aw_registry *registry,
+                           size_t *out_count);
+
+/**
+ * What the registry has done so far, into `*out_stats`.
+ *
+ * Returns `AW_RESULT_OK`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_registry_get_stats(const aw_registry *registry,
+                                aw_registry_stats *out_stats);
+
+/**
+ * How many requests started fresh for `reason` (an `aw_fresh_reason`), into
+ * `*out_count`.
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_INVALID_ENUM`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_registry_fresh(const aw_registry *registry,
+                            uint32_t reason,
+                            uint64_t *out_count);
+
+/**
+ * The deadline from `aw_registry_poll_timeout` passed: sessions idle for the time to
+ * live are let go. Calls before it are harmless. Drain `aw_registry_poll_released`
+ * after.
+ *
+ * Returns `AW_RESULT_OK`. Views from earlier calls become invalid.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_registry_handle_timeout(aw_registry *registry,
+                                     uint64_t now_ms);
+
+/**
+ * Lets every parked session go and forgets the busy ones (a server shutting down, or
+ * conversations turned off): drain `aw_registry_poll_released` after. A bridge holding a
+ * forgotten session gives its place back harmlessly.
+ *
+ * Returns `AW_RESULT_OK`. Views from earlier calls become invalid.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_registry_clear(aw_registry *registry,
+                            uint64_t now_ms);
+
+/**
+ * The next agent session the registry let go (expired, evicted, replaced, failed or
+ * cleared), into `*out_agent_session`: the agent's own id of it (a cursor-agent chat
+ * id, an ACP session id), which no request will resume. End it if it still runs.
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_DRAINED` when there is none until the next input.
+ *
+ * Memory and lifetimes: not NUL-terminated; valid until the next call on `registry` or
+ * its free.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_registry_poll_released(aw_registry *registry,
+                                    aw_str *out_agent_session);
+
+/**
+ * When `aw_registry_handle_timeout` is next due, on the caller's clock: writes whether a
+ * deadline is scheduled to `*out_has_deadline` (none while nothing is parked), and the
+ * deadline (or 0) to `*out_deadline_ms`.
+ *
+ * Returns `AW_RESULT_OK`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_registry_poll_timeout(const aw_registry *registry,
+                                   bool *out_has_deadline,
+                                   uint64_t *out_deadline_ms);
+
+/**
+ * Creates an MCP config with the defaults (those of the Rust `mcp::Config::default()`)
+ * and writes it to `*out_config`.
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_NULL_PARAMETER` when `out_config` is NULL.
+ *
+ * Memory and lifetimes: the caller owns the new config and frees it with
+ * `aw_mcp_config_free`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_config_new(aw_mcp_config **out_config);
+
+/**
+ * Frees an MCP config. NULL does nothing. What was made from it is not affected. A free
+ * that overlaps a call on the config (from another thread) is refused, as
+ * `aw_config_free` says.
+ *
+ * Since ABI 1.3.
+ */
+void aw_mcp_config_free(aw_mcp_config *config);
+
+/**
+ * The message of the last call on `config` that failed, NUL-terminated; `""` when none
+ * failed or `config` is NULL.
+ *
+ * Memory and lifetimes: valid until the next call on `config` (from any thread) or its
+ * free.
+ *
+ * Since ABI 1.3.
+ */
+const char *aw_mcp_config_last_error(const aw_mcp_config *config);
+
+/**
+ * Sets `server_name`: `serverInfo.name` in the `initialize` answer (default
+ * `"agentwire"`). `data` holds `len` bytes of UTF-8 (a terminator is not needed).
+ *
+ * Returns `AW_RESULT_OK`, `AW_RESULT_INVALID_UTF8`, `AW_RESULT_NULL_PARAMETER` or
+ * `AW_RESULT_LENGTH_TOO_LARGE`; on failure the config is unchanged.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_config_set_server_name(aw_mcp_config *config,
+                                        const char *data,
+                                        size_t len);
+
+/**
+ * Reads `server_name` into `*out_value`.
+ *
+ * Memory and lifetimes: not NUL-terminated; valid until the next mutating call on
+ * `config` or its free.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_config_get_server_name(const aw_mcp_config *config,
+                                        aw_str *out_value);
+
+/**
+ * Sets `server_version`: `serverInfo.version` in the `initialize` answer (default this
+ * library's crate version). `data` holds `len` bytes of UTF-8.
+ *
+ * Returns `AW_RESULT_OK`, `AW_RESULT_INVALID_UTF8`, `AW_RESULT_NULL_PARAMETER` or
+ * `AW_RESULT_LENGTH_TOO_LARGE`; on failure the config is unchanged.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_config_set_server_version(aw_mcp_config *config,
+                                           const char *data,
+                                           size_t len);
+
+/**
+ * Reads `server_version` into `*out_value`.
+ *
+ * Memory and lifetimes: not NUL-terminated; valid until the next mutating call on
+ * `config` or its free.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_config_get_server_version(const aw_mcp_config *config,
+                                           aw_str *out_value);
+
+/**
+ * Sets `instructions`: `instructions` in the `initialize` answer, which agents may show
+ * their model (default none). `data` holds `len` bytes of UTF-8.
+ *
+ * Returns `AW_RESULT_OK`, `AW_RESULT_INVALID_UTF8`, `AW_RESULT_NULL_PARAMETER` or
+ * `AW_RESULT_LENGTH_TOO_LARGE`; on failure the config is unchanged.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_config_set_instructions(aw_mcp_config *config,
+                                         const char *data,
+                                         size_t len);
+
+/**
+ * Clears `instructions` (none are sent).
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_config_clear_instructions(aw_mcp_config *config);
+
+/**
+ * Reads `instructions` into `*out_value`: `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE`
+ * when there are none.
+ *
+ * Memory and lifetimes: not NUL-terminated; valid until the next mutating call on
+ * `config` or its free.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_config_get_instructions(const aw_mcp_config *config,
+                                         aw_str *out_value);
+
+/**
+ * Sets `keep_alive_ms`: the interval of `: keepalive` comments on an SSE answer while a
+ * call is pending; 0 sends none (default 15000: the recorded agents cut a silent answer
+ * at about 60 s and kept one with a comment every 15 s open for the 330 s measured).
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_config_set_keep_alive_ms(aw_mcp_config *config,
+                                          uint64_t value);
+
+/**
+ * Reads `keep_alive_ms` into `*out_value`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_config_get_keep_alive_ms(const aw_mcp_config *config,
+                                          uint64_t *out_value);
+
+/**
+ * Sets `call_limit_ms`: when a call has been pending this long, an
+ * `AW_MCP_EVENT_KIND_CALL_LIMIT` event says so (once per call), so that it can be
+ * answered before the agent gives up on its own; the server answers nothing by itself
+ * (default none). An ACP connection lowers it below the agent's own limit where that is
+ * known.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_config_set_call_limit_ms(aw_mcp_config *config,
+                                          uint64_t value);
+
+/**
+ * Clears `call_limit_ms` (no limit).
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_config_clear_call_limit_ms(aw_mcp_config *config);
+
+/**
+ * Reads `call_limit_ms` into `*out_value`: `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE`
+ * when there is no limit.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_config_get_call_limit_ms(const aw_mcp_config *config,
+                                          uint64_t *out_value);
+
+/**
+ * Sets `max_pending_calls`: calls pending at once; one more is answered with a JSON-RPC
+ * error (default 32).
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_config_set_max_pending_calls(aw_mcp_config *config,
+                                              size_t value);
+
+/**
+ * Reads `max_pending_calls` into `*out_value`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_config_get_max_pending_calls(const aw_mcp_config *config,
+                                              size_t *out_value);
+
+/**
+ * Sets `max_body_bytes`: the largest POST body, and the longest stdio line, accepted; a
+ * larger body is answered 413, a longer line with a JSON-RPC error (default 4 MiB). The
+ * adapter may stop reading a body past it and hand in what it read.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_config_set_max_body_bytes(aw_mcp_config *config,
+                                           size_t value);
+
+/**
+ * Reads `max_body_bytes` into `*out_value`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_config_get_max_body_bytes(const aw_mcp_config *config,
+                                           size_t *out_value);
+
+/**
+ * Sets `max_exchanges`: HTTP exchanges open at once (not yet ended and taken); one more
+ * is answered 503. Keep it above `max_pending_calls`, so that a cancellation still gets
+ * in while every call holds a stream (default 64).
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_config_set_max_exchanges(aw_mcp_config *config,
+                                          size_t value);
+
+/**
+ * Reads `max_exchanges` into `*out_value`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_config_get_max_exchanges(const aw_mcp_config *config,
+                                          size_t *out_value);
+
+/**
+ * Creates an MCP server offering the tools of a client's request, writing it to
+ * `*out_server`.
+ *
+ * Parameters:
+ * - `dialect`, `body`, `body_len`: the client's request, of the API its route speaks
+ *   (an `aw_dialect`); only its `tools` are read (each with its exact JSON schema; a
+ *   Responses freeform tool as one string parameter `input`).
+ * - `config`: the request limits to read it with (an `aw_config`, read during the call;
+ *   NULL for the defaults).
+ * - `mcp_config`: the server's settings (copied; NULL for the defaults).
+ * - `session_id`, `session_id_len`: the MCP session id, sent as `Mcp-Session-Id`: a
+ *   random value the caller draws (at least 128 bits: it is a credential of the session),
+ *   1 or more visible ASCII characters.
+ *
+ * Returns `AW_RESULT_OK`; `AW_RESULT_INVALID_REQUEST` (the body is not a valid request of
+ * `dialect`), `AW_RESULT_INVALID_SESSION_ID`, `AW_RESULT_INVALID_ENUM` (`dialect`),
+ * `AW_RESULT_INVALID_UTF8`, `AW_RESULT_NULL_PARAMETER`, `AW_RESULT_LENGTH_TOO_LARGE`,
+ * `AW_RESULT_POISONED` or `AW_RESULT_BUSY` (about a config). No server exists to hold a
+ * message: the result says what was wrong.
+ *
+ * Memory and lifetimes: the inputs are read during the call only. The caller owns the
+ * new server and frees it with `aw_mcp_server_free`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_server_new(uint32_t dialect,
+                            const uint8_t *body,
+                            size_t body_len,
+                            const aw_config *config,
+                            const aw_mcp_config *mcp_config,
+                            const char *session_id,
+                            size_t session_id_len,
+                            aw_mcp_server **out_server);
+
+/**
+ * Frees an MCP server. NULL does nothing. A free that overlaps a call on the server
+ * (from another thread) is refused, as `aw_bridge_free` says.
+ *
+ * Since ABI 1.3.
+ */
+void aw_mcp_server_free(aw_mcp_server *server);
+
+/**
+ * The message of the last call on `server` that failed, NUL-terminated; `""` when none
+ * failed or `server` is NULL.
+ *
+ * Memory and lifetimes: valid until the next call on `server` (from any thread) or its
+ * free.
+ *
+ * Since ABI 1.3.
+ */
+const char *aw_mcp_server_last_error(const aw_mcp_server *server);
+
+/**
+ * The session id the server was made with, into `*out_session_id`.
+ *
+ * Returns `AW_RESULT_OK`.
+ *
+ * Memory and lifetimes: not NUL-terminated; valid until `aw_mcp_server_free`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_server_session_id(const aw_mcp_server *server,
+                                   aw_str *out_session_id);
+
+/**
+ * The protocol version agreed in `initialize`, into `*out_version`.
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE` before `initialize` and after the
+ * session closed.
+ *
+ * Memory and lifetimes: static (not NUL-terminated); do not free it.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_server_protocol_version(const aw_mcp_server *server,
+                                         aw_str *out_version);
+
+/**
+ * Whether `initialize` was answered and the session is not closed. False for a NULL or
+ * poisoned server, and while another thread is inside a call on it.
+ *
+ * Since ABI 1.3.
+ */
+bool aw_mcp_server_is_initialized(const aw_mcp_server *server);
+
+/**
+ * Whether the session ended (`aw_mcp_server_close`, or the agent's `DELETE`). True for a
+ * NULL or poisoned server (nothing more will come from it) and while another thread is
+ * inside a call on it.
+ *
+ * Since ABI 1.3.
+ */
+bool aw_mcp_server_is_closed(const aw_mcp_server *server);
+
+/**
+ * How many calls were made and neither answered nor ended, into `*out_count`.
+ *
+ * Returns `AW_RESULT_OK`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_server_pending_calls(const aw_mcp_server *server,
+                                      size_t *out_count);
+
+/**
+ * How many tools the server offers (those of the request, in its order), into
+ * `*out_count`.
+ *
+ * Returns `AW_RESULT_OK`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_server_tool_count(const aw_mcp_server *server,
+                                   size_t *out_count);
+
+/**
+ * The name of tool `index` (from 0, in the request's order) as the agent sees it, into
+ * `*out_name`.
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_INDEX_OUT_OF_RANGE`.
+ *
+ * Memory and lifetimes: not NUL-terminated; valid until `aw_mcp_server_free`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_server_tool_name(const aw_mcp_server *server,
+                                  size_t index,
+                                  aw_str *out_name);
+
+/**
+ * An HTTP request to the MCP endpoint (the adapter routes only the endpoint's path here,
+ * and has checked Host, Origin and its own secret), into a new exchange whose number
+ * goes to `*out_exchange`; its response comes from `aw_mcp_server_poll_exchange`.
+ * Refusals (a bad method, header, session or body) are responses, not failures of this
+ * call.
+ *
+ * Parameters: `method` (as sent: `POST`, `GET`, `DELETE`, ...); the headers `Accept`
+ * (several joined with `, `), `Content-Type`, `Mcp-Session-Id` and
+ * `MCP-Protocol-Version`, each NULL when absent; the whole body (the adapter may stop
+ * reading past `max_body_bytes` and hand in what it read: a longer body is answered 413).
+ *
+ * Returns `AW_RESULT_OK`; `AW_RESULT_INVALID_UTF8` (a header that is not UTF-8: answer
+ * 400 yourself), `AW_RESULT_NULL_PARAMETER`, `AW_RESULT_LENGTH_TOO_LARGE`.
+ *
+ * Memory and lifetimes: the inputs are read during the call only. Views from earlier
+ * calls become invalid.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_server_handle_http(aw_mcp_server *server,
+                                    const char *method,
+                                    size_t method_len,
+                                    const char *accept,
+                                    size_t accept_len,
+                                    const char *content_type,
+                                    size_t content_type_len,
+                                    const char *session_id,
+                                    size_t session_id_len,
+                                    const char *protocol_version,
+                                    size_t protocol_version_len,
+                                    const uint8_t *body,
+                                    size_t body_len,
+                                    uint64_t now_ms,
+                                    uint64_t *out_exchange);
+
+/**
+ * Bytes the agent wrote to the stdio server's stdin, in any chunking: one JSON-RPC
+ * message (or batch) a line. Ignored once the server is closed.
+ *
+ * Returns `AW_RESULT_OK`; `AW_RESULT_NULL_PARAMETER`, `AW_RESULT_LENGTH_TOO_LARGE`.
+ *
+ * Memory and lifetimes: `data` is read during the call only. Views from earlier calls
+ * become invalid.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_server_push_stdio(aw_mcp_server *server,
+                                   const uint8_t *data,
+                                   size_t len,
+                                   uint64_t now_ms);
+
+/**
+ * Answers the pending call `call` with what the client's tool returned: `text` (UTF-8),
+ * and `is_error` when the client reports that the call failed (the agent's model reads
+ * it as a failed tool, which it can correct).
+ *
+ * Returns `AW_RESULT_OK`; `AW_RESULT_UNKNOWN_CALL` (no call with this number was made),
+ * `AW_RESULT_CALL_NOT_PENDING` (answered, cancelled or dropped already); nothing changes
+ * then. `AW_RESULT_INVALID_UTF8`, `AW_RESULT_NULL_PARAMETER`,
+ * `AW_RESULT_LENGTH_TOO_LARGE`.
+ *
+ * Memory and lifetimes: `text` is read during the call only. Views from earlier calls
+ * become invalid.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_server_answer_call(aw_mcp_server *server,
+                                    uint64_t call,
+                                    const char *text,
+                                    size_t text_len,
+                                    bool is_error,
+                                    uint64_t now_ms);
+
+/**
+ * The agent's HTTP connection of `exchange` closed: nothing more is written to it, its
+ * outputs need not be polled, and the calls whose answers it owed are cancelled
+ * (`AW_MCP_EVENT_KIND_CANCELLED`).
+ *
+ * Returns `AW_RESULT_OK` (for an exchange that ended already too), or
+ * `AW_RESULT_UNKNOWN_EXCHANGE` (never handed out). Views from earlier calls become
+ * invalid.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_server_exchange_gone(aw_mcp_server *server,
+                                      uint64_t exchange,
+                                      uint64_t now_ms);
+
+/**
+ * The deadline from `aw_mcp_server_poll_timeout` passed: keep-alive comments and call
+ * limits that are due. Calls before it are harmless.
+ *
+ * Returns `AW_RESULT_OK`. Views from earlier calls become invalid.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_server_handle_timeout(aw_mcp_server *server,
+                                       uint64_t now_ms);
+
+/**
+ * Ends the server from our side: every open exchange ends after what it holds (a stream
+ * without its pending answers), pending calls are dropped without events, and every
+ * later request is answered 404 (stdio input is ignored).
+ *
+ * Returns `AW_RESULT_OK`. Views from earlier calls become invalid.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_server_close(aw_mcp_server *server,
+                              uint64_t now_ms);
+
+/**
+ * Bytes to write to the stdio server's stdout (whole JSON-RPC lines), into `*out_bytes`.
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_DRAINED` when there is nothing to write until the
+ * next input.
+ *
+ * Memory and lifetimes: valid until the next call on `server` or its free.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_server_poll_transmit(aw_mcp_server *server,
+                                      aw_bytes *out_bytes);
+
+/**
+ * The next event, into `*out_event`.
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_DRAINED` when there is none until the next input.
+ *
+ * Memory and lifetimes: `arguments` and `cancel_message` are valid until the next call
+ * on `server` or its free; `tool_name` until `aw_mcp_server_free`. None is
+ * NUL-terminated.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_server_poll_event(aw_mcp_server *server,
+                                   aw_mcp_event *out_event);
+
+/**
+ * An exchange that has output for `aw_mcp_server_poll_exchange`, into `*out_exchange`:
+ * each named at most once between two inputs, in the order requests came.
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_DRAINED` when no other exchange has output.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_server_poll_ready(aw_mcp_server *server,
+                                   uint64_t *out_exchange);
+
+/**
+ * The next output of `exchange`, into `*out_output`: its head, body bytes, then its end.
+ *
+ * Returns `AW_RESULT_OK`; `AW_RESULT_DRAINED` until the next input, and for ever after
+ * `AW_MCP_OUTPUT_KIND_END` or `aw_mcp_server_exchange_gone`; `AW_RESULT_UNKNOWN_EXCHANGE`
+ * for an exchange never handed out.
+ *
+ * Memory and lifetimes: `body` and `session_id` are valid until the next call on
+ * `server` or its free; `content_type` and `allow` are static.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_server_poll_exchange(aw_mcp_server *server,
+                                      uint64_t exchange,
+                                      aw_mcp_output *out_output);
+
+/**
+ * When `aw_mcp_server_handle_timeout` is next due, on the caller's clock: writes whether
+ * a deadline is scheduled to `*out_has_deadline`, and the deadline (or 0) to
+ * `*out_deadline_ms`.
+ *
+ * Returns `AW_RESULT_OK`.
+ *
+ * Since ABI 1.3.
+ */
+aw_result aw_mcp_server_poll_timeout(const aw_mcp_server *server,
+                                     bool *out_has_deadline,
+                                     uint64_t *out_deadline_ms);
+
+/**
+ * Whether `given` equals `expected`, in a time that does not depend on where they
+ * differ: for comparing a secret (a bearer token, a session id) with what a request
+ * carries. A length mismatch returns false at once (the length is not the secret). False
+ * for a NULL pointer with a non-zero length, or a length over `PTRDIFF_MAX`.
+ *
+ * Since ABI 1.3.
+ */
+bool aw_mcp_secret_matches(const uint8_t *expected,
+                           size_t expected_len,
+                           const uint8_t *given,
+                           size_t given_len);
+
+/**
  * The name of an `aw_tool_outcome` value (`"permission_denied"` for
  * `AW_TOOL_OUTCOME_PERMISSION_DENIED`, `"none"` for `AW_TOOL_OUTCOME_NONE`), or NULL for
  * a number that is not one.
@@ -2506,6 +4074,50 @@ aw_result aw_acp_config_test_overlap(aw_acp_config *config);
  * Test only: as `aw_config_test_overlap`, on an ACP connection.
  */
 aw_result aw_acp_connection_test_overlap(aw_acp_connection *connection);
+#endif
+
+#if defined(AW_TEST_HOOKS)
+/**
+ * Test only: panics inside a call on `registry`, which returns `AW_RESULT_PANIC` and
+ * leaves `registry` poisoned.
+ */
+aw_result aw_registry_test_panic(aw_registry *registry);
+#endif
+
+#if defined(AW_TEST_HOOKS)
+/**
+ * Test only: as `aw_config_test_overlap`, on a registry.
+ */
+aw_result aw_registry_test_overlap(aw_registry *registry);
+#endif
+
+#if defined(AW_TEST_HOOKS)
+/**
+ * Test only: as `aw_config_test_overlap`, on a registry config.
+ */
+aw_result aw_registry_config_test_overlap(aw_registry_config *config);
+#endif
+
+#if defined(AW_TEST_HOOKS)
+/**
+ * Test only: panics inside a call on `server`, which returns `AW_RESULT_PANIC` and
+ * leaves `server` poisoned.
+ */
+aw_result aw_mcp_server_test_panic(aw_mcp_server *server);
+#endif
+
+#if defined(AW_TEST_HOOKS)
+/**
+ * Test only: as `aw_config_test_overlap`, on an MCP server.
+ */
+aw_result aw_mcp_server_test_overlap(aw_mcp_server *server);
+#endif
+
+#if defined(AW_TEST_HOOKS)
+/**
+ * Test only: as `aw_config_test_overlap`, on an MCP config.
+ */
+aw_result aw_mcp_config_test_overlap(aw_mcp_config *config);
 #endif
 
 #ifdef __cplusplus

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 
 use agentwire_testkit::fuzzing::{
     self, AbiInput, AbiOp, AcpOp, AcpSettings, AcpStdout, AnswerShape, BridgeInput, BridgeOp,
-    ClearField, Clock, ConfigOp, DecoderOp, DialectArg, EnumField, Field, FlagField, KindArg,
-    Knobs, Number, NumberField, Op, Pass, ReplyOp, RequestBody, ResultNumber, Start, Stdout,
-    TextField, TurnArg,
+    ClearField, Clock, ConfigOp, DecoderOp, DialectArg, EnumField, Field, FlagField, Keys, KindArg,
+    Knobs, Number, NumberField, Op, Pass, RegistryOp, RegistrySettings, ReplyOp, RequestBody,
+    ResultNumber, Start, Stdout, TextField, TurnArg,
 };
 
 /// Pseudo-random inputs per body: enough to reach the bodies' deeper paths in a few
@@ -355,7 +355,7 @@ fn random_bridge_op(rng: &mut Rng) -> BridgeOp {
     } else {
         Ok(rng.next() as u8)
     };
-    match rng.below(24) {
+    match rng.below(27) {
         0 | 1 => BridgeOp::New {
             dialect: random_dialect(rng, rare),
             body: random_request(rng),
@@ -397,7 +397,77 @@ fn random_bridge_op(rng: &mut Rng) -> BridgeOp {
         21 => [BridgeOp::IsEnded, BridgeOp::IsStream, BridgeOp::LastError][rng.below(3)].clone(),
         22 => BridgeOp::SessionId { null_out: rare },
         23 if rare => [BridgeOp::Panic, BridgeOp::Overlap][rng.below(2)].clone(),
+        24 | 25 => BridgeOp::NewInConversation {
+            dialect: random_dialect(rng, rare),
+            body: random_request(rng),
+            pass: random_pass(rng),
+            config: (rng.below(3) != 0).then(|| rng.next() as u8),
+            registry: if rare { rng.next() as u8 } else { 0 },
+            keys: random_keys(rng),
+            transcript: rng.next() as u8,
+            id_seed: rng.next(),
+            null_out: rare,
+        },
+        26 => BridgeOp::EndTurn(if rare { rng.next() as u8 } else { 0 }),
         _ => BridgeOp::Drain,
+    }
+}
+
+/// A conversation's ids: mostly absent, now and then present, not UTF-8 or misused.
+fn random_keys(rng: &mut Rng) -> Keys {
+    let key = |rng: &mut Rng, text: &str| -> Option<(Vec<u8>, Pass)> {
+        match rng.below(6) {
+            0 => Some((text.as_bytes().to_vec(), Pass::Whole)),
+            1 => Some((b"\xff".to_vec(), random_pass(rng))),
+            _ => None,
+        }
+    };
+    Keys {
+        owner: key(rng, "sk-owner"),
+        client_session: key(rng, "session-1"),
+        client_agent: key(rng, "agent-1"),
+        caller: key(rng, "conversation-1"),
+    }
+}
+
+fn random_registry_op(rng: &mut Rng) -> RegistryOp {
+    let rare = rng.below(8) == 0;
+    match rng.below(12) {
+        0 => RegistryOp::New {
+            settings: (rng.below(2) == 0).then(|| RegistrySettings {
+                enabled: rng.below(4) != 0,
+                ttl_ms: rng.next() as u16,
+                max_parked: rng.next() as u8,
+                max_parked_per_owner: rng.next() as u8,
+            }),
+            null_out: rare,
+        },
+        1 if rare => RegistryOp::Free,
+        2 => RegistryOp::Count {
+            busy: rng.below(2) == 0,
+            null_out: rare,
+        },
+        3 => RegistryOp::Stats { null_out: rare },
+        4 => RegistryOp::Fresh {
+            reason: if rare {
+                Err(rng.next() as u32)
+            } else {
+                Ok(rng.next() as u8)
+            },
+            null_out: rare && rng.below(2) == 0,
+        },
+        5 | 6 => RegistryOp::Timeout {
+            due: rng.below(4) != 0,
+        },
+        7 if rare => RegistryOp::Clear,
+        8 => RegistryOp::PollReleased { null_out: rare },
+        9 => RegistryOp::PollTimeout {
+            null_has: rare,
+            null_deadline: rare && rng.below(2) == 0,
+        },
+        10 => RegistryOp::LastError,
+        11 if rare => [RegistryOp::Panic, RegistryOp::Overlap][rng.below(2)].clone(),
+        _ => RegistryOp::Drain,
     }
 }
 
@@ -566,6 +636,16 @@ fn random_abi_input(rng: &mut Rng) -> AbiInput {
     };
     let mut ops = Vec::new();
     if rng.below(2) == 0 {
+        // A registry from the start, so that bridges of conversations meet a live one.
+        ops.push(AbiOp::Registry(
+            0,
+            RegistryOp::New {
+                settings: None,
+                null_out: false,
+            },
+        ));
+    }
+    if rng.below(2) == 0 {
         // A connection from the start, so that the ACP calls meet a live one.
         let new = AcpOp::New {
             settings: None,
@@ -575,7 +655,8 @@ fn random_abi_input(rng: &mut Rng) -> AbiInput {
         ops.push(AbiOp::Acp(0, new));
     }
     for _ in 0..rng.below(120) {
-        ops.push(match rng.below(26) {
+        ops.push(match rng.below(28) {
+            26 | 27 => AbiOp::Registry(slot(rng), random_registry_op(rng)),
             20..=25 => AbiOp::Acp(slot(rng), random_acp_op(rng)),
             0..=2 => AbiOp::Config(slot(rng), random_config_op(rng)),
             3..=11 => AbiOp::Bridge(slot(rng), random_bridge_op(rng)),

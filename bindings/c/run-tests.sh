@@ -5,6 +5,9 @@
 #      installed pkg-config file);
 #   3. abi: every result code, NULLs, misuse, bad input, poisoned handles, overlapping
 #      calls; threads: four threads on one handle get AW_RESULT_BUSY, never a crash;
+#      conversations: whole conversations (a stream-json chat resumed and respawned, a
+#      scripted ACP agent's tool round parked and answered through its MCP endpoint, a
+#      standalone MCP server over HTTP and stdio with hostile input);
 #   4. drive: whole requests of every dialect (Chat Completions, Responses, Messages) and
 #      decoder events over the project's transcripts (and the real captures in ../shared
 #      when present), byte-identical to the Rust examples `translate --api DIALECT` and
@@ -67,7 +70,7 @@ build() { # build NAME SOURCE FLAGS...
 # The README's C blocks, compiled as written (bindings/c/tests/readme.c includes them).
 awk '/^```c$/ { copy = 1; next } /^```$/ { copy = 0 } copy' README.md >"$out/readme_loop.inc"
 check "README has C blocks" test -s "$out/readme_loop.inc"
-for prog in abi drive threads readme; do
+for prog in abi drive threads readme conversations; do
     src=bindings/c/tests/$prog.c
     check "$prog static" build "$prog-static" "$src" -DAW_TEST_HOOKS -I"$out" "$lib/libagentwire.a" "${LIBS[@]}"
     check "$prog shared" build "$prog-shared" "$src" -DAW_TEST_HOOKS -I"$out" -L"$lib" -lagentwire -Wl,-rpath,"$root/$soname_dir"
@@ -84,7 +87,7 @@ echo "==> build against the release library"
 cargo build --quiet --release --lib -p agentwire
 release=target/release
 soname_link "$release" "$out/soname-release"
-for prog in abi drive threads readme; do
+for prog in abi drive threads readme conversations; do
     check "$prog release" build "$prog-release" bindings/c/tests/$prog.c -I"$out" "$release/libagentwire.a" "${LIBS[@]}"
 done
 check "readme release shared" build readme-release-shared bindings/c/tests/readme.c -I"$out" \
@@ -114,6 +117,13 @@ check "abi static under valgrind" "${VALGRIND[@]}" "$out/abi-static"
 check "abi shared under valgrind" "${VALGRIND[@]}" "$out/abi-shared"
 check "abi release" "$out/abi-release"
 check "abi release under valgrind" "${VALGRIND[@]}" "$out/abi-release"
+
+echo "==> conversations"
+for variant in static shared asan release; do
+    check "conversations $variant" "$out/conversations-$variant"
+done
+check "conversations under valgrind" "${VALGRIND[@]}" "$out/conversations-shared"
+check "conversations release under valgrind" "${VALGRIND[@]}" "$out/conversations-release"
 
 echo "==> threads (one handle, four threads)"
 # Calls must overlap (--require-busy) where threads run at once; valgrind runs one thread

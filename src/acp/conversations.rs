@@ -51,8 +51,8 @@ use crate::tools::ToolPlan;
 /// exchanges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct McpExchange {
-    server: u64,
-    exchange: ExchangeId,
+    pub(crate) server: u64,
+    pub(crate) exchange: ExchangeId,
 }
 
 /// Why [`Connection::handle_mcp`] serves a request to the MCP endpoint no server.

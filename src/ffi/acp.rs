@@ -6,16 +6,19 @@ use std::ffi::c_char;
 use super::acp_config::{acp_config_or_default, aw_acp_config};
 use super::boundary::{
     Guarded, Handle, Out, Outcome, boundary, call, call_mut, free_handle, impl_handle, input_bytes,
-    input_enum, last_error, predicate,
+    input_enum, input_optional_bytes, input_str, last_error, predicate,
 };
 use super::bridge::{aw_dialect, aw_output};
 use super::config::{aw_config, config_or_default};
+use super::mcp::{RequestArgs, aw_mcp_output};
 use super::names::CEnum;
+use super::registry::{CallerArgs, aw_registry_stats, fresh_count};
 use super::result::{Error, aw_result};
 use super::views::{aw_bytes, aw_str};
-use crate::acp::{Connection, ConnectionError, Decision, TurnId};
+use crate::acp::{Connection, ConnectionError, Decision, McpExchange, McpRefusal, TurnId};
 use crate::bridge::BridgeParams;
 use crate::cursor::ExitStatus;
+use crate::mcp::ExchangeId;
 
 /// One ACP agent process (JSON-RPC 2.0 over its stdin and stdout: `gemini --acp`,
 /// `claude-agent-acp`, `codex-acp`, ...) serving many requests, each a turn on a fresh
@@ -33,7 +36,19 @@ use crate::cursor::ExitStatus;
 /// `aw_acp_connection_poll_ready` names, `aw_acp_connection_poll_output` until each returns
 /// `AW_RESULT_DRAINED`**, then ask `aw_acp_connection_poll_timeout` for the next deadline.
 /// A turn's outputs are those of `aw_bridge_poll_output` except that
-/// `AW_OUTPUT_KIND_STOP_AGENT` never appears (the turn's session is cancelled instead).
+/// `AW_OUTPUT_KIND_STOP_AGENT` and `AW_OUTPUT_KIND_RESPAWN` never appear (the turn's
+/// session is cancelled instead).
+///
+/// Conversations: a turn started with `aw_acp_connection_start_conversation_turn` resumes
+/// the parked session holding its conversation so far when there is one, and serves the
+/// request's client tools to the agent as an MCP server of the session's own when the
+/// config has an MCP endpoint (`aw_acp_config_set_mcp_endpoint`). The adapter then serves
+/// that endpoint on loopback: each HTTP request to it goes to
+/// `aw_acp_connection_handle_mcp` (after the adapter's Host and Origin checks), and after
+/// every input it also drains, for every exchange `aw_acp_connection_poll_mcp_ready`
+/// names, `aw_acp_connection_poll_mcp_output` until `AW_RESULT_DRAINED`, writing each
+/// head and body to that HTTP response; an HTTP connection that closes first is
+/// `aw_acp_connection_mcp_exchange_gone`.
 #[allow(non_camel_case_types)]
 pub struct aw_acp_connection(Guarded<ConnectionState>);
 impl_handle!(aw_acp_connection, ConnectionState);
@@ -610,6 +625,339 @@ unsafe fn read<T>(
     unsafe {
         call(connection, |state| {
             Out::new(out, name)?.write(f(&state.connection));
+            Ok(aw_result::Ok)
+        })
+    }
+}
+
+/// One exchange of an ACP connection's MCP endpoint: an HTTP request and its response,
+/// named by the server it went to and its number there. A value: copy it, keep it with
+/// the HTTP connection, pass it back as it was handed out.
+///
+/// Since ABI 1.3.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct aw_mcp_exchange {
+    /// The MCP server (one per session with client tools).
+    pub server: u64,
+    /// The exchange within it.
+    pub exchange: u64,
+}
+
+impl aw_mcp_exchange {
+    fn of(exchange: McpExchange) -> aw_mcp_exchange {
+        aw_mcp_exchange {
+            server: exchange.server,
+            exchange: exchange.exchange.get(),
+        }
+    }
+
+    fn get(self) -> McpExchange {
+        McpExchange {
+            server: self.server,
+            exchange: ExchangeId(self.exchange),
+        }
+    }
+}
+
+/// Like `aw_acp_connection_start_turn`, for a request that may continue a conversation:
+/// the request resumes the parked session holding its conversation so far when there is
+/// one (answering the calls it waits for with the request's tool results, through its MCP
+/// server, and prompting it with only the new input), and otherwise starts a fresh
+/// session with the whole conversation. When the config has an MCP endpoint, a request's
+/// client tools are given to the agent as an MCP server of the session's own, and their
+/// calls end the response with the client's tool calls while the agent stays inside them
+/// (the session parks, waiting for the results); without one, a request with client
+/// tools is refused (400) as by `aw_acp_connection_start_turn`.
+///
+/// Parameters, besides those of `aw_acp_connection_start_turn`: `owner_key`,
+/// `client_session`, `client_agent` and `caller_key` as for
+/// `aw_bridge_new_in_conversation` (each NULL when absent; a NULL `owner_key` is the
+/// local owner), and `entropy`: 32 bytes the caller drew at random (from the operating
+/// system's generator), from which a session made for the turn takes its MCP server's
+/// path, secret and session id.
+///
+/// Returns `AW_RESULT_OK`; `AW_RESULT_INVALID_ENUM` (`dialect`), `AW_RESULT_POISONED` or
+/// `AW_RESULT_BUSY` (about `config`), `AW_RESULT_NULL_PARAMETER` (`out_turn` or `entropy`
+/// NULL, or a data pointer NULL with a length), `AW_RESULT_LENGTH_TOO_LARGE`,
+/// `AW_RESULT_INVALID_UTF8`.
+///
+/// Memory and lifetimes: every input is read during the call only. Views from earlier
+/// calls become invalid.
+///
+/// Since ABI 1.3.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_connection_start_conversation_turn(
+    connection: *mut aw_acp_connection,
+    dialect: u32,
+    body: *const u8,
+    body_len: usize,
+    config: *const aw_config,
+    now_ms: u64,
+    created_unix: u64,
+    id_seed: u64,
+    owner_key: *const u8,
+    owner_key_len: usize,
+    client_session: *const c_char,
+    client_session_len: usize,
+    client_agent: *const c_char,
+    client_agent_len: usize,
+    caller_key: *const c_char,
+    caller_key_len: usize,
+    entropy: *const u8,
+    out_turn: *mut u64,
+) -> aw_result {
+    // SAFETY: the pointer rules; `entropy` is NULL or 32 readable bytes.
+    unsafe {
+        call_mut(connection, |state| {
+            let out = Out::new(out_turn, "out_turn")?;
+            let body = input_bytes(body, body_len, "body")?;
+            if entropy.is_null() {
+                return Err(Error::null("entropy"));
+            }
+            let entropy: [u8; 32] = input_bytes(entropy, 32, "entropy")?
+                .try_into()
+                .expect("32 bytes were read");
+            let caller = CallerArgs::read(
+                owner_key,
+                owner_key_len,
+                client_session,
+                client_session_len,
+                client_agent,
+                client_agent_len,
+                caller_key,
+                caller_key_len,
+            )?;
+            let config = config_or_default(config).map_err(|code| {
+                Error::new(code, "`config` is poisoned or in use by another call")
+            })?;
+            let dialect = input_enum(dialect, "dialect", aw_dialect::from_u32)?;
+            let params = BridgeParams {
+                now_ms,
+                created_unix,
+                id_seed,
+            };
+            let turn = state.connection.start_conversation_turn(
+                dialect,
+                body,
+                &config,
+                params,
+                caller.caller(),
+                entropy,
+            );
+            state.turns_started = turn.get() + 1;
+            out.write(turn.get());
+            Ok(aw_result::Ok)
+        })
+    }
+}
+
+/// An HTTP request to the MCP endpoint, handed to the server of the session it names;
+/// its exchange goes to `*out_exchange`, and its response comes from
+/// `aw_acp_connection_poll_mcp_output`. The adapter routes here the requests whose path is
+/// under the endpoint's URL, after its Host and Origin checks.
+///
+/// Parameters: `token` (the path segment after the endpoint's URL), `authorization` (the
+/// `Authorization` header's value, NULL when absent: it is compared with the server's
+/// secret in constant time), and the request as for `aw_mcp_server_handle_http`: `method`,
+/// the headers `Accept`, `Content-Type`, `Mcp-Session-Id` and `MCP-Protocol-Version` (each
+/// NULL when absent), the body.
+///
+/// Returns `AW_RESULT_OK`; `AW_RESULT_MCP_NOT_FOUND` (no session's server has this path:
+/// answer 404) or `AW_RESULT_MCP_UNAUTHORIZED` (the secret was not presented: answer 401),
+/// with no body and nothing changed; `AW_RESULT_INVALID_UTF8` (a header that is not UTF-8:
+/// answer 400), `AW_RESULT_NULL_PARAMETER`, `AW_RESULT_LENGTH_TOO_LARGE`.
+///
+/// Memory and lifetimes: the inputs are read during the call only. Views from earlier
+/// calls become invalid.
+///
+/// Since ABI 1.3.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_connection_handle_mcp(
+    connection: *mut aw_acp_connection,
+    token: *const c_char,
+    token_len: usize,
+    authorization: *const u8,
+    authorization_len: usize,
+    method: *const c_char,
+    method_len: usize,
+    accept: *const c_char,
+    accept_len: usize,
+    content_type: *const c_char,
+    content_type_len: usize,
+    session_id: *const c_char,
+    session_id_len: usize,
+    protocol_version: *const c_char,
+    protocol_version_len: usize,
+    body: *const u8,
+    body_len: usize,
+    now_ms: u64,
+    out_exchange: *mut aw_mcp_exchange,
+) -> aw_result {
+    let args = RequestArgs {
+        method,
+        method_len,
+        accept,
+        accept_len,
+        content_type,
+        content_type_len,
+        session_id,
+        session_id_len,
+        protocol_version,
+        protocol_version_len,
+        body,
+        body_len,
+    };
+    // SAFETY: the pointer rules.
+    unsafe {
+        call_mut(connection, |state| {
+            let out = Out::new(out_exchange, "out_exchange")?;
+            let token = input_str(token, token_len, "token")?;
+            let authorization =
+                input_optional_bytes(authorization, authorization_len, "authorization")?;
+            let request = args.read()?;
+            match state
+                .connection
+                .handle_mcp(token, authorization, &request, now_ms)
+            {
+                Ok(exchange) => {
+                    out.write(aw_mcp_exchange::of(exchange));
+                    Ok(aw_result::Ok)
+                }
+                Err(McpRefusal::NotFound) => Err(Error::new(
+                    aw_result::McpNotFound,
+                    "no session's MCP server has this path: answer 404",
+                )),
+                Err(McpRefusal::Unauthorized) => Err(Error::new(
+                    aw_result::McpUnauthorized,
+                    "the MCP server's secret was not presented: answer 401",
+                )),
+            }
+        })
+    }
+}
+
+/// The agent's HTTP connection of `exchange` closed: nothing more is written to it, and
+/// the calls whose answers it owed are cancelled. An exchange whose server is gone, or
+/// one this connection never handed out, is ignored.
+///
+/// Returns `AW_RESULT_OK`. Views from earlier calls become invalid.
+///
+/// Since ABI 1.3.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_connection_mcp_exchange_gone(
+    connection: *mut aw_acp_connection,
+    exchange: aw_mcp_exchange,
+    now_ms: u64,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe {
+        call_mut(connection, |state| {
+            state.connection.mcp_exchange_gone(exchange.get(), now_ms);
+            Ok(aw_result::Ok)
+        })
+    }
+}
+
+/// An MCP exchange that has output for `aw_acp_connection_poll_mcp_output`, into
+/// `*out_exchange`.
+///
+/// Returns `AW_RESULT_OK`, or `AW_RESULT_DRAINED` when no other exchange has output.
+///
+/// Since ABI 1.3.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_connection_poll_mcp_ready(
+    connection: *mut aw_acp_connection,
+    out_exchange: *mut aw_mcp_exchange,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe {
+        call_mut(connection, |state| {
+            let out = Out::new(out_exchange, "out_exchange")?;
+            let ready = state.connection.poll_mcp_ready();
+            Ok(out.write_polled(ready.map(aw_mcp_exchange::of)))
+        })
+    }
+}
+
+/// The next output of an MCP exchange, into `*out_output`: its head, body bytes, then its
+/// end.
+///
+/// Returns `AW_RESULT_OK`, or `AW_RESULT_DRAINED` until the next input, for ever after
+/// `AW_MCP_OUTPUT_KIND_END`, and for an exchange whose server is gone (then end the
+/// response) or that this connection never handed out.
+///
+/// Memory and lifetimes: `body` and `session_id` are valid until the next call on
+/// `connection` or its free; `content_type` and `allow` are static.
+///
+/// Since ABI 1.3.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_connection_poll_mcp_output(
+    connection: *mut aw_acp_connection,
+    exchange: aw_mcp_exchange,
+    out_output: *mut aw_mcp_output,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe {
+        call_mut(connection, |state| {
+            let out = Out::new(out_output, "out_output")?;
+            let output = state.connection.poll_mcp_output(exchange.get());
+            Ok(out.write_polled(output.as_ref().map(aw_mcp_output::of)))
+        })
+    }
+}
+
+/// How many sessions are parked, waiting for their conversation's next request, into
+/// `*out_count`.
+///
+/// Returns `AW_RESULT_OK`.
+///
+/// Since ABI 1.3.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_connection_parked_sessions(
+    connection: *const aw_acp_connection,
+    out_count: *mut usize,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe { read(connection, out_count, "out_count", |c| c.parked_sessions()) }
+}
+
+/// What the connection's conversations registry has done so far, into `*out_stats`.
+///
+/// Returns `AW_RESULT_OK`.
+///
+/// Since ABI 1.3.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_connection_conversation_stats(
+    connection: *const aw_acp_connection,
+    out_stats: *mut aw_registry_stats,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe {
+        read(connection, out_stats, "out_stats", |c| {
+            aw_registry_stats::of(c.conversation_stats())
+        })
+    }
+}
+
+/// How many conversation turns started a fresh session for `reason` (an
+/// `aw_fresh_reason`), into `*out_count`.
+///
+/// Returns `AW_RESULT_OK`, or `AW_RESULT_INVALID_ENUM`.
+///
+/// Since ABI 1.3.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_connection_conversation_fresh(
+    connection: *const aw_acp_connection,
+    reason: u32,
+    out_count: *mut u64,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe {
+        call(connection, |state| {
+            let out = Out::new(out_count, "out_count")?;
+            out.write(fresh_count(state.connection.conversation_stats(), reason)?);
             Ok(aw_result::Ok)
         })
     }

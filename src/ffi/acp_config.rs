@@ -3,6 +3,8 @@
 //!
 //! Not exposed: `extensions` (answers to agent requests other than permissions: always
 //! "method not found" from C) and `default_model_names` (always `auto` and `default`).
+//! The nested settings `mcp` and `conversations` are copied from and into their own
+//! handles (`aw_mcp_config`, `aw_registry_config`).
 
 use std::ffi::c_char;
 
@@ -10,7 +12,9 @@ use super::boundary::{
     Guarded, Handle, Out, boundary, call, call_mut, free_handle, impl_handle, input_enum,
     input_str, last_error,
 };
+use super::mcp::{aw_mcp_config, mcp_config_or_default};
 use super::names::{CEnum, mirrors};
+use super::registry::{aw_registry_config, registry_config_or_default};
 use super::result::{Error, aw_result};
 use super::views::aw_str;
 use crate::acp::{AcpConfig, PermissionChoice};
@@ -503,4 +507,203 @@ pub unsafe extern "C" fn aw_acp_config_get_stderr_tail_bytes(
 ) -> aw_result {
     // SAFETY: forwarded contract (the module's pointer rules).
     unsafe { get(config, out_value, |c| c.stderr_tail_bytes) }
+}
+
+/// Sets `mcp_endpoint`: where the adapter serves the MCP endpoint of client-tool sessions,
+/// on loopback: the URL a session's server path is appended to
+/// (`http://127.0.0.1:PORT/mcp/`). With it, a conversation turn's client tools are given
+/// to the agent as an MCP server of their own session (`aw_acp_connection_handle_mcp`);
+/// without it (the default), a request with client tools is refused (400 naming `tools`).
+/// `data` holds `len` bytes of UTF-8.
+///
+/// Returns `AW_RESULT_OK`, `AW_RESULT_INVALID_UTF8`, `AW_RESULT_NULL_PARAMETER` or
+/// `AW_RESULT_LENGTH_TOO_LARGE`; on failure the config is unchanged.
+///
+/// Since ABI 1.3.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_config_set_mcp_endpoint(
+    config: *mut aw_acp_config,
+    data: *const c_char,
+    len: usize,
+) -> aw_result {
+    // SAFETY: forwarded contract (the module's pointer rules).
+    unsafe {
+        set(config, |c| {
+            c.mcp_endpoint = Some(input_str(data, len, "mcp_endpoint")?.to_owned());
+            Ok(())
+        })
+    }
+}
+
+/// Clears `mcp_endpoint`: requests with client tools are refused.
+///
+/// Since ABI 1.3.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_config_clear_mcp_endpoint(config: *mut aw_acp_config) -> aw_result {
+    // SAFETY: forwarded contract (the module's pointer rules).
+    unsafe {
+        set(config, |c| {
+            c.mcp_endpoint = None;
+            Ok(())
+        })
+    }
+}
+
+/// Reads `mcp_endpoint` into `*out_value`: `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE`
+/// when there is none.
+///
+/// Memory and lifetimes: not NUL-terminated; valid until the next mutating call on `config`
+/// or its free.
+///
+/// Since ABI 1.3.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_config_get_mcp_endpoint(
+    config: *const aw_acp_config,
+    out_value: *mut aw_str,
+) -> aw_result {
+    // SAFETY: forwarded contract (the module's pointer rules).
+    unsafe {
+        call(config, |c| {
+            let out = Out::new(out_value, "out_value")?;
+            Ok(out.write_optional(c.mcp_endpoint.as_deref().map(aw_str::of)))
+        })
+    }
+}
+
+/// Sets `mcp_server_name`: the MCP server's name in `session/new`, which the agent puts in
+/// the tool names its model sees (`mcp__client__read` for Claude; default `"client"`).
+/// `data` holds `len` bytes of UTF-8.
+///
+/// Returns `AW_RESULT_OK`, `AW_RESULT_INVALID_UTF8`, `AW_RESULT_NULL_PARAMETER` or
+/// `AW_RESULT_LENGTH_TOO_LARGE`; on failure the config is unchanged.
+///
+/// Since ABI 1.3.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_config_set_mcp_server_name(
+    config: *mut aw_acp_config,
+    data: *const c_char,
+    len: usize,
+) -> aw_result {
+    // SAFETY: forwarded contract (the module's pointer rules).
+    unsafe {
+        set(config, |c| {
+            c.mcp_server_name = input_str(data, len, "mcp_server_name")?.to_owned();
+            Ok(())
+        })
+    }
+}
+
+/// Reads `mcp_server_name` into `*out_value`.
+///
+/// Memory and lifetimes: not NUL-terminated; valid until the next mutating call on `config`
+/// or its free.
+///
+/// Since ABI 1.3.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_config_get_mcp_server_name(
+    config: *const aw_acp_config,
+    out_value: *mut aw_str,
+) -> aw_result {
+    // SAFETY: forwarded contract (the module's pointer rules).
+    unsafe { get(config, out_value, |c| aw_str::of(&c.mcp_server_name)) }
+}
+
+/// Sets `mcp`, the settings of the sessions' MCP servers (keep-alive, call limit, body
+/// and exchange limits), to a copy of `mcp_config`'s (NULL: the defaults).
+///
+/// Returns `AW_RESULT_OK`; `AW_RESULT_POISONED` or `AW_RESULT_BUSY` about `mcp_config`
+/// (the config is unchanged then).
+///
+/// Since ABI 1.3.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_config_set_mcp(
+    config: *mut aw_acp_config,
+    mcp_config: *const aw_mcp_config,
+) -> aw_result {
+    // SAFETY: forwarded contract (the module's pointer rules).
+    unsafe {
+        set(config, |c| {
+            c.mcp = mcp_config_or_default(mcp_config).map_err(|code| {
+                Error::new(code, "`mcp_config` is poisoned or in use by another call")
+            })?;
+            Ok(())
+        })
+    }
+}
+
+/// A copy of `mcp`, the settings of the sessions' MCP servers, as a new `aw_mcp_config`
+/// written to `*out_mcp_config`.
+///
+/// Returns `AW_RESULT_OK`.
+///
+/// Memory and lifetimes: the caller owns the new config and frees it with
+/// `aw_mcp_config_free`.
+///
+/// Since ABI 1.3.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_config_get_mcp(
+    config: *const aw_acp_config,
+    out_mcp_config: *mut *mut aw_mcp_config,
+) -> aw_result {
+    // SAFETY: forwarded contract (the module's pointer rules).
+    unsafe {
+        call(config, |c| {
+            let out = Out::new(out_mcp_config, "out_mcp_config")?;
+            out.write(aw_mcp_config::into_raw(c.mcp.clone()));
+            Ok(aw_result::Ok)
+        })
+    }
+}
+
+/// Sets `conversations`, the settings of the connection's conversations registry (on or
+/// off, time to live, parked sessions in all and per owner), to a copy of
+/// `registry_config`'s (NULL: the registry's defaults, which are not the connection's:
+/// see `aw_acp_config_new`).
+///
+/// Returns `AW_RESULT_OK`; `AW_RESULT_POISONED` or `AW_RESULT_BUSY` about
+/// `registry_config` (the config is unchanged then).
+///
+/// Since ABI 1.3.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_config_set_conversations(
+    config: *mut aw_acp_config,
+    registry_config: *const aw_registry_config,
+) -> aw_result {
+    // SAFETY: forwarded contract (the module's pointer rules).
+    unsafe {
+        set(config, |c| {
+            c.conversations = registry_config_or_default(registry_config).map_err(|code| {
+                Error::new(
+                    code,
+                    "`registry_config` is poisoned or in use by another call",
+                )
+            })?;
+            Ok(())
+        })
+    }
+}
+
+/// A copy of `conversations`, the settings of the connection's conversations registry,
+/// as a new `aw_registry_config` written to `*out_registry_config`. By default at most 16
+/// sessions are parked (8 per owner): a parked ACP session is kept by the agent.
+///
+/// Returns `AW_RESULT_OK`.
+///
+/// Memory and lifetimes: the caller owns the new config and frees it with
+/// `aw_registry_config_free`.
+///
+/// Since ABI 1.3.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_config_get_conversations(
+    config: *const aw_acp_config,
+    out_registry_config: *mut *mut aw_registry_config,
+) -> aw_result {
+    // SAFETY: forwarded contract (the module's pointer rules).
+    unsafe {
+        call(config, |c| {
+            let out = Out::new(out_registry_config, "out_registry_config")?;
+            out.write(aw_registry_config::into_raw(c.conversations.clone()));
+            Ok(aw_result::Ok)
+        })
+    }
 }

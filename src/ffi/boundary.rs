@@ -329,6 +329,35 @@ pub(crate) unsafe fn input_str<'a>(
     })
 }
 
+/// An optional UTF-8 string from C: NULL (with length 0) when absent; any other pointer,
+/// even with length 0, is present.
+///
+/// # Safety
+/// As [`input_bytes`].
+pub(crate) unsafe fn input_optional_str<'a>(
+    data: *const c_char,
+    len: usize,
+    name: &'static str,
+) -> Result<Option<&'a str>, Error> {
+    // SAFETY: forwarded contract.
+    let text = unsafe { input_str(data, len, name) }?;
+    Ok((!data.is_null()).then_some(text))
+}
+
+/// Optional bytes from C: NULL (with length 0) when absent.
+///
+/// # Safety
+/// As [`input_bytes`].
+pub(crate) unsafe fn input_optional_bytes<'a>(
+    data: *const u8,
+    len: usize,
+    name: &'static str,
+) -> Result<Option<&'a [u8]>, Error> {
+    // SAFETY: forwarded contract.
+    let bytes = unsafe { input_bytes(data, len, name) }?;
+    Ok((!data.is_null()).then_some(bytes))
+}
+
 /// Reads a C enum argument, which may hold any number.
 pub(crate) fn input_enum<T>(
     value: u32,

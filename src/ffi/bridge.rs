@@ -8,13 +8,14 @@ use super::boundary::{
 };
 use super::config::{aw_config, config_or_default};
 use super::names::{CEnum, mirrors, name_of};
+use super::registry::{CallerArgs, aw_registry};
 use super::result::{Error, aw_result};
 use super::views::{aw_bytes, aw_str};
 use crate::bridge::{Bridge, BridgeParams, Dialect, Output};
 use crate::cursor::{ExitStatus, Invocation};
 
 /// One request, from its body to the end of its HTTP response: an opaque handle created
-/// by `aw_bridge_new` and freed by `aw_bridge_free`.
+/// by `aw_bridge_new` (or `aw_bridge_new_in_conversation`) and freed by `aw_bridge_free`.
 ///
 /// The loop: spawn the invocation (`aw_bridge_invocation_*`) in its own process group,
 /// write its stdin, then for every input (`aw_bridge_push_stdout`, `aw_bridge_push_stderr`,
@@ -22,7 +23,11 @@ use crate::cursor::{ExitStatus, Invocation};
 /// `aw_bridge_shutdown`)
 /// **drain `aw_bridge_poll_output` until it returns `AW_RESULT_DRAINED`**, then ask
 /// `aw_bridge_poll_timeout` for the next deadline. Stop when the output is
-/// `AW_OUTPUT_KIND_END`.
+/// `AW_OUTPUT_KIND_END`. An `AW_OUTPUT_KIND_RESPAWN` (only from a bridge of a
+/// conversation) says to spawn the invocation again, which now describes a new run, and
+/// to feed that run's output and exit to the same bridge; the run it replaces was
+/// reported exited before. A bridge of a conversation gives its place back with
+/// `aw_bridge_end_conversation_turn` once the response ended.
 #[allow(non_camel_case_types)]
 pub struct aw_bridge(Guarded<BridgeState>);
 impl_handle!(aw_bridge, BridgeState);
@@ -31,16 +36,25 @@ pub(crate) struct BridgeState {
     bridge: Bridge,
     /// The invocation's strings with NUL terminators, for `execvp` and `setenv`.
     invocation: Option<CInvocation>,
+    /// The invocation a respawn replaced, kept so that the views of it stay valid until
+    /// the bridge is freed.
+    replaced: Option<CInvocation>,
+    /// The registry a bridge of a conversation was made in (its address, compared only).
+    registry: Option<usize>,
 }
 
 struct CInvocation {
     program: CString,
     args: Vec<CString>,
     env: Vec<(CString, CString)>,
+    /// The prompt, copied, for a run the bridge may replace (one that resumes a chat):
+    /// the core drops a replaced run's prompt, whose view must outlive it.
+    stdin: Option<Vec<u8>>,
 }
 
 impl CInvocation {
-    fn of(invocation: &Invocation) -> Result<CInvocation, Error> {
+    /// The C form of `invocation`; `keep_stdin` copies its prompt too.
+    fn of(invocation: &Invocation, keep_stdin: bool) -> Result<CInvocation, Error> {
         let c = |s: &str| {
             CString::new(s).map_err(|_| {
                 Error::new(
@@ -61,8 +75,15 @@ impl CInvocation {
                 .iter()
                 .map(|(k, v)| Ok((c(k)?, c(v)?)))
                 .collect::<Result<_, Error>>()?,
+            stdin: keep_stdin.then(|| invocation.stdin.clone()),
         })
     }
+}
+
+/// Whether a run may be replaced by a fresh one (`Output::Respawn`): only a run that
+/// resumes a chat is.
+fn may_be_replaced(invocation: &Invocation) -> bool {
+    invocation.args.iter().any(|arg| arg == "--resume")
 }
 
 impl BridgeState {
@@ -166,9 +187,12 @@ pub enum aw_output_kind {
     StopAgent = 2,
     /// Close the response. Nothing follows: every later poll returns `AW_RESULT_DRAINED`.
     End = 3,
-    /// Start the agent again from the bridge's invocation, which now describes a new run,
-    /// and feed its output to the same bridge. Only a bridge of a conversation asks for it
-    /// (at most once, after the run it replaces was reported exited).
+    /// Start the agent again from the bridge's invocation (`aw_bridge_invocation_*`, read
+    /// again), which now describes a new run, and feed its output and exit to the same
+    /// bridge. Only a bridge made by `aw_bridge_new_in_conversation` asks for it, at most
+    /// once, after the run it replaces was reported exited: the agent could not resume its
+    /// chat, and the whole conversation goes to a fresh one before anything reached the
+    /// client. Since ABI 1.3.
     Respawn = 4,
 }
 
@@ -303,13 +327,209 @@ pub unsafe extern "C" fn aw_bridge_new(
             id_seed,
         };
         let bridge = Bridge::new(dialect, body, &config, params);
-        let invocation = match bridge.invocation().map(CInvocation::of).transpose() {
-            Ok(invocation) => invocation,
+        match BridgeState::of(bridge, None) {
+            Ok(state) => {
+                out.write(aw_bridge::into_raw(state));
+                aw_result::Ok
+            }
+            Err(error) => error.code,
+        }
+    })
+}
+
+impl BridgeState {
+    /// The C state of a new bridge, made in `registry` if it is a conversation's.
+    fn of(bridge: Bridge, registry: Option<usize>) -> Result<BridgeState, Error> {
+        let invocation = bridge
+            .invocation()
+            .map(|invocation| CInvocation::of(invocation, may_be_replaced(invocation)))
+            .transpose()?;
+        Ok(BridgeState {
+            bridge,
+            invocation,
+            replaced: None,
+            registry,
+        })
+    }
+}
+
+/// Like `aw_bridge_new`, for a request that may continue a conversation: `registry`
+/// decides whether it resumes the cursor-agent chat that answered the conversation so far
+/// (the invocation then passes `--resume CHAT` and its stdin holds only what is new: the
+/// results of the chat's tool calls and the new input) or runs fresh with the whole
+/// conversation, as `aw_bridge_new` does. A resumed chat the agent cannot continue (it
+/// fails before answering anything, or reports another chat) is stopped
+/// (`AW_OUTPUT_KIND_STOP_AGENT`) and replaced by a fresh run (`AW_OUTPUT_KIND_RESPAWN`),
+/// once, before anything reaches the client. A Responses request carrying only
+/// `previous_response_id` whose response this registry does not hold is answered with
+/// OpenAI's error for it (the bridge is then rejected).
+///
+/// Parameters, besides those of `aw_bridge_new`:
+/// - `registry`: the conversation registry (required); the bridge holds its place in it
+///   until `aw_bridge_end_conversation_turn`, which must be given the same registry.
+/// - `owner_key`, `owner_key_len`: the key the request authenticated with, as the client
+///   sent it (after the server accepted it); NULL for a request without a key (a server
+///   that takes none, on loopback). A session is only ever resumed by a request of the
+///   same owner.
+/// - `client_session`, `client_agent`: a client's session id header and its agent id
+///   within that session (Claude Code's `X-Claude-Code-Session-Id` and
+///   `X-Claude-Code-Agent-Id`); NULL when absent.
+/// - `caller_key`: a key the embedding program gives the conversation; NULL when absent.
+///   The strongest key present narrows which sessions the request may resume (the caller's,
+///   then the client's session with its agent, then the body's own `prompt_cache_key`);
+///   the content decides whether it does.
+///
+/// Returns `AW_RESULT_OK`; `AW_RESULT_INVALID_ENUM` (`dialect`), `AW_RESULT_NULL_PARAMETER`
+/// (`out_bridge` or `registry` NULL, or a data pointer NULL with a length),
+/// `AW_RESULT_LENGTH_TOO_LARGE`, `AW_RESULT_INVALID_UTF8` (a key or header that is not
+/// UTF-8), `AW_RESULT_POISONED` or `AW_RESULT_BUSY` (about `config` or `registry`),
+/// `AW_RESULT_INTERIOR_NUL`. No bridge exists to hold a message: the result says what was
+/// wrong.
+///
+/// Memory and lifetimes: every input is read during the call only. The caller owns the
+/// new bridge and frees it with `aw_bridge_free`, after `aw_bridge_end_conversation_turn`
+/// (until then the registry counts its session busy). Drain
+/// `aw_registry_poll_released` after this call.
+///
+/// Since ABI 1.3.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_new_in_conversation(
+    dialect: u32,
+    body: *const u8,
+    body_len: usize,
+    config: *const aw_config,
+    now_ms: u64,
+    created_unix: u64,
+    id_seed: u64,
+    registry: *mut aw_registry,
+    owner_key: *const u8,
+    owner_key_len: usize,
+    client_session: *const c_char,
+    client_session_len: usize,
+    client_agent: *const c_char,
+    client_agent_len: usize,
+    caller_key: *const c_char,
+    caller_key_len: usize,
+    out_bridge: *mut *mut aw_bridge,
+) -> aw_result {
+    boundary(|| {
+        // SAFETY: the pointer rules: `out_bridge` is NULL or writable, every data pointer
+        // is NULL or its length's readable bytes, `config` is NULL or a live config,
+        // `registry` NULL or a live registry.
+        let (out, body, config, caller, guarded) = unsafe {
+            let out = match Out::new(out_bridge, "out_bridge") {
+                Ok(out) => out,
+                Err(error) => return error.code,
+            };
+            let body = match input_bytes(body, body_len, "body") {
+                Ok(body) => body,
+                Err(error) => return error.code,
+            };
+            let caller = match CallerArgs::read(
+                owner_key,
+                owner_key_len,
+                client_session,
+                client_session_len,
+                client_agent,
+                client_agent_len,
+                caller_key,
+                caller_key_len,
+            ) {
+                Ok(caller) => caller,
+                Err(error) => return error.code,
+            };
+            let config = match config_or_default(config) {
+                Ok(config) => config,
+                Err(code) => return code,
+            };
+            let guarded = match aw_registry::from_ptr(registry) {
+                Ok(guarded) => guarded,
+                Err(code) => return code,
+            };
+            (out, body, config, caller, guarded)
+        };
+        let dialect = match input_enum(dialect, "dialect", aw_dialect::from_u32) {
+            Ok(dialect) => dialect,
             Err(error) => return error.code,
         };
-        out.write(aw_bridge::into_raw(BridgeState { bridge, invocation }));
-        aw_result::Ok
+        let params = BridgeParams {
+            now_ms,
+            created_unix,
+            id_seed,
+        };
+        let mut made = None;
+        let code = guarded.call(|state| {
+            let bridge = Bridge::in_conversation(
+                dialect,
+                body,
+                &config,
+                params,
+                &mut state.registry,
+                caller.caller(),
+            );
+            made = Some(bridge);
+            Ok(aw_result::Ok)
+        });
+        let Some(bridge) = made.filter(|_| code == aw_result::Ok) else {
+            return code;
+        };
+        match BridgeState::of(bridge, Some(registry as usize)) {
+            Ok(state) => {
+                out.write(aw_bridge::into_raw(state));
+                aw_result::Ok
+            }
+            Err(error) => error.code,
+        }
     })
+}
+
+/// Gives a bridge's place in its conversation back to `registry`, the one it was made in:
+/// the chat is parked for the conversation's next request when the answer finished and
+/// reached the client; otherwise it is let go. Call it once the response ended
+/// (`AW_OUTPUT_KIND_END`; earlier, it counts as a response that did not finish), and
+/// before `aw_bridge_free`. It does nothing for a bridge made by `aw_bridge_new`, and the
+/// second time. Drain `aw_registry_poll_released` after.
+///
+/// Returns `AW_RESULT_OK`; `AW_RESULT_WRONG_REGISTRY` (another registry than the bridge's:
+/// nothing is done), `AW_RESULT_NULL_PARAMETER` (`registry` NULL), `AW_RESULT_POISONED` or
+/// `AW_RESULT_BUSY` (about `registry`; the bridge's last error says so). Views from earlier
+/// calls on either handle become invalid.
+///
+/// Since ABI 1.3.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_bridge_end_conversation_turn(
+    bridge: *mut aw_bridge,
+    registry: *mut aw_registry,
+    now_ms: u64,
+) -> aw_result {
+    // SAFETY: the pointer rules: `bridge` and `registry` are NULL or live handles.
+    unsafe {
+        call_mut(bridge, |state| {
+            let guarded = aw_registry::from_ptr(registry).map_err(|_| Error::null("registry"))?;
+            if state
+                .registry
+                .is_some_and(|made_in| made_in != registry as usize)
+            {
+                return Err(Error::new(
+                    aw_result::WrongRegistry,
+                    "`registry` is not the registry the bridge was made in",
+                ));
+            }
+            let code = guarded.call(|inside| {
+                state
+                    .bridge
+                    .end_conversation_turn(&mut inside.registry, now_ms);
+                Ok(aw_result::Ok)
+            });
+            match code {
+                aw_result::Ok => Ok(aw_result::Ok),
+                code => Err(Error::new(
+                    code,
+                    "`registry` is poisoned, in use by another call, or panicked",
+                )),
+            }
+        })
+    }
 }
 
 /// Frees a bridge. NULL does nothing. Free it whatever state it is in (poisoned too);
@@ -343,8 +563,11 @@ pub unsafe extern "C" fn aw_bridge_last_error(bridge: *const aw_bridge) -> *cons
 /// spawn nothing; drain the outputs).
 ///
 /// Memory and lifetimes: the string is NUL-terminated (the terminator is not counted in
-/// `len`), so it can go to `execvp` as is; valid until `aw_bridge_free` (the invocation
-/// never changes).
+/// `len`), so it can go to `execvp` as is; valid until `aw_bridge_free`. The invocation
+/// changes only for a bridge of a conversation whose resumed run the agent could not
+/// continue: from the call that reports that run exited, it describes the fresh run
+/// `AW_OUTPUT_KIND_RESPAWN` then asks for (read it again); the views of the replaced run
+/// stay valid too.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn aw_bridge_invocation_program(
     bridge: *const aw_bridge,
@@ -395,7 +618,8 @@ pub unsafe extern "C" fn aw_bridge_invocation_arg(
 /// The bytes to write to the agent's stdin (the prompt), into `*out_stdin`: write them
 /// all, then close stdin. Returns `AW_RESULT_OK` or `AW_RESULT_REJECTED`.
 ///
-/// Memory and lifetimes: valid until `aw_bridge_free`.
+/// Memory and lifetimes: as `aw_bridge_invocation_program` (valid until `aw_bridge_free`,
+/// across a respawn too).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn aw_bridge_invocation_stdin(
     bridge: *const aw_bridge,
@@ -403,8 +627,10 @@ pub unsafe extern "C" fn aw_bridge_invocation_stdin(
 ) -> aw_result {
     // SAFETY: the pointer rules.
     unsafe {
-        invocation_part(bridge, out_stdin, "out_stdin", |invocation, _| {
-            Ok(aw_bytes::of(&invocation.stdin))
+        invocation_part(bridge, out_stdin, "out_stdin", |invocation, c| {
+            Ok(aw_bytes::of(
+                c.stdin.as_deref().unwrap_or(&invocation.stdin),
+            ))
         })
     }
 }
@@ -499,6 +725,22 @@ pub unsafe extern "C" fn aw_bridge_push_stderr(
 
 fn agent_exited(state: &mut BridgeState, status: ExitStatus, now_ms: u64) -> Outcome {
     state.bridge.agent_exited(status, now_ms)?;
+    // A resumed run the agent could not continue was just replaced by a fresh one
+    // (`AW_OUTPUT_KIND_RESPAWN` follows): the invocation is the new run's from now on, as
+    // the Rust bridge's is, and the replaced run's strings stay for the views of them.
+    let replaced = state.invocation.as_ref().is_some_and(|c| c.stdin.is_some())
+        && state
+            .bridge
+            .invocation()
+            .is_some_and(|i| !may_be_replaced(i));
+    if replaced {
+        let fresh = state
+            .bridge
+            .invocation()
+            .map(|invocation| CInvocation::of(invocation, false))
+            .transpose()?;
+        state.replaced = std::mem::replace(&mut state.invocation, fresh);
+    }
     Ok(aw_result::Ok)
 }
 

@@ -90,6 +90,7 @@ mod tests {
     use crate::ffi::event::{
         aw_event_kind, aw_failure_kind, aw_finish_reason, aw_progress_kind, aw_tool_outcome,
     };
+    use crate::ffi::registry::aw_fresh_reason;
     use crate::ffi::reply::aw_error_kind;
     use crate::ffi::result::aw_result;
 
@@ -152,6 +153,7 @@ mod tests {
         spells_the_core_names::<aw_permission_choice>("aw_permission_choice", &[]);
         spells_the_core_names::<aw_tool_strategy>("aw_tool_strategy", &[]);
         spells_the_core_names::<aw_reasoning_field>("aw_reasoning_field", &[]);
+        spells_the_core_names::<aw_fresh_reason>("aw_fresh_reason", &[]);
     }
 
     #[test]

@@ -51,8 +51,17 @@ pub enum aw_result {
     /// last error is left to the call in progress. The program has a race to fix:
     /// serialise the handle's calls.
     Busy = 7109,
-    /// A turn number that the ACP connection never handed out. Last added (ABI 1.1).
+    /// A turn number that the ACP connection never handed out (ABI 1.1).
     UnknownTurn = 7110,
+    /// A bridge gave its place in a conversation back to another registry than the one it
+    /// was made in: nothing was done (ABI 1.3).
+    WrongRegistry = 7111,
+    /// An MCP exchange number that the MCP server never handed out (ABI 1.3).
+    UnknownExchange = 7112,
+    /// An MCP call number that the MCP server never handed out (ABI 1.3).
+    UnknownCall = 7113,
+    /// The MCP call was answered, cancelled or dropped already (ABI 1.3). Last added.
+    CallNotPending = 7114,
 
     // Bad input.
     /// A string argument is not valid UTF-8.
@@ -60,11 +69,22 @@ pub enum aw_result {
     /// A string argument that becomes part of a command line or environment contains a NUL
     /// byte.
     InteriorNul = 7201,
+    /// A request to the MCP endpoint names no session's MCP server: answer it 404, with no
+    /// body (ABI 1.3).
+    McpNotFound = 7202,
+    /// A request to the MCP endpoint does not present its server's secret: answer it 401,
+    /// with no body (ABI 1.3).
+    McpUnauthorized = 7203,
+    /// A request body is not a valid request of its dialect; the last error says why
+    /// (ABI 1.3).
+    InvalidRequest = 7204,
+    /// An MCP session id is not 1 or more visible ASCII characters (ABI 1.3). Last added.
+    InvalidSessionId = 7205,
 }
 
 impl aw_result {
     /// Every value, in order.
-    pub const ALL: [aw_result; 17] = [
+    pub const ALL: [aw_result; 25] = [
         aw_result::Ok,
         aw_result::Drained,
         aw_result::NotAvailable,
@@ -80,8 +100,16 @@ impl aw_result {
         aw_result::AfterEof,
         aw_result::Busy,
         aw_result::UnknownTurn,
+        aw_result::WrongRegistry,
+        aw_result::UnknownExchange,
+        aw_result::UnknownCall,
+        aw_result::CallNotPending,
         aw_result::InvalidUtf8,
         aw_result::InteriorNul,
+        aw_result::McpNotFound,
+        aw_result::McpUnauthorized,
+        aw_result::InvalidRequest,
+        aw_result::InvalidSessionId,
     ];
 
     /// The value's name as the header spells it, NUL-terminated.
@@ -102,8 +130,16 @@ impl aw_result {
             aw_result::AfterEof => c"AW_RESULT_AFTER_EOF",
             aw_result::Busy => c"AW_RESULT_BUSY",
             aw_result::UnknownTurn => c"AW_RESULT_UNKNOWN_TURN",
+            aw_result::WrongRegistry => c"AW_RESULT_WRONG_REGISTRY",
+            aw_result::UnknownExchange => c"AW_RESULT_UNKNOWN_EXCHANGE",
+            aw_result::UnknownCall => c"AW_RESULT_UNKNOWN_CALL",
+            aw_result::CallNotPending => c"AW_RESULT_CALL_NOT_PENDING",
             aw_result::InvalidUtf8 => c"AW_RESULT_INVALID_UTF8",
             aw_result::InteriorNul => c"AW_RESULT_INTERIOR_NUL",
+            aw_result::McpNotFound => c"AW_RESULT_MCP_NOT_FOUND",
+            aw_result::McpUnauthorized => c"AW_RESULT_MCP_UNAUTHORIZED",
+            aw_result::InvalidRequest => c"AW_RESULT_INVALID_REQUEST",
+            aw_result::InvalidSessionId => c"AW_RESULT_INVALID_SESSION_ID",
         }
     }
 

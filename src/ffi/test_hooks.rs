@@ -11,6 +11,8 @@ use super::{
     bridge::aw_bridge,
     config::aw_config,
     decoder::aw_decoder,
+    mcp::{aw_mcp_config, aw_mcp_server},
+    registry::{aw_registry, aw_registry_config},
     reply::aw_reply,
     result::aw_result,
 };
@@ -133,4 +135,56 @@ pub unsafe extern "C" fn aw_acp_connection_test_overlap(
 ) -> aw_result {
     // SAFETY: the pointer rules.
     unsafe { overlap(connection) }
+}
+
+/// Test only: panics inside a call on `registry`, which returns `AW_RESULT_PANIC` and
+/// leaves `registry` poisoned.
+#[cfg(feature = "ffi-test-hooks")]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_registry_test_panic(registry: *mut aw_registry) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe { call_mut(registry, |_| panic!("aw_registry_test_panic")) }
+}
+
+/// Test only: as `aw_config_test_overlap`, on a registry.
+#[cfg(feature = "ffi-test-hooks")]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_registry_test_overlap(registry: *mut aw_registry) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe { overlap(registry) }
+}
+
+/// Test only: as `aw_config_test_overlap`, on a registry config.
+#[cfg(feature = "ffi-test-hooks")]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_registry_config_test_overlap(
+    config: *mut aw_registry_config,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe { overlap(config) }
+}
+
+/// Test only: panics inside a call on `server`, which returns `AW_RESULT_PANIC` and
+/// leaves `server` poisoned.
+#[cfg(feature = "ffi-test-hooks")]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_mcp_server_test_panic(server: *mut aw_mcp_server) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe { call_mut(server, |_| panic!("aw_mcp_server_test_panic")) }
+}
+
+/// Test only: as `aw_config_test_overlap`, on an MCP server.
+#[cfg(feature = "ffi-test-hooks")]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_mcp_server_test_overlap(server: *mut aw_mcp_server) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe { overlap(server) }
+}
+
+/// Test only: as `aw_config_test_overlap`, on an MCP config.
+#[cfg(feature = "ffi-test-hooks")]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_mcp_config_test_overlap(config: *mut aw_mcp_config) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe { overlap(config) }
 }

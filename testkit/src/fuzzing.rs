@@ -36,8 +36,9 @@ use serde_json::Value;
 
 pub use abi::{
     AbiInput, AbiOp, AcpOp, AcpSettings, AcpStdout, AnswerShape, BridgeOp, ClearField, Clock,
-    ConfigOp, DecoderOp, DialectArg, EnumField, Field, FlagField, KindArg, Number, NumberField,
-    Pass, ReplyOp, ResultNumber, Start, Stdout, TextField, TurnArg, abi, abi_bytes,
+    ConfigOp, DecoderOp, DialectArg, EnumField, Field, FlagField, Keys, KindArg, Number,
+    NumberField, Pass, RegistryOp, RegistrySettings, ReplyOp, ResultNumber, Start, Stdout,
+    TextField, TurnArg, abi, abi_bytes,
 };
 pub use dialects::RequestBody;
 use dialects::{DIALECTS, check_error_body, error_body};

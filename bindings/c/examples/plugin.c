@@ -8,9 +8,10 @@
  * OpenAI Responses, or Anthropic Messages; a server would take it from the request's route.
  * It spawns the agent in its own process group with the bridge's invocation, writes the
  * prompt to its stdin, poll()s the agent's stdout and stderr and the bridge's deadline,
- * prints the body to stdout as it comes (the head's status goes to stderr), and kills the
- * whole process group when the bridge says StopAgent. --agent replaces cursor-agent (a
- * stand-in that replays a transcript, in the tests).
+ * prints the body to stdout as it comes (the head's status goes to stderr), kills the
+ * whole process group when the bridge says STOP_AGENT, and spawns the (new) invocation
+ * again when it says RESPAWN (which a bridge of a conversation may). --agent replaces
+ * cursor-agent (a stand-in that replays a transcript, in the tests).
  *
  * Build: cc -std=c99 plugin.c -Iinclude target/release/libagentwire.a -lpthread -ldl -lm
  * (older C libraries also want -lrt -lutil -lgcc_s).
@@ -148,6 +149,12 @@ static int drain(aw_bridge *bridge, struct agent *agent)
             break;
         case AW_OUTPUT_KIND_STOP_AGENT:
             stop(agent);
+            break;
+        case AW_OUTPUT_KIND_RESPAWN:
+            /* Only a bridge of a conversation (aw_bridge_new_in_conversation) asks for it,
+             * after the run it replaces was reaped and reported: its invocation now
+             * describes a fresh run, to be fed to the same bridge. */
+            spawn(bridge, agent);
             break;
         case AW_OUTPUT_KIND_END:
             return 1;

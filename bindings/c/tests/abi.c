@@ -3,6 +3,7 @@
  * out-parameters, misuse after the end, invalid UTF-8, huge lengths, out-of-range enums,
  * poisoned handles and overlapping calls (with AW_TEST_HOOKS), every config field set and
  * read back, every dialect's bridge and error shape, the replies that need no agent, the
+ * conversation handles (registry, MCP server, the ACP connection's MCP endpoint), the
  * version macros against aw_version(). Includes only the public header.
  */
 #include "agentwire.h"
@@ -89,7 +90,7 @@ static void test_result_names(void)
             CHECK(aw_result_is_status(v) == (v < 7100));
         }
     }
-    CHECK(named == 17);
+    CHECK(named == 25);
     CHECK(!aw_result_is_status(AW_RESULT_BUSY));
     CHECK(strcmp(aw_result_name(AW_RESULT_UNKNOWN_TURN), "AW_RESULT_UNKNOWN_TURN") == 0);
 }
@@ -114,6 +115,9 @@ static void test_enum_names(void)
     CHECK(strcmp(aw_dialect_name(AW_DIALECT_CHAT_COMPLETIONS), "chat-completions") == 0);
     CHECK(strcmp(aw_dialect_name(AW_DIALECT_MESSAGES), "messages") == 0);
     CHECK(aw_dialect_name(1000) == NULL);
+    CHECK(strcmp(aw_fresh_reason_name(AW_FRESH_REASON_NO_SESSION), "no_session") == 0);
+    CHECK(strcmp(aw_fresh_reason_name(AW_FRESH_REASON_FOREIGN_ANSWER), "foreign_answer") == 0);
+    CHECK(aw_fresh_reason_name(AW_FRESH_REASON_FOREIGN_ANSWER + 1) == NULL);
 }
 
 static void test_config(void)
@@ -960,6 +964,573 @@ static void test_acp_connection(void)
     aw_acp_connection_free(NULL);
 }
 
+static void test_registry_config(void)
+{
+    aw_registry_config *config = NULL;
+    bool b;
+    uint64_t u64;
+    size_t size;
+
+    EXPECT(aw_registry_config_new(NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_registry_config_new(&config), AW_RESULT_OK);
+    /* The defaults of the Rust RegistryConfig::default(). */
+    EXPECT(aw_registry_config_get_enabled(config, &b), AW_RESULT_OK);
+    CHECK(b);
+    EXPECT(aw_registry_config_get_ttl_ms(config, &u64), AW_RESULT_OK);
+    CHECK(u64 == 30u * 60u * 1000u);
+    EXPECT(aw_registry_config_get_max_parked(config, &size), AW_RESULT_OK);
+    CHECK(size == 256);
+    EXPECT(aw_registry_config_get_max_parked_per_owner(config, &size), AW_RESULT_OK);
+    CHECK(size == 32);
+    EXPECT(aw_registry_config_set_enabled(config, false), AW_RESULT_OK);
+    EXPECT(aw_registry_config_set_ttl_ms(config, 11), AW_RESULT_OK);
+    EXPECT(aw_registry_config_set_max_parked(config, 12), AW_RESULT_OK);
+    EXPECT(aw_registry_config_set_max_parked_per_owner(config, 13), AW_RESULT_OK);
+    EXPECT(aw_registry_config_get_enabled(config, &b), AW_RESULT_OK);
+    CHECK(!b);
+    EXPECT(aw_registry_config_get_ttl_ms(config, &u64), AW_RESULT_OK);
+    CHECK(u64 == 11);
+    EXPECT(aw_registry_config_get_max_parked(config, &size), AW_RESULT_OK);
+    CHECK(size == 12);
+    EXPECT(aw_registry_config_get_max_parked_per_owner(config, &size), AW_RESULT_OK);
+    CHECK(size == 13);
+    EXPECT(aw_registry_config_get_ttl_ms(config, NULL), AW_RESULT_NULL_PARAMETER);
+    CHECK(strstr(aw_registry_config_last_error(config), "out_value") != NULL);
+    EXPECT(aw_registry_config_set_enabled(NULL, true), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_registry_config_get_enabled(NULL, &b), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_registry_config_set_ttl_ms(NULL, 1), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_registry_config_set_max_parked(NULL, 1), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_registry_config_set_max_parked_per_owner(NULL, 1), AW_RESULT_NULL_PARAMETER);
+    CHECK(strcmp(aw_registry_config_last_error(NULL), "") == 0);
+    aw_registry_config_free(config);
+    aw_registry_config_free(NULL);
+}
+
+/* A registry and the bridges of a conversation: every misuse, none of which touches the
+   registry. */
+static void test_registry(void)
+{
+    static const char KEY[] = "sk-1";
+    aw_registry_config *config = NULL;
+    aw_registry *registry = NULL, *other = NULL;
+    aw_registry_stats stats;
+    aw_bridge *bridge = NULL, *plain = NULL;
+    aw_output out;
+    aw_str s;
+    size_t size;
+    uint64_t u64;
+    bool has;
+
+    EXPECT(aw_registry_new(NULL, NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_registry_config_new(&config), AW_RESULT_OK);
+    EXPECT(aw_registry_config_set_ttl_ms(config, 500), AW_RESULT_OK);
+    EXPECT(aw_registry_new(config, &registry), AW_RESULT_OK);
+    aw_registry_config_free(config);
+    EXPECT(aw_registry_new(NULL, &other), AW_RESULT_OK);
+
+    EXPECT(aw_registry_parked(registry, &size), AW_RESULT_OK);
+    CHECK(size == 0);
+    EXPECT(aw_registry_busy(registry, &size), AW_RESULT_OK);
+    CHECK(size == 0);
+    EXPECT(aw_registry_get_stats(registry, &stats), AW_RESULT_OK);
+    CHECK(stats.resumed == 0 && stats.refused == 0 && stats.dropped == 0);
+    EXPECT(aw_registry_fresh(registry, AW_FRESH_REASON_DISABLED, &u64), AW_RESULT_OK);
+    CHECK(u64 == 0);
+    u64 = 77;
+    EXPECT(aw_registry_fresh(registry, AW_FRESH_REASON_FOREIGN_ANSWER + 1, &u64),
+           AW_RESULT_INVALID_ENUM);
+    CHECK(u64 == 77 && strstr(aw_registry_last_error(registry), "reason") != NULL);
+    EXPECT(aw_registry_poll_released(registry, &s), AW_RESULT_DRAINED);
+    EXPECT(aw_registry_poll_timeout(registry, &has, &u64), AW_RESULT_OK);
+    CHECK(!has && u64 == 0);
+    EXPECT(aw_registry_handle_timeout(registry, 1), AW_RESULT_OK);
+    EXPECT(aw_registry_clear(registry, 1), AW_RESULT_OK);
+
+    /* Bridges of a conversation: what C hands over is checked first. */
+    EXPECT(aw_bridge_new_in_conversation(AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)STREAM_BODY,
+                                         strlen(STREAM_BODY), NULL, 0, 0, 1, NULL, NULL, 0, NULL,
+                                         0, NULL, 0, NULL, 0, &bridge),
+           AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_bridge_new_in_conversation(AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)STREAM_BODY,
+                                         strlen(STREAM_BODY), NULL, 0, 0, 1, registry, NULL, 0,
+                                         NULL, 0, NULL, 0, NULL, 0, NULL),
+           AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_bridge_new_in_conversation(3, (const uint8_t *)STREAM_BODY, strlen(STREAM_BODY),
+                                         NULL, 0, 0, 1, registry, NULL, 0, NULL, 0, NULL, 0, NULL,
+                                         0, &bridge),
+           AW_RESULT_INVALID_ENUM);
+    EXPECT(aw_bridge_new_in_conversation(AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)STREAM_BODY,
+                                         strlen(STREAM_BODY), NULL, 0, 0, 1, registry, NULL, 3,
+                                         NULL, 0, NULL, 0, NULL, 0, &bridge),
+           AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_bridge_new_in_conversation(AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)STREAM_BODY,
+                                         strlen(STREAM_BODY), NULL, 0, 0, 1, registry, NULL, 0,
+                                         "\xff", 1, NULL, 0, NULL, 0, &bridge),
+           AW_RESULT_INVALID_UTF8);
+    EXPECT(aw_bridge_new_in_conversation(AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)STREAM_BODY,
+                                         strlen(STREAM_BODY), NULL, 0, 0, 1, registry, NULL, 0,
+                                         NULL, 0, "a", SIZE_MAX, NULL, 0, &bridge),
+           AW_RESULT_LENGTH_TOO_LARGE);
+    EXPECT(aw_bridge_new_in_conversation(AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)STREAM_BODY,
+                                         strlen(STREAM_BODY), NULL, 0, 0, 1, registry, NULL, 0,
+                                         NULL, 0, NULL, 0, NULL, 7, &bridge),
+           AW_RESULT_NULL_PARAMETER);
+    CHECK(bridge == NULL);
+    EXPECT(aw_registry_busy(registry, &size), AW_RESULT_OK);
+    CHECK(size == 0);
+    EXPECT(aw_bridge_new_in_conversation(AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)STREAM_BODY,
+                                         strlen(STREAM_BODY), NULL, 0, 0, 1, registry,
+                                         (const uint8_t *)KEY, strlen(KEY), "s", 1, "", 0, "k", 1,
+                                         &bridge),
+           AW_RESULT_OK);
+    EXPECT(aw_registry_busy(registry, &size), AW_RESULT_OK);
+    CHECK(size == 1);
+    /* Only the registry the bridge was made in takes its place back. */
+    EXPECT(aw_bridge_end_conversation_turn(bridge, other, 1), AW_RESULT_WRONG_REGISTRY);
+    CHECK(strstr(aw_bridge_last_error(bridge), "registry") != NULL);
+    EXPECT(aw_bridge_end_conversation_turn(bridge, NULL, 1), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_bridge_end_conversation_turn(NULL, registry, 1), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_registry_busy(registry, &size), AW_RESULT_OK);
+    CHECK(size == 1);
+    /* Before the end it counts as a response that did not finish: the session goes. */
+    EXPECT(aw_bridge_end_conversation_turn(bridge, registry, 2), AW_RESULT_OK);
+    EXPECT(aw_registry_busy(registry, &size), AW_RESULT_OK);
+    CHECK(size == 0);
+    EXPECT(aw_bridge_poll_output(bridge, &out), AW_RESULT_DRAINED);
+    aw_bridge_free(bridge);
+    /* A bridge of no conversation has no place to give back. */
+    plain = new_bridge(STREAM_BODY);
+    EXPECT(aw_bridge_end_conversation_turn(plain, other, 1), AW_RESULT_OK);
+    aw_bridge_free(plain);
+
+    /* NULL handles and out-pointers. */
+    EXPECT(aw_registry_parked(NULL, &size), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_registry_busy(NULL, &size), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_registry_get_stats(NULL, &stats), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_registry_fresh(NULL, 0, &u64), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_registry_handle_timeout(NULL, 0), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_registry_clear(NULL, 0), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_registry_poll_released(NULL, &s), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_registry_poll_timeout(NULL, &has, &u64), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_registry_parked(registry, NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_registry_busy(registry, NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_registry_get_stats(registry, NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_registry_fresh(registry, 0, NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_registry_poll_released(registry, NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_registry_poll_timeout(registry, NULL, &u64), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_registry_poll_timeout(registry, &has, NULL), AW_RESULT_NULL_PARAMETER);
+    CHECK(strcmp(aw_registry_last_error(NULL), "") == 0);
+    aw_registry_free(NULL);
+    aw_registry_free(other);
+    aw_registry_free(registry);
+}
+
+static void test_mcp_config(void)
+{
+    aw_mcp_config *config = NULL;
+    aw_str s;
+    uint64_t u64;
+    size_t size;
+
+    EXPECT(aw_mcp_config_new(NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_config_new(&config), AW_RESULT_OK);
+    /* The defaults of the Rust mcp::Config::default(). */
+    EXPECT(aw_mcp_config_get_server_name(config, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "agentwire"));
+    EXPECT(aw_mcp_config_get_server_version(config, &s), AW_RESULT_OK);
+    CHECK(s.len > 0);
+    EXPECT(aw_mcp_config_get_instructions(config, &s), AW_RESULT_NOT_AVAILABLE);
+    EXPECT(aw_mcp_config_get_keep_alive_ms(config, &u64), AW_RESULT_OK);
+    CHECK(u64 == 15000);
+    EXPECT(aw_mcp_config_get_call_limit_ms(config, &u64), AW_RESULT_NOT_AVAILABLE);
+    EXPECT(aw_mcp_config_get_max_pending_calls(config, &size), AW_RESULT_OK);
+    CHECK(size == 32);
+    EXPECT(aw_mcp_config_get_max_body_bytes(config, &size), AW_RESULT_OK);
+    CHECK(size == (size_t)4 << 20);
+    EXPECT(aw_mcp_config_get_max_exchanges(config, &size), AW_RESULT_OK);
+    CHECK(size == 64);
+
+    EXPECT(aw_mcp_config_set_server_name(config, "tools", 5), AW_RESULT_OK);
+    EXPECT(aw_mcp_config_set_server_version(config, "2.0", 3), AW_RESULT_OK);
+    EXPECT(aw_mcp_config_set_instructions(config, "Use them.", 9), AW_RESULT_OK);
+    EXPECT(aw_mcp_config_set_keep_alive_ms(config, 11), AW_RESULT_OK);
+    EXPECT(aw_mcp_config_set_call_limit_ms(config, 12), AW_RESULT_OK);
+    EXPECT(aw_mcp_config_set_max_pending_calls(config, 13), AW_RESULT_OK);
+    EXPECT(aw_mcp_config_set_max_body_bytes(config, 14), AW_RESULT_OK);
+    EXPECT(aw_mcp_config_set_max_exchanges(config, 15), AW_RESULT_OK);
+    EXPECT(aw_mcp_config_get_server_name(config, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "tools"));
+    EXPECT(aw_mcp_config_get_server_version(config, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "2.0"));
+    EXPECT(aw_mcp_config_get_instructions(config, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "Use them."));
+    EXPECT(aw_mcp_config_get_keep_alive_ms(config, &u64), AW_RESULT_OK);
+    CHECK(u64 == 11);
+    EXPECT(aw_mcp_config_get_call_limit_ms(config, &u64), AW_RESULT_OK);
+    CHECK(u64 == 12);
+    EXPECT(aw_mcp_config_get_max_pending_calls(config, &size), AW_RESULT_OK);
+    CHECK(size == 13);
+    EXPECT(aw_mcp_config_get_max_body_bytes(config, &size), AW_RESULT_OK);
+    CHECK(size == 14);
+    EXPECT(aw_mcp_config_get_max_exchanges(config, &size), AW_RESULT_OK);
+    CHECK(size == 15);
+    EXPECT(aw_mcp_config_clear_instructions(config), AW_RESULT_OK);
+    EXPECT(aw_mcp_config_get_instructions(config, &s), AW_RESULT_NOT_AVAILABLE);
+    EXPECT(aw_mcp_config_clear_call_limit_ms(config), AW_RESULT_OK);
+    EXPECT(aw_mcp_config_get_call_limit_ms(config, &u64), AW_RESULT_NOT_AVAILABLE);
+
+    /* Bad input changes nothing. */
+    EXPECT(aw_mcp_config_set_server_name(config, "\xc3", 1), AW_RESULT_INVALID_UTF8);
+    EXPECT(aw_mcp_config_set_instructions(config, NULL, 2), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_config_set_server_version(config, "x", SIZE_MAX), AW_RESULT_LENGTH_TOO_LARGE);
+    EXPECT(aw_mcp_config_get_server_name(config, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "tools"));
+    EXPECT(aw_mcp_config_get_max_exchanges(config, NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_config_set_keep_alive_ms(NULL, 1), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_config_clear_instructions(NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_config_clear_call_limit_ms(NULL), AW_RESULT_NULL_PARAMETER);
+    CHECK(strcmp(aw_mcp_config_last_error(NULL), "") == 0);
+    aw_mcp_config_free(config);
+    aw_mcp_config_free(NULL);
+}
+
+static const char TOOLS_BODY[] =
+    "{\"model\":\"auto\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+    "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"bash\",\"parameters\":{\"type\":"
+    "\"object\",\"properties\":{\"command\":{\"type\":\"string\"}}}}}]}";
+
+/* A standalone MCP server: every misuse, and the calls' lifecycle errors. */
+static void test_mcp_server(void)
+{
+    static const char SESSION[] = "0123456789abcdef";
+    static const char INIT[] =
+        "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+        "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"x\",\"version\":\"1\"}}}\n";
+    static const char CALL[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                               "\"params\":{\"name\":\"bash\",\"arguments\":{}}}\n";
+    aw_mcp_server *server = NULL;
+    aw_mcp_event event;
+    aw_mcp_output output;
+    aw_bytes bytes;
+    aw_str s;
+    size_t size;
+    uint64_t exchange = 77, u64;
+    bool has;
+
+    /* Creation: what C hands over, the session id, the request. */
+    EXPECT(aw_mcp_server_new(AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)TOOLS_BODY,
+                             strlen(TOOLS_BODY), NULL, NULL, SESSION, strlen(SESSION), NULL),
+           AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_server_new(3, (const uint8_t *)TOOLS_BODY, strlen(TOOLS_BODY), NULL, NULL,
+                             SESSION, strlen(SESSION), &server),
+           AW_RESULT_INVALID_ENUM);
+    EXPECT(aw_mcp_server_new(AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)TOOLS_BODY,
+                             strlen(TOOLS_BODY), NULL, NULL, "", 0, &server),
+           AW_RESULT_INVALID_SESSION_ID);
+    EXPECT(aw_mcp_server_new(AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)TOOLS_BODY,
+                             strlen(TOOLS_BODY), NULL, NULL, "a b", 3, &server),
+           AW_RESULT_INVALID_SESSION_ID);
+    EXPECT(aw_mcp_server_new(AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)TOOLS_BODY,
+                             strlen(TOOLS_BODY), NULL, NULL, "\xff", 1, &server),
+           AW_RESULT_INVALID_UTF8);
+    EXPECT(aw_mcp_server_new(AW_DIALECT_MESSAGES, (const uint8_t *)TOOLS_BODY, strlen(TOOLS_BODY),
+                             NULL, NULL, SESSION, strlen(SESSION), &server),
+           AW_RESULT_INVALID_REQUEST);
+    EXPECT(aw_mcp_server_new(AW_DIALECT_CHAT_COMPLETIONS, NULL, 4, NULL, NULL, SESSION,
+                             strlen(SESSION), &server),
+           AW_RESULT_NULL_PARAMETER);
+    CHECK(server == NULL);
+    EXPECT(aw_mcp_server_new(AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)TOOLS_BODY,
+                             strlen(TOOLS_BODY), NULL, NULL, SESSION, strlen(SESSION), &server),
+           AW_RESULT_OK);
+    EXPECT(aw_mcp_server_session_id(server, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, SESSION));
+    EXPECT(aw_mcp_server_tool_name(server, 1, &s), AW_RESULT_INDEX_OUT_OF_RANGE);
+    EXPECT(aw_mcp_server_pending_calls(server, &size), AW_RESULT_OK);
+    CHECK(size == 0);
+
+    /* Exchanges and calls never handed out. */
+    EXPECT(aw_mcp_server_poll_exchange(server, 0, &output), AW_RESULT_UNKNOWN_EXCHANGE);
+    CHECK(strstr(aw_mcp_server_last_error(server), "never handed out") != NULL);
+    EXPECT(aw_mcp_server_exchange_gone(server, 0, 0), AW_RESULT_UNKNOWN_EXCHANGE);
+    EXPECT(aw_mcp_server_answer_call(server, 0, "x", 1, false, 0), AW_RESULT_UNKNOWN_CALL);
+    EXPECT(aw_mcp_server_poll_ready(server, &u64), AW_RESULT_DRAINED);
+    EXPECT(aw_mcp_server_poll_event(server, &event), AW_RESULT_DRAINED);
+    EXPECT(aw_mcp_server_poll_transmit(server, &bytes), AW_RESULT_DRAINED);
+    EXPECT(aw_mcp_server_poll_timeout(server, &has, &u64), AW_RESULT_OK);
+    CHECK(!has);
+    /* A request is an exchange, whatever it holds; a header not UTF-8 is not. */
+    EXPECT(aw_mcp_server_handle_http(server, "GET", 3, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL,
+                                     0, 0, &exchange),
+           AW_RESULT_OK);
+    CHECK(exchange == 0);
+    EXPECT(aw_mcp_server_poll_ready(server, &u64), AW_RESULT_OK);
+    CHECK(u64 == 0);
+    EXPECT(aw_mcp_server_poll_exchange(server, 0, &output), AW_RESULT_OK);
+    CHECK(output.kind == AW_MCP_OUTPUT_KIND_HEAD && output.status == 405);
+    CHECK(str_eq(output.allow, "POST, DELETE") && output.allow.data[output.allow.len] == '\0');
+    CHECK(output.content_type.len == 0 && output.session_id.len == 0);
+    EXPECT(aw_mcp_server_poll_exchange(server, 0, &output), AW_RESULT_OK);
+    CHECK(output.kind == AW_MCP_OUTPUT_KIND_END);
+    EXPECT(aw_mcp_server_poll_exchange(server, 0, &output), AW_RESULT_DRAINED);
+    EXPECT(aw_mcp_server_exchange_gone(server, 0, 0), AW_RESULT_OK);
+    EXPECT(aw_mcp_server_handle_http(server, "POST", 4, "\xff", 1, NULL, 0, NULL, 0, NULL, 0,
+                                     NULL, 0, 0, &exchange),
+           AW_RESULT_INVALID_UTF8);
+    EXPECT(aw_mcp_server_handle_http(server, "POST", 4, NULL, 0, NULL, 0, NULL, 0, NULL, 0,
+                                     NULL, 0, 0, NULL),
+           AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_server_handle_http(server, "POST", 4, NULL, 0, NULL, 0, NULL, 0, NULL, 0,
+                                     NULL, 9, 0, &exchange),
+           AW_RESULT_NULL_PARAMETER);
+    CHECK(exchange == 0);
+
+    /* A call over stdio, answered once. */
+    EXPECT(aw_mcp_server_push_stdio(server, (const uint8_t *)INIT, strlen(INIT), 0), AW_RESULT_OK);
+    EXPECT(aw_mcp_server_poll_transmit(server, &bytes), AW_RESULT_OK);
+    CHECK(contains(bytes.data, bytes.len, "\"result\""));
+    EXPECT(aw_mcp_server_push_stdio(server, (const uint8_t *)CALL, strlen(CALL), 0), AW_RESULT_OK);
+    EXPECT(aw_mcp_server_poll_event(server, &event), AW_RESULT_OK);
+    CHECK(event.kind == AW_MCP_EVENT_KIND_CALL && str_eq(event.arguments, "{}"));
+    EXPECT(aw_mcp_server_answer_call(server, event.call, "\xff", 1, false, 0),
+           AW_RESULT_INVALID_UTF8);
+    EXPECT(aw_mcp_server_answer_call(server, event.call, NULL, 0, false, 0), AW_RESULT_OK);
+    EXPECT(aw_mcp_server_answer_call(server, event.call, NULL, 0, false, 0),
+           AW_RESULT_CALL_NOT_PENDING);
+    CHECK(strstr(aw_mcp_server_last_error(server), "not pending") != NULL);
+    EXPECT(aw_mcp_server_push_stdio(server, NULL, 1, 0), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_server_poll_event(server, NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_server_poll_exchange(server, 0, NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_server_close(server, 1), AW_RESULT_OK);
+    CHECK(aw_mcp_server_is_closed(server) && !aw_mcp_server_is_initialized(server));
+    aw_mcp_server_free(server);
+
+    /* NULL handles. */
+    EXPECT(aw_mcp_server_session_id(NULL, &s), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_server_protocol_version(NULL, &s), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_server_pending_calls(NULL, &size), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_server_tool_count(NULL, &size), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_server_tool_name(NULL, 0, &s), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_server_handle_http(NULL, "GET", 3, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, 0,
+                                     0, &exchange),
+           AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_server_push_stdio(NULL, NULL, 0, 0), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_server_answer_call(NULL, 0, NULL, 0, false, 0), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_server_exchange_gone(NULL, 0, 0), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_server_handle_timeout(NULL, 0), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_server_close(NULL, 0), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_server_poll_transmit(NULL, &bytes), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_server_poll_event(NULL, &event), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_server_poll_ready(NULL, &u64), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_server_poll_exchange(NULL, 0, &output), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_mcp_server_poll_timeout(NULL, &has, &u64), AW_RESULT_NULL_PARAMETER);
+    CHECK(!aw_mcp_server_is_initialized(NULL) && aw_mcp_server_is_closed(NULL));
+    CHECK(strcmp(aw_mcp_server_last_error(NULL), "") == 0);
+    aw_mcp_server_free(NULL);
+
+    /* Secrets compare equal only when equal. */
+    CHECK(aw_mcp_secret_matches((const uint8_t *)"s3cret", 6, (const uint8_t *)"s3cret", 6));
+    CHECK(!aw_mcp_secret_matches((const uint8_t *)"s3cret", 6, (const uint8_t *)"s3creT", 6));
+    CHECK(!aw_mcp_secret_matches((const uint8_t *)"s3cret", 6, (const uint8_t *)"s3cre", 5));
+    CHECK(aw_mcp_secret_matches(NULL, 0, NULL, 0));
+    CHECK(!aw_mcp_secret_matches(NULL, 6, (const uint8_t *)"s3cret", 6));
+    CHECK(!aw_mcp_secret_matches((const uint8_t *)"s3cret", SIZE_MAX, (const uint8_t *)"s", 1));
+}
+
+/* The ACP connection's conversation functions: every misuse; an MCP endpoint that admits
+   only its session's secret. */
+static void test_acp_conversations(void)
+{
+    static const char ENDPOINT[] = "http://127.0.0.1:1/mcp/";
+    static const char INITIALIZED[] =
+        "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":1,\"agentCapabilities\":{"
+        "\"mcpCapabilities\":{\"http\":true}},\"agentInfo\":{\"name\":\"gemini-cli\","
+        "\"version\":\"1\"}}}";
+    aw_acp_config *config = NULL, *defaults = NULL;
+    aw_mcp_config *mcp = NULL;
+    aw_registry_config *conversations = NULL;
+    aw_acp_connection *conn = NULL;
+    aw_mcp_exchange exchange = {5, 6}, ready;
+    aw_mcp_output output;
+    aw_registry_stats stats;
+    aw_bytes bytes;
+    aw_str s;
+    uint8_t entropy[32];
+    uint64_t turn = 77, u64;
+    size_t size;
+    const char *url, *bearer;
+    char token[64], auth[128];
+
+    memset(entropy, 9, sizeof entropy);
+    /* The settings: the endpoint, the server's name, the nested MCP and registry ones. */
+    EXPECT(aw_acp_config_new(&defaults), AW_RESULT_OK);
+    EXPECT(aw_acp_config_get_mcp_endpoint(defaults, &s), AW_RESULT_NOT_AVAILABLE);
+    EXPECT(aw_acp_config_get_mcp_server_name(defaults, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "client"));
+    EXPECT(aw_acp_config_get_conversations(defaults, &conversations), AW_RESULT_OK);
+    EXPECT(aw_registry_config_get_max_parked(conversations, &size), AW_RESULT_OK);
+    CHECK(size == 16);
+    EXPECT(aw_registry_config_get_max_parked_per_owner(conversations, &size), AW_RESULT_OK);
+    CHECK(size == 8);
+    EXPECT(aw_registry_config_set_enabled(conversations, false), AW_RESULT_OK);
+    EXPECT(aw_acp_config_get_mcp(defaults, &mcp), AW_RESULT_OK);
+    EXPECT(aw_mcp_config_get_keep_alive_ms(mcp, &u64), AW_RESULT_OK);
+    CHECK(u64 == 15000);
+    EXPECT(aw_mcp_config_set_keep_alive_ms(mcp, 3000), AW_RESULT_OK);
+    EXPECT(aw_acp_config_new(&config), AW_RESULT_OK);
+    /* NULL nested configs are the defaults. */
+    EXPECT(aw_acp_config_set_conversations(config, NULL), AW_RESULT_OK);
+    EXPECT(aw_acp_config_set_mcp(config, NULL), AW_RESULT_OK);
+    EXPECT(aw_acp_config_set_mcp_endpoint(config, ENDPOINT, strlen(ENDPOINT)), AW_RESULT_OK);
+    EXPECT(aw_acp_config_get_mcp_endpoint(config, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, ENDPOINT));
+    EXPECT(aw_acp_config_set_mcp_server_name(config, "tools", 5), AW_RESULT_OK);
+    EXPECT(aw_acp_config_get_mcp_server_name(config, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "tools"));
+    EXPECT(aw_acp_config_set_mcp(config, mcp), AW_RESULT_OK);
+    EXPECT(aw_acp_config_set_conversations(config, conversations), AW_RESULT_OK);
+    aw_mcp_config_free(mcp);
+    aw_registry_config_free(conversations);
+    mcp = NULL;
+    conversations = NULL;
+    EXPECT(aw_acp_config_get_mcp(config, &mcp), AW_RESULT_OK);
+    EXPECT(aw_mcp_config_get_keep_alive_ms(mcp, &u64), AW_RESULT_OK);
+    CHECK(u64 == 3000);
+    aw_mcp_config_free(mcp);
+    EXPECT(aw_acp_config_get_conversations(config, &conversations), AW_RESULT_OK);
+    {
+        bool enabled = true;
+        EXPECT(aw_registry_config_get_enabled(conversations, &enabled), AW_RESULT_OK);
+        CHECK(!enabled);
+    }
+    aw_registry_config_free(conversations);
+    /* Bad values change nothing. */
+    EXPECT(aw_acp_config_set_mcp_endpoint(config, "\xff", 1), AW_RESULT_INVALID_UTF8);
+    EXPECT(aw_acp_config_set_mcp_server_name(config, NULL, 1), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_config_get_mcp(config, NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_config_get_conversations(config, NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_config_clear_mcp_endpoint(defaults), AW_RESULT_OK);
+    EXPECT(aw_acp_config_set_mcp_endpoint(NULL, "x", 1), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_config_clear_mcp_endpoint(NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_config_set_mcp(NULL, NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_config_set_conversations(NULL, NULL), AW_RESULT_NULL_PARAMETER);
+    aw_acp_config_free(defaults);
+    EXPECT(aw_acp_config_set_pool_size(config, 0), AW_RESULT_OK);
+    EXPECT(aw_acp_connection_new(config, 0, &conn), AW_RESULT_OK);
+    aw_acp_config_free(config);
+
+    /* Nothing to route to yet. */
+    EXPECT(aw_acp_connection_handle_mcp(conn, "abc", 3, NULL, 0, "POST", 4, NULL, 0, NULL, 0, NULL,
+                                        0, NULL, 0, NULL, 0, 0, &exchange),
+           AW_RESULT_MCP_NOT_FOUND);
+    CHECK(exchange.server == 5 && exchange.exchange == 6);
+    CHECK(strstr(aw_acp_connection_last_error(conn), "404") != NULL);
+    EXPECT(aw_acp_connection_poll_mcp_ready(conn, &ready), AW_RESULT_DRAINED);
+    EXPECT(aw_acp_connection_poll_mcp_output(conn, exchange, &output), AW_RESULT_DRAINED);
+    EXPECT(aw_acp_connection_mcp_exchange_gone(conn, exchange, 0), AW_RESULT_OK);
+    EXPECT(aw_acp_connection_parked_sessions(conn, &size), AW_RESULT_OK);
+    CHECK(size == 0);
+
+    /* A conversation turn: what C hands over is checked first. */
+    EXPECT(aw_acp_connection_start_conversation_turn(
+               conn, AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)TOOLS_BODY, strlen(TOOLS_BODY),
+               NULL, 1, 1700000000u, 1, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, &turn),
+           AW_RESULT_NULL_PARAMETER);
+    CHECK(strstr(aw_acp_connection_last_error(conn), "entropy") != NULL);
+    EXPECT(aw_acp_connection_start_conversation_turn(
+               conn, 7, (const uint8_t *)TOOLS_BODY, strlen(TOOLS_BODY), NULL, 1, 1700000000u, 1,
+               NULL, 0, NULL, 0, NULL, 0, NULL, 0, entropy, &turn),
+           AW_RESULT_INVALID_ENUM);
+    EXPECT(aw_acp_connection_start_conversation_turn(
+               conn, AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)TOOLS_BODY, strlen(TOOLS_BODY),
+               NULL, 1, 1700000000u, 1, NULL, 0, NULL, 0, NULL, 0, "\xfe", 1, entropy, &turn),
+           AW_RESULT_INVALID_UTF8);
+    EXPECT(aw_acp_connection_start_conversation_turn(
+               conn, AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)TOOLS_BODY, strlen(TOOLS_BODY),
+               NULL, 1, 1700000000u, 1, NULL, 0, NULL, 0, NULL, 0, NULL, 0, entropy, NULL),
+           AW_RESULT_NULL_PARAMETER);
+    CHECK(turn == 77);
+    EXPECT(aw_acp_connection_client_gone(conn, 0, 1), AW_RESULT_UNKNOWN_TURN);
+    acp_expect_transmit(conn, "\"method\":\"initialize\"");
+    acp_push(conn, INITIALIZED, 2);
+    EXPECT(aw_acp_connection_start_conversation_turn(
+               conn, AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)TOOLS_BODY, strlen(TOOLS_BODY),
+               NULL, 3, 1700000000u, 1, (const uint8_t *)"k", 1, "s", 1, NULL, 0, NULL, 0, entropy,
+               &turn),
+           AW_RESULT_OK);
+    CHECK(turn == 0);
+    /* Its session carries the MCP server: the endpoint, a path and a bearer secret. */
+    EXPECT(aw_acp_connection_poll_transmit(conn, &bytes), AW_RESULT_OK);
+    {
+        char line[4096];
+        size_t n = bytes.len < sizeof line - 1 ? bytes.len : sizeof line - 1;
+        memcpy(line, bytes.data, n);
+        line[n] = '\0';
+        CHECK(strstr(line, "\"method\":\"session/new\"") != NULL);
+        url = strstr(line, ENDPOINT);
+        bearer = strstr(line, "Bearer ");
+        CHECK(url != NULL && bearer != NULL);
+        if (url == NULL || bearer == NULL) {
+            aw_acp_connection_free(conn);
+            return;
+        }
+        sscanf(url + strlen(ENDPOINT), "%63[0-9a-f]", token);
+        sscanf(bearer, "%127[^\"]", auth);
+    }
+    EXPECT(aw_acp_connection_handle_mcp(conn, token, strlen(token), (const uint8_t *)"Bearer 0", 8,
+                                        "POST", 4, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 4,
+                                        &exchange),
+           AW_RESULT_MCP_UNAUTHORIZED);
+    EXPECT(aw_acp_connection_handle_mcp(conn, token, strlen(token), NULL, 0, "POST", 4, NULL, 0,
+                                        NULL, 0, NULL, 0, NULL, 0, NULL, 0, 4, &exchange),
+           AW_RESULT_MCP_UNAUTHORIZED);
+    CHECK(exchange.server == 5 && exchange.exchange == 6);
+    EXPECT(aw_acp_connection_handle_mcp(conn, token, strlen(token), (const uint8_t *)auth,
+                                        strlen(auth), "POST", 4, "\xff", 1, NULL, 0, NULL, 0,
+                                        NULL, 0, NULL, 0, 4, &exchange),
+           AW_RESULT_INVALID_UTF8);
+    EXPECT(aw_acp_connection_handle_mcp(conn, token, strlen(token), (const uint8_t *)auth,
+                                        strlen(auth), "POST", 4, NULL, 0, NULL, 0, NULL, 0, NULL,
+                                        0, NULL, 0, 4, NULL),
+           AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_connection_handle_mcp(conn, token, strlen(token), (const uint8_t *)auth,
+                                        strlen(auth), "POST", 4, NULL, 0, NULL, 0, NULL, 0, NULL,
+                                        0, NULL, 0, 4, &exchange),
+           AW_RESULT_OK);
+    /* A body that is no JSON-RPC: answered with an error, as a response. */
+    EXPECT(aw_acp_connection_poll_mcp_ready(conn, &ready), AW_RESULT_OK);
+    CHECK(ready.server == exchange.server && ready.exchange == exchange.exchange);
+    EXPECT(aw_acp_connection_poll_mcp_output(conn, exchange, &output), AW_RESULT_OK);
+    CHECK(output.kind == AW_MCP_OUTPUT_KIND_HEAD && output.status >= 400);
+    EXPECT(aw_acp_connection_poll_mcp_output(conn, exchange, NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_connection_mcp_exchange_gone(conn, exchange, 5), AW_RESULT_OK);
+    EXPECT(aw_acp_connection_conversation_stats(conn, &stats), AW_RESULT_OK);
+    CHECK(stats.resumed == 0);
+    EXPECT(aw_acp_connection_conversation_fresh(conn, AW_FRESH_REASON_DISABLED, &u64),
+           AW_RESULT_OK);
+    CHECK(u64 == 1);
+    EXPECT(aw_acp_connection_conversation_fresh(conn, 99, &u64), AW_RESULT_INVALID_ENUM);
+    EXPECT(aw_acp_connection_conversation_stats(conn, NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_connection_parked_sessions(conn, NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_connection_poll_mcp_ready(conn, NULL), AW_RESULT_NULL_PARAMETER);
+    aw_acp_connection_free(conn);
+
+    /* NULL handles. */
+    EXPECT(aw_acp_connection_start_conversation_turn(
+               NULL, AW_DIALECT_CHAT_COMPLETIONS, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL, 0, NULL,
+               0, NULL, 0, entropy, &turn),
+           AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_connection_handle_mcp(NULL, "", 0, NULL, 0, "", 0, NULL, 0, NULL, 0, NULL, 0,
+                                        NULL, 0, NULL, 0, 0, &exchange),
+           AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_connection_mcp_exchange_gone(NULL, exchange, 0), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_connection_poll_mcp_ready(NULL, &ready), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_connection_poll_mcp_output(NULL, exchange, &output), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_connection_parked_sessions(NULL, &size), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_connection_conversation_stats(NULL, &stats), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_connection_conversation_fresh(NULL, 0, &u64), AW_RESULT_NULL_PARAMETER);
+}
+
 #ifdef AW_TEST_HOOKS
 /* An ACP connection poisoned by a panic, and calls overlapping on ACP handles. */
 static void test_acp_hooks(void)
@@ -989,6 +1560,64 @@ static void test_acp_hooks(void)
     aw_acp_connection_free(conn);
     conn = NULL;
     aw_acp_config_free(config);
+}
+#endif
+
+#ifdef AW_TEST_HOOKS
+/* The conversation handles: a panic poisons a registry and an MCP server (a poisoned
+   registry makes no bridge and takes no place back), and overlapping calls are BUSY. */
+static void test_conversation_hooks(void)
+{
+    aw_registry_config *rc = NULL;
+    aw_registry *registry = NULL;
+    aw_mcp_config *mc = NULL;
+    aw_mcp_server *server = NULL;
+    aw_bridge *bridge = NULL;
+    aw_acp_config *acp = NULL;
+    size_t size;
+    uint64_t u64;
+
+    EXPECT(aw_registry_config_new(&rc), AW_RESULT_OK);
+    EXPECT(aw_registry_config_test_overlap(rc), AW_RESULT_BUSY);
+    EXPECT(aw_registry_config_get_max_parked(rc, &size), AW_RESULT_OK);
+    EXPECT(aw_registry_new(rc, &registry), AW_RESULT_OK);
+    aw_registry_config_free(rc);
+    EXPECT(aw_registry_test_overlap(registry), AW_RESULT_BUSY);
+    EXPECT(aw_bridge_new_in_conversation(AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)STREAM_BODY,
+                                         strlen(STREAM_BODY), NULL, 0, 0, 1, registry, NULL, 0,
+                                         NULL, 0, NULL, 0, NULL, 0, &bridge),
+           AW_RESULT_OK);
+    EXPECT(aw_registry_test_panic(registry), AW_RESULT_PANIC);
+    CHECK(strstr(aw_registry_last_error(registry), "panicked") != NULL);
+    EXPECT(aw_registry_parked(registry, &size), AW_RESULT_POISONED);
+    EXPECT(aw_bridge_end_conversation_turn(bridge, registry, 1), AW_RESULT_POISONED);
+    CHECK(strstr(aw_bridge_last_error(bridge), "registry") != NULL);
+    aw_bridge_free(bridge);
+    bridge = NULL;
+    EXPECT(aw_bridge_new_in_conversation(AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)STREAM_BODY,
+                                         strlen(STREAM_BODY), NULL, 0, 0, 1, registry, NULL, 0,
+                                         NULL, 0, NULL, 0, NULL, 0, &bridge),
+           AW_RESULT_POISONED);
+    CHECK(bridge == NULL);
+    aw_registry_free(registry);
+
+    EXPECT(aw_mcp_config_new(&mc), AW_RESULT_OK);
+    EXPECT(aw_mcp_config_test_overlap(mc), AW_RESULT_BUSY);
+    EXPECT(aw_mcp_config_get_max_exchanges(mc, &size), AW_RESULT_OK);
+    EXPECT(aw_acp_config_new(&acp), AW_RESULT_OK);
+    EXPECT(aw_acp_config_set_mcp(acp, mc), AW_RESULT_OK);
+    aw_acp_config_free(acp);
+    EXPECT(aw_mcp_server_new(AW_DIALECT_CHAT_COMPLETIONS, (const uint8_t *)TOOLS_BODY,
+                             strlen(TOOLS_BODY), NULL, mc, "s", 1, &server),
+           AW_RESULT_OK);
+    aw_mcp_config_free(mc);
+    EXPECT(aw_mcp_server_test_overlap(server), AW_RESULT_BUSY);
+    EXPECT(aw_mcp_server_pending_calls(server, &size), AW_RESULT_OK);
+    EXPECT(aw_mcp_server_test_panic(server), AW_RESULT_PANIC);
+    EXPECT(aw_mcp_server_poll_ready(server, &u64), AW_RESULT_POISONED);
+    EXPECT(aw_mcp_server_answer_call(server, 0, NULL, 0, false, 0), AW_RESULT_POISONED);
+    CHECK(aw_mcp_server_is_closed(server) && !aw_mcp_server_is_initialized(server));
+    aw_mcp_server_free(server);
 }
 #endif
 
@@ -1113,8 +1742,14 @@ int main(void)
     test_decoder();
     test_acp_config();
     test_acp_connection();
+    test_registry_config();
+    test_registry();
+    test_mcp_config();
+    test_mcp_server();
+    test_acp_conversations();
 #ifdef AW_TEST_HOOKS
     test_acp_hooks();
+    test_conversation_hooks();
     test_poisoned();
     test_overlap();
     /* Every named result value was returned by some call above. */

@@ -75,6 +75,9 @@ static int drain(aw_bridge *bridge)
             fwrite(out.body.data, 1, out.body.len, stdout);
             break;
         case AW_OUTPUT_KIND_STOP_AGENT:
+        case AW_OUTPUT_KIND_RESPAWN:
+            /* Nothing runs: the transcript is the agent. A bridge of aw_bridge_new never
+             * asks for a respawn, as translate's never does. */
             break;
         case AW_OUTPUT_KIND_END:
             return 1;
@@ -408,6 +411,9 @@ static void acp_drain(aw_acp_connection *conn)
                 break;
             case AW_OUTPUT_KIND_STOP_AGENT:
                 printf("turn %llu stop-agent\n", t);
+                break;
+            case AW_OUTPUT_KIND_RESPAWN:
+                printf("turn %llu respawn\n", t);
                 break;
             case AW_OUTPUT_KIND_END:
                 printf("turn %llu end\n", t);

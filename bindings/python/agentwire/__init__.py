@@ -15,6 +15,12 @@ reads no clock::
 One warm ACP agent (``gemini --acp``, ``claude-agent-acp``, ``codex-acp``) serving many
 requests is an :class:`AcpConnection`: each request a turn whose outputs are a bridge's.
 
+Conversations: a :class:`Registry` decides whether a request resumes the agent session
+that answered its conversation so far (:meth:`Bridge.in_conversation`,
+:meth:`AcpConnection.start_conversation_turn`, which also gives the agent the client's
+tools as an MCP server); :class:`McpServer` serves a client's tools to an agent for a
+program that does it itself.
+
 Replies that need no agent: :func:`count_tokens` (``POST /v1/messages/count_tokens``) and
 :func:`error_reply` (a server's own refusals, in its route's dialect).
 
@@ -29,24 +35,33 @@ from ._lib import (
     AfterExitError,
     AgentwireError,
     BusyError,
+    CallNotPendingError,
     ClosedError,
     ExitedTwiceError,
     IndexOutOfRangeError,
     InteriorNulError,
     InvalidEnumError,
     InvalidInputError,
+    InvalidRequestError,
+    InvalidSessionIdError,
     InvalidUtf8Error,
     LengthTooLargeError,
+    McpNotFoundError,
+    McpRefusedError,
+    McpUnauthorizedError,
     MisuseError,
     NullParameterError,
     PanicError,
     PoisonedError,
+    UnknownCallError,
+    UnknownExchangeError,
     UnknownTurnError,
+    WrongRegistryError,
 )
 from ._native import ffi as _ffi
 from ._native import lib as _c
 from .acp import AcpConfig, AcpConnection, Decision, PermissionChoice, Restart
-from .bridge import Body, Bridge, Dialect, End, Head, Invocation, Output, StopAgent
+from .bridge import Body, Bridge, Dialect, End, Head, Invocation, Output, Respawn, StopAgent
 from .config import Config, ReasoningField, ToolStrategy
 from .decoder import (
     ActivityPhase,
@@ -66,6 +81,22 @@ from .decoder import (
     ToolOutcome,
     Usage,
 )
+from .mcp import (
+    McpCall,
+    McpCallLimit,
+    McpCancelled,
+    McpCancelReason,
+    McpClosed,
+    McpConfig,
+    McpEvent,
+    McpExchange,
+    McpHead,
+    McpOutput,
+    McpRequest,
+    McpServer,
+    mcp_secret_matches,
+)
+from .registry import FreshReason, Registry, RegistryConfig, RegistryStats
 from .reply import ErrorKind, Reply, count_tokens, error_reply
 
 #: The version of the native library.
@@ -89,8 +120,28 @@ __all__ = [
     "Head",
     "Body",
     "StopAgent",
+    "Respawn",
     "End",
     "Output",
+    # conversations
+    "Registry",
+    "RegistryConfig",
+    "RegistryStats",
+    "FreshReason",
+    # MCP
+    "McpServer",
+    "McpConfig",
+    "McpRequest",
+    "McpHead",
+    "McpOutput",
+    "McpExchange",
+    "McpEvent",
+    "McpCall",
+    "McpCancelled",
+    "McpCallLimit",
+    "McpClosed",
+    "McpCancelReason",
+    "mcp_secret_matches",
     # replies without an agent
     "Reply",
     "ErrorKind",
@@ -132,7 +183,16 @@ __all__ = [
     "AfterEofError",
     "BusyError",
     "UnknownTurnError",
+    "WrongRegistryError",
+    "UnknownExchangeError",
+    "UnknownCallError",
+    "CallNotPendingError",
     "InvalidUtf8Error",
     "InteriorNulError",
+    "McpRefusedError",
+    "McpNotFoundError",
+    "McpUnauthorizedError",
+    "InvalidRequestError",
+    "InvalidSessionIdError",
     "ClosedError",
 ]

@@ -78,12 +78,56 @@ class UnknownTurnError(MisuseError, LookupError):
     """A turn number the ACP connection never handed out."""
 
 
+class WrongRegistryError(MisuseError):
+    """A bridge was given back to another registry than the one it was made in."""
+
+
+class UnknownExchangeError(MisuseError, LookupError):
+    """An exchange number the MCP server never handed out."""
+
+
+class UnknownCallError(MisuseError, LookupError):
+    """A call number the MCP server never handed out."""
+
+
+class CallNotPendingError(MisuseError):
+    """The MCP call was answered, cancelled or dropped already."""
+
+
 class InvalidUtf8Error(InvalidInputError):
     """A string is not valid UTF-8."""
 
 
 class InteriorNulError(InvalidInputError):
     """A string that ends up in a command line contains a NUL character."""
+
+
+class McpRefusedError(InvalidInputError):
+    """A request to an ACP connection's MCP endpoint is refused: answer it with
+    :attr:`status` and no body. Nothing changed."""
+
+    #: The HTTP status to answer.
+    status = 0
+
+
+class McpNotFoundError(McpRefusedError, LookupError):
+    """No session's MCP server has the request's path: answer 404."""
+
+    status = 404
+
+
+class McpUnauthorizedError(McpRefusedError):
+    """The request does not present its MCP server's secret: answer 401."""
+
+    status = 401
+
+
+class InvalidRequestError(InvalidInputError):
+    """A request body is not a valid request of its dialect."""
+
+
+class InvalidSessionIdError(InvalidInputError):
+    """An MCP session id is not 1 or more visible ASCII characters."""
 
 
 class ClosedError(AgentwireError, ValueError):
@@ -107,8 +151,16 @@ _BY_CODE: Dict[int, Type[AgentwireError]] = {
     lib.AW_RESULT_AFTER_EOF: AfterEofError,
     lib.AW_RESULT_BUSY: BusyError,
     lib.AW_RESULT_UNKNOWN_TURN: UnknownTurnError,
+    lib.AW_RESULT_WRONG_REGISTRY: WrongRegistryError,
+    lib.AW_RESULT_UNKNOWN_EXCHANGE: UnknownExchangeError,
+    lib.AW_RESULT_UNKNOWN_CALL: UnknownCallError,
+    lib.AW_RESULT_CALL_NOT_PENDING: CallNotPendingError,
     lib.AW_RESULT_INVALID_UTF8: InvalidUtf8Error,
     lib.AW_RESULT_INTERIOR_NUL: InteriorNulError,
+    lib.AW_RESULT_MCP_NOT_FOUND: McpNotFoundError,
+    lib.AW_RESULT_MCP_UNAUTHORIZED: McpUnauthorizedError,
+    lib.AW_RESULT_INVALID_REQUEST: InvalidRequestError,
+    lib.AW_RESULT_INVALID_SESSION_ID: InvalidSessionIdError,
 }
 
 
@@ -171,6 +223,32 @@ def encode(value: str) -> bytes:
     """A string for the C side. Lone surrogates pass through as the invalid UTF-8 they are,
     for the library to refuse with its own error."""
     return value.encode("utf-8", "surrogatepass")
+
+
+def optional_text(value: Optional[str], what: str) -> Any:
+    """An optional string for the C side: NULL for None, else its UTF-8 bytes (see
+    :func:`encode`). Pass ``len(result)`` as its length (0 for NULL)."""
+    if value is None:
+        return ffi.NULL
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str or None, not {type(value).__name__}")
+    return encode(value)
+
+
+def optional_key(value: Union[bytes, str, None], what: str) -> Any:
+    """Optional key bytes for the C side: NULL for None, a str as its UTF-8 bytes."""
+    if value is None:
+        return ffi.NULL
+    if isinstance(value, str):
+        return encode(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"{what} must be bytes, a str or None, not {type(value).__name__}")
+
+
+def c_len(value: Any) -> int:
+    """The length to pass with an optional input: 0 for NULL."""
+    return 0 if value == ffi.NULL else len(value)
 
 
 #: What byte inputs accept: any C-contiguous object with the buffer protocol.

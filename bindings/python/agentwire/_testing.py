@@ -12,6 +12,8 @@ from .acp import AcpConfig, AcpConnection
 from .bridge import Bridge
 from .config import Config
 from .decoder import Decoder
+from .mcp import McpConfig, McpServer
+from .registry import Registry, RegistryConfig
 
 _KINDS: Dict[Type[Handle], str] = {
     Config: "config",
@@ -19,9 +21,23 @@ _KINDS: Dict[Type[Handle], str] = {
     Decoder: "decoder",
     AcpConfig: "acp_config",
     AcpConnection: "acp_connection",
+    Registry: "registry",
+    RegistryConfig: "registry_config",
+    McpConfig: "mcp_config",
+    McpServer: "mcp_server",
 }
 #: Every handle type the hooks take.
-Hooked = Union[Config, Bridge, Decoder, AcpConfig, AcpConnection]
+Hooked = Union[
+    Config,
+    Bridge,
+    Decoder,
+    AcpConfig,
+    AcpConnection,
+    Registry,
+    RegistryConfig,
+    McpConfig,
+    McpServer,
+]
 
 
 def has_test_hooks() -> bool:
@@ -37,7 +53,7 @@ def _call_hook(obj: Hooked, hook_name: str) -> None:
         obj._check(hook(obj._handle()))
 
 
-def panic(obj: Union[Config, Bridge, Decoder, AcpConnection]) -> None:
+def panic(obj: Union[Config, Bridge, Decoder, AcpConnection, Registry, McpServer]) -> None:
     """Panics inside a call on ``obj``: raises PanicError and leaves ``obj`` poisoned."""
     _call_hook(obj, "test_panic")
 

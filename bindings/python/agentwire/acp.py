@@ -7,6 +7,7 @@ settings. No I/O of its own: the caller spawns the agent, writes what
 from __future__ import annotations
 
 import enum
+import os
 import secrets
 import time
 from dataclasses import dataclass
@@ -17,15 +18,30 @@ from ._lib import (
     NOT_AVAILABLE,
     BytesLike,
     Handle,
+    c_len,
     check,
     choice,
     copy_bytes,
     copy_str,
+    encode,
     input_bytes,
+    optional_key,
+    optional_text,
 )
 from ._native import ffi, lib
 from .bridge import Dialect, Output, _output_of
-from .config import Config, _Settings, _enum, _int, _string, _fields_of, _free_defaults
+from .config import (
+    Config,
+    _Settings,
+    _enum,
+    _int,
+    _optional_string,
+    _string,
+    _fields_of,
+    _free_defaults,
+)
+from .mcp import McpConfig, McpExchange, McpOutput, McpRequest, _mcp_output_of
+from .registry import FreshReason, RegistryConfig, RegistryStats, _stats
 
 
 class PermissionChoice(enum.IntEnum):
@@ -95,6 +111,55 @@ class AcpConfig(_Settings):
     )
     max_line_len = _int("size_t", "The longest agent stdout line accepted.")
     stderr_tail_bytes = _int("size_t", "Bytes of the agent's stderr kept for failure messages.")
+    mcp_endpoint = _optional_string(
+        "Where the program serves the MCP endpoint of client-tool sessions, on loopback: the "
+        "URL a session's server path is appended to (``http://127.0.0.1:PORT/mcp/``). With "
+        "it, a conversation turn's client tools reach the agent as an MCP server of their own "
+        "session (:meth:`AcpConnection.handle_mcp`); without it (None), a request with "
+        "client tools is refused (400 naming ``tools``)."
+    )
+    mcp_server_name = _string(
+        "The MCP server's name in ``session/new``, which the agent puts in the tool names its "
+        "model sees (``mcp__client__read`` for Claude)."
+    )
+
+    @property
+    def mcp(self) -> McpConfig:
+        """The settings of the sessions' MCP servers (keep-alive, call limit, body and
+        exchange limits), as a copy: change it and assign it back. Default: McpConfig()
+        (a keep-alive every 15 s; each agent's own call limit where it is known)."""
+        out = ffi.new("aw_mcp_config **")
+        with self._lock:
+            self._check(lib.aw_acp_config_get_mcp(self._handle(), out))
+        return McpConfig._adopting(out[0])
+
+    @mcp.setter
+    def mcp(self, value: McpConfig) -> None:
+        if not isinstance(value, McpConfig):
+            raise TypeError(f"mcp must be an McpConfig, not {type(value).__name__}")
+        with self._lock:
+            handle = self._handle()
+            with value._lock:
+                self._check(lib.aw_acp_config_set_mcp(handle, value._handle()))
+
+    @property
+    def conversations(self) -> RegistryConfig:
+        """The settings of the connection's conversations registry, as a copy: change it
+        and assign it back. Default: RegistryConfig(max_parked=16, max_parked_per_owner=8)
+        (a parked ACP session is kept by the agent)."""
+        out = ffi.new("aw_registry_config **")
+        with self._lock:
+            self._check(lib.aw_acp_config_get_conversations(self._handle(), out))
+        return RegistryConfig._adopting(out[0])
+
+    @conversations.setter
+    def conversations(self, value: RegistryConfig) -> None:
+        if not isinstance(value, RegistryConfig):
+            raise TypeError(f"conversations must be a RegistryConfig, not {type(value).__name__}")
+        with self._lock:
+            handle = self._handle()
+            with value._lock:
+                self._check(lib.aw_acp_config_set_conversations(handle, value._handle()))
 
     def __init__(
         self,
@@ -113,13 +178,18 @@ class AcpConfig(_Settings):
         turn_output_budget: Optional[int] = None,
         max_line_len: Optional[int] = None,
         stderr_tail_bytes: Optional[int] = None,
+        mcp_endpoint: Optional[str] = None,
+        mcp_server_name: Optional[str] = None,
+        mcp: Optional[McpConfig] = None,
+        conversations: Optional[RegistryConfig] = None,
     ) -> None:
         """Every field is a keyword argument; one left out (or None) keeps the library's
         default. See each field's documentation."""
         self._set_given({k: v for k, v in locals().items() if k in self.FIELDS})
 
 
-AcpConfig.FIELDS = _fields_of(AcpConfig)
+# The nested settings are fields too: set through the constructor, shown by repr().
+AcpConfig.FIELDS = _fields_of(AcpConfig) + ("mcp", "conversations")
 _free_defaults()
 
 
@@ -150,8 +220,17 @@ class AcpConnection(Handle):
     has its session cancelled instead. Time is ``now_ms`` on a monotonic millisecond clock
     of the caller's choice. Threads may share a connection: its calls run one at a time.
 
+    Conversations: :meth:`start_conversation_turn` resumes the parked session holding a
+    request's conversation so far, and with :attr:`AcpConfig.mcp_endpoint` gives the
+    request's client tools to the agent as an MCP server of the session's own. The program
+    then serves that endpoint on loopback: each HTTP request under it goes to
+    :meth:`handle_mcp`, and after every input it also drains :meth:`mcp_outputs` of every
+    exchange :meth:`mcp_ready` names, writing them to that request's HTTP response; a
+    connection that closes first is :meth:`mcp_exchange_gone`.
+
     Getters: :attr:`is_ready`, :attr:`is_dead`, :attr:`active_turns`,
-    :attr:`malformed_lines`, :attr:`models`, :attr:`current_model`.
+    :attr:`malformed_lines`, :attr:`models`, :attr:`current_model`,
+    :attr:`parked_sessions`, :attr:`conversation_stats`.
     """
 
     _free = lib.aw_acp_connection_free
@@ -229,6 +308,29 @@ class AcpConnection(Handle):
                 return None
             return copy_str(view[0])
 
+    @property
+    def parked_sessions(self) -> int:
+        """Sessions parked, waiting for their conversation's next request."""
+        out = ffi.new("size_t *")
+        with self._lock:
+            self._check(lib.aw_acp_connection_parked_sessions(self._handle(), out))
+        return int(out[0])
+
+    @property
+    def conversation_stats(self) -> RegistryStats:
+        """What the connection's conversations registry has done so far."""
+        out = ffi.new("aw_registry_stats *")
+        count = ffi.new("uint64_t *")
+        with self._lock:
+            handle = self._handle()
+            self._check(lib.aw_acp_connection_conversation_stats(handle, out))
+
+            def fresh(reason: FreshReason) -> int:
+                self._check(lib.aw_acp_connection_conversation_fresh(handle, reason, count))
+                return int(count[0])
+
+            return _stats(out[0], fresh)
+
     # Inputs.
 
     def start_turn(
@@ -278,6 +380,107 @@ class AcpConnection(Handle):
                         )
                     )
         return int(turn[0])
+
+    def start_conversation_turn(
+        self,
+        body: BytesLike,
+        config: Optional[Config] = None,
+        *,
+        now_ms: int,
+        owner_key: Union[bytes, str, None] = None,
+        client_session: Optional[str] = None,
+        client_agent: Optional[str] = None,
+        caller_key: Optional[str] = None,
+        entropy: Optional[bytes] = None,
+        created: Optional[int] = None,
+        id_seed: Optional[int] = None,
+        dialect: Union[Dialect, str] = Dialect.CHAT_COMPLETIONS,
+    ) -> int:
+        """Like :meth:`start_turn`, for a request that may continue a conversation: it
+        resumes the parked session holding its conversation so far when there is one
+        (answering the calls it waits for with the request's tool results, through its MCP
+        server, and prompting it with only the new input), and otherwise starts a fresh
+        session with the whole conversation. With :attr:`AcpConfig.mcp_endpoint` the
+        request's client tools are given to the agent as an MCP server, whose calls end the
+        response with the client's tool calls while the agent stays inside them.
+
+        ``owner_key``, ``client_session``, ``client_agent`` and ``caller_key`` are as for
+        :meth:`Bridge.in_conversation <agentwire.Bridge.in_conversation>`; ``entropy`` is 32
+        random bytes (default: from the operating system), from which a session made for
+        the turn takes its MCP server's path and secret. Returns the turn's number."""
+        data = input_bytes(body, "body")
+        if config is not None and not isinstance(config, Config):
+            raise TypeError(f"config must be a Config, not {type(config).__name__}")
+        chosen = choice(Dialect, "dialect", dialect)
+        created = int(time.time()) if created is None else created
+        id_seed = secrets.randbits(63) if id_seed is None else id_seed
+        seed = os.urandom(32) if entropy is None else bytes(entropy)
+        if len(seed) != 32:
+            raise ValueError(f"entropy must be 32 bytes, not {len(seed)}")
+        keys = [
+            optional_key(owner_key, "owner_key"),
+            optional_text(client_session, "client_session"),
+            optional_text(client_agent, "client_agent"),
+            optional_text(caller_key, "caller_key"),
+        ]
+        key_args = [arg for key in keys for arg in (key, c_len(key))]
+        turn = ffi.new("uint64_t *")
+        with self._lock:
+            handle = self._handle()
+            if config is None:
+                self._check(
+                    lib.aw_acp_connection_start_conversation_turn(
+                        handle, chosen, data, len(data), ffi.NULL, now_ms, created, id_seed,
+                        *key_args, seed, turn,
+                    )
+                )
+            else:
+                with config._lock:
+                    self._check(
+                        lib.aw_acp_connection_start_conversation_turn(
+                            handle, chosen, data, len(data), config._handle(), now_ms,
+                            created, id_seed, *key_args, seed, turn,
+                        )
+                    )
+        return int(turn[0])
+
+    def handle_mcp(
+        self,
+        token: str,
+        request: McpRequest,
+        *,
+        authorization: Union[bytes, str, None],
+        now_ms: int,
+    ) -> McpExchange:
+        """A request to the MCP endpoint, under path segment ``token`` (what follows the
+        endpoint's URL) with ``authorization`` (the ``Authorization`` header's value, None
+        when absent): handed to the server of the session it names. Its response comes from
+        :meth:`mcp_outputs`. A request no server takes raises
+        :class:`~agentwire.McpNotFoundError` (answer 404) or
+        :class:`~agentwire.McpUnauthorizedError` (answer 401; both have ``status``), and
+        changes nothing."""
+        if not isinstance(request, McpRequest):
+            raise TypeError(f"request must be an McpRequest, not {type(request).__name__}")
+        raw_token = encode(token)
+        auth = optional_key(authorization, "authorization")
+        args = request._c_args()
+        out = ffi.new("aw_mcp_exchange *")
+        with self._lock:
+            self._check(
+                lib.aw_acp_connection_handle_mcp(
+                    self._handle(), raw_token, len(raw_token), auth, c_len(auth), *args,
+                    now_ms, out,
+                )
+            )
+            return McpExchange(int(out.server), int(out.exchange))
+
+    def mcp_exchange_gone(self, exchange: McpExchange, now_ms: int) -> None:
+        """The agent's HTTP connection of ``exchange`` closed: the calls whose answers it
+        owed are cancelled."""
+        with self._lock:
+            self._check(
+                lib.aw_acp_connection_mcp_exchange_gone(self._handle(), exchange._c(), now_ms)
+            )
 
     def push_stdout(self, data: BytesLike, now_ms: int) -> None:
         """Bytes the agent wrote to stdout (any bytes-like object), in any chunking."""
@@ -365,6 +568,34 @@ class AcpConnection(Handle):
     def outputs(self, turn: int) -> Iterator[Output]:
         """Drains :meth:`poll_output` of ``turn``."""
         return _drain(lambda: self.poll_output(turn))
+
+    def poll_mcp_ready(self) -> Optional[McpExchange]:
+        """An MCP exchange with output for :meth:`poll_mcp_output`, or None."""
+        out = ffi.new("aw_mcp_exchange *")
+        with self._lock:
+            if self._check(lib.aw_acp_connection_poll_mcp_ready(self._handle(), out)) == DRAINED:
+                return None
+            return McpExchange(int(out.server), int(out.exchange))
+
+    def mcp_ready(self) -> Iterator[McpExchange]:
+        """Drains :meth:`poll_mcp_ready`."""
+        return _drain(self.poll_mcp_ready)
+
+    def poll_mcp_output(self, exchange: McpExchange) -> Optional[McpOutput]:
+        """The next output of an MCP exchange (:class:`~agentwire.McpHead`,
+        :class:`~agentwire.Body`, :class:`~agentwire.End`), or None until the next input,
+        for ever after its end, and for an exchange whose server is gone (then end the
+        response)."""
+        out = ffi.new("aw_mcp_output *")
+        with self._lock:
+            code = lib.aw_acp_connection_poll_mcp_output(self._handle(), exchange._c(), out)
+            if self._check(code) == DRAINED:
+                return None
+            return _mcp_output_of(out)
+
+    def mcp_outputs(self, exchange: McpExchange) -> Iterator[McpOutput]:
+        """Drains :meth:`poll_mcp_output` of ``exchange``."""
+        return _drain(lambda: self.poll_mcp_output(exchange))
 
     def poll_decision(self) -> Optional[Decision]:
         """The next connection-level decision, or None."""

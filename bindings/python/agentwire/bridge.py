@@ -15,14 +15,18 @@ from ._lib import (
     REJECTED,
     BytesLike,
     Handle,
+    c_len,
     check,
     choice,
     copy_bytes,
     copy_str,
     input_bytes,
+    optional_key,
+    optional_text,
 )
 from ._native import ffi, lib
 from .config import Config
+from .registry import Registry
 
 
 class Dialect(enum.IntEnum):
@@ -87,13 +91,23 @@ class StopAgent:
 
 
 @dataclass(frozen=True)
+class Respawn:
+    """Start the agent again from :attr:`Bridge.invocation`, which now describes a new run,
+    and feed its output and exit to the same bridge. Only a bridge made by
+    :meth:`Bridge.in_conversation` asks for it, at most once, after the run it replaces was
+    reported exited: the agent could not resume its chat, and the whole conversation goes
+    to a fresh one before anything reached the client."""
+
+
+@dataclass(frozen=True)
 class End:
     """Close the response. Nothing follows."""
 
 
-Output = Union[Head, Body, StopAgent, End]
+Output = Union[Head, Body, StopAgent, Respawn, End]
 
 _STOP_AGENT = StopAgent()
+_RESPAWN = Respawn()
 _END = End()
 
 
@@ -111,6 +125,8 @@ def _output_of(out: Any) -> Output:
         return Body(copy_bytes(out.body))
     if kind == lib.AW_OUTPUT_KIND_STOP_AGENT:
         return _STOP_AGENT
+    if kind == lib.AW_OUTPUT_KIND_RESPAWN:
+        return _RESPAWN
     return _END
 
 
@@ -124,6 +140,10 @@ class Bridge(Handle):
     ask :meth:`poll_timeout` for the next deadline. Time is ``now_ms`` on a monotonic
     millisecond clock of the caller's choice. Threads may share a bridge (a reader thread
     and a timer thread): its calls run one at a time.
+
+    A request that may continue a conversation is :meth:`in_conversation`: its bridge may
+    resume the agent's chat (``--resume``, only what is new on stdin), may ask for a
+    :class:`Respawn`, and gives its place back with :meth:`end_conversation_turn`.
     """
 
     _free = lib.aw_bridge_free
@@ -168,6 +188,75 @@ class Bridge(Handle):
         with self._lock:
             self._invocation = self._read_invocation()
 
+    @classmethod
+    def in_conversation(
+        cls,
+        body: BytesLike,
+        config: Optional[Config] = None,
+        *,
+        registry: Registry,
+        owner_key: Union[bytes, str, None] = None,
+        client_session: Optional[str] = None,
+        client_agent: Optional[str] = None,
+        caller_key: Optional[str] = None,
+        now_ms: int = 0,
+        created: Optional[int] = None,
+        id_seed: Optional[int] = None,
+        dialect: Union[Dialect, str] = Dialect.CHAT_COMPLETIONS,
+    ) -> "Bridge":
+        """A bridge for a request that may continue a conversation: ``registry`` decides
+        whether it resumes the cursor-agent chat that answered the conversation so far
+        (:attr:`invocation` then passes ``--resume`` and its stdin holds only what is new:
+        the results of the chat's tool calls and the new input) or runs fresh with the
+        whole conversation. A resumed chat the agent cannot continue is stopped
+        (:class:`StopAgent`) and replaced by a fresh run (:class:`Respawn`), once, before
+        anything reaches the client. Give the place back with
+        :meth:`end_conversation_turn` once the response ended.
+
+        ``owner_key`` is the key the request authenticated with (None: a request without
+        one, on loopback): a session is only resumed by its owner. ``client_session`` and
+        ``client_agent`` are a client's session and agent id headers (Claude Code's
+        ``X-Claude-Code-Session-Id``, ``X-Claude-Code-Agent-Id``), ``caller_key`` a key the
+        program gives the conversation; None when absent. The rest is as for
+        :class:`Bridge`."""
+        data = input_bytes(body, "body")
+        if config is not None and not isinstance(config, Config):
+            raise TypeError(f"config must be a Config, not {type(config).__name__}")
+        if not isinstance(registry, Registry):
+            raise TypeError(f"registry must be a Registry, not {type(registry).__name__}")
+        chosen = choice(Dialect, "dialect", dialect)
+        created = int(time.time()) if created is None else created
+        id_seed = secrets.randbits(63) if id_seed is None else id_seed
+        keys = [
+            optional_key(owner_key, "owner_key"),
+            optional_text(client_session, "client_session"),
+            optional_text(client_agent, "client_agent"),
+            optional_text(caller_key, "caller_key"),
+        ]
+        key_args = [arg for key in keys for arg in (key, c_len(key))]
+        out = ffi.new("aw_bridge **")
+        self = cls.__new__(cls)
+        with registry._lock:
+            if config is None:
+                check(
+                    lib.aw_bridge_new_in_conversation(
+                        chosen, data, len(data), ffi.NULL, now_ms, created, id_seed,
+                        registry._handle(), *key_args, out,
+                    )
+                )
+            else:
+                with config._lock:
+                    check(
+                        lib.aw_bridge_new_in_conversation(
+                            chosen, data, len(data), config._handle(), now_ms, created,
+                            id_seed, registry._handle(), *key_args, out,
+                        )
+                    )
+        self._adopt(out[0])
+        with self._lock:
+            self._invocation = self._read_invocation()
+        return self
+
     def _read_invocation(self) -> Optional[Invocation]:
         ptr = self._ptr
         view = ffi.new("aw_str *")
@@ -196,8 +285,11 @@ class Bridge(Handle):
     def invocation(self) -> Optional[Invocation]:
         """The agent run to start (program, arguments, stdin, environment), or None when
         the request was rejected: then start nothing and drain :meth:`outputs` (the 400
-        head, the dialect's error body, the end)."""
-        return self._invocation
+        head, the dialect's error body, the end). When a resumed run the agent could not
+        continue is replaced (from its :meth:`agent_exited` on, a :class:`Respawn` follows),
+        it is the fresh run's."""
+        with self._lock:
+            return self._invocation
 
     @property
     def is_stream(self) -> bool:
@@ -247,6 +339,10 @@ class Bridge(Handle):
                 self._check(lib.aw_bridge_agent_exited_code(self._handle(), code, now_ms))
             else:
                 self._check(lib.aw_bridge_agent_exited_signal(self._handle(), signal, now_ms))
+            if self._invocation is not None and "--resume" in self._invocation.args:
+                # A resumed run the agent could not continue is replaced by a fresh one
+                # here (a Respawn follows): the invocation is the new run's from now on.
+                self._invocation = self._read_invocation()
 
     def handle_timeout(self, now_ms: int) -> None:
         """The deadline from :meth:`poll_timeout` passed. Early calls do nothing."""
@@ -264,6 +360,22 @@ class Bridge(Handle):
         agent is to be stopped."""
         with self._lock:
             self._check(lib.aw_bridge_shutdown(self._handle(), now_ms))
+
+    def end_conversation_turn(self, registry: Registry, now_ms: int) -> None:
+        """Gives the bridge's place in its conversation back to ``registry``, the one it
+        was made in (else :class:`~agentwire.WrongRegistryError`): the chat parks for the
+        conversation's next request when the answer finished and reached the client;
+        otherwise it is let go. Call it once the response ended (earlier, it counts as a
+        response that did not finish); then drain ``registry.released()``. It does nothing
+        for a bridge not made by :meth:`in_conversation`, and the second time."""
+        if not isinstance(registry, Registry):
+            raise TypeError(f"registry must be a Registry, not {type(registry).__name__}")
+        with self._lock:
+            handle = self._handle()
+            with registry._lock:
+                self._check(
+                    lib.aw_bridge_end_conversation_turn(handle, registry._handle(), now_ms)
+                )
 
     # Outputs.
 

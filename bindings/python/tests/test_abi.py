@@ -36,6 +36,25 @@ def test_result_names():
 
 
 @needs_hooks
+@pytest.mark.parametrize("make", [aw.Registry, lambda: aw.McpServer(DEFAULT_REQUEST)])
+def test_a_panic_poisons_a_conversation_handle(make):
+    obj = make()
+    with pytest.raises(aw.PanicError, match="panicked"):
+        _testing.panic(obj)
+    if isinstance(obj, aw.Registry):
+        with pytest.raises(aw.PoisonedError):
+            obj.parked
+        # A poisoned registry makes no bridge.
+        with pytest.raises(aw.PoisonedError):
+            aw.Bridge.in_conversation(DEFAULT_REQUEST, registry=obj)
+    else:
+        with pytest.raises(aw.PoisonedError):
+            list(obj.events())
+        assert obj.is_closed and not obj.is_initialized
+    obj.close()
+
+
+@needs_hooks
 @pytest.mark.parametrize("make", [aw.Config, lambda: aw.Bridge(DEFAULT_REQUEST), aw.Decoder])
 def test_a_panic_poisons_the_handle(make):
     obj = make()

@@ -26,10 +26,13 @@ ENUMS = [
     (aw.PermissionChoice, "aw_permission_choice", None),
     (aw.ToolStrategy, "aw_tool_strategy", None),
     (aw.ReasoningField, "aw_reasoning_field", None),
+    (aw.FreshReason, "aw_fresh_reason", lib.aw_fresh_reason_name),
+    (aw.McpCancelReason, "aw_mcp_cancel_reason", None),
 ]
 
-#: C-only values with no member: an outcome of a call that has not ended.
-NOT_MEMBERS = {"AW_TOOL_OUTCOME_NONE"}
+#: C-only values with no member: an outcome of a call that has not ended, the cancel
+#: reason of an event that is no cancellation.
+NOT_MEMBERS = {"AW_TOOL_OUTCOME_NONE", "AW_MCP_CANCEL_REASON_NONE"}
 
 
 def c_enum(name: str) -> Dict[str, int]:

@@ -26,6 +26,7 @@ SCENARIOS = Path(__file__).resolve().parent / "threads_scenarios.py"
         ("two_pushers", 2000),
         ("reader_and_timer", 2000),
         ("decoder_pushers", 2000),
+        ("conversations_on_one_registry", 200),
     ],
 )
 def test_threads_on_one_object(scenario: str, rounds: int):
@@ -58,4 +59,23 @@ def test_a_call_overlapping_another_in_c_is_busy(make):
     else:
         obj.keep_alive_ms = 5
         assert obj.keep_alive_ms == 5
+    obj.close()
+
+
+@needs_hooks
+@pytest.mark.parametrize(
+    "make",
+    [aw.Registry, aw.RegistryConfig, aw.McpConfig, lambda: aw.McpServer(DEFAULT_REQUEST)],
+)
+def test_a_call_overlapping_another_on_a_conversation_handle_is_busy(make):
+    obj = make()
+    with pytest.raises(aw.BusyError, match="in progress"):
+        _testing.overlap(obj)
+    # Whole and usable afterwards.
+    if isinstance(obj, aw.Registry):
+        assert obj.parked == 0
+    elif isinstance(obj, aw.McpServer):
+        assert obj.tools == [] and obj.pending_calls == 0
+    else:
+        assert obj.as_dict()
     obj.close()

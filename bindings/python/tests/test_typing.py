@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import agentwire as aw
-from agentwire import acp, bridge, config, decoder, reply
+from agentwire import acp, bridge, config, decoder, mcp, registry, reply
 from agentwire import _lib
 from conftest import DEFAULT_REQUEST, FIXTURES
 from typed_example import answer_text, refuse, respond
@@ -69,7 +69,7 @@ def test_all_is_a_literal_list_of_every_module_export():
     # Every public class and function of the modules, and the unions of outputs and events.
     defined = {
         name
-        for module in (acp, bridge, config, decoder, reply, _lib)
+        for module in (acp, bridge, config, decoder, mcp, registry, reply, _lib)
         for name, value in vars(module).items()
         if (isinstance(value, type) or inspect.isfunction(value))
         and value.__module__ == module.__name__
@@ -82,17 +82,21 @@ def test_all_is_a_literal_list_of_every_module_export():
         "Output",
         "Event",
         "Decision",
+        "McpOutput",
+        "McpEvent",
         "__version__",
     } == set(literal)
 
 
 def test_help_documents_every_field_and_the_invocation():
+    for settings in (aw.Config, aw.RegistryConfig, aw.McpConfig, aw.AcpConfig):
+        text = pydoc.render_doc(settings, renderer=pydoc.plaintext)
+        for name in settings.FIELDS:
+            # The field's own paragraph: its name, then its documentation and default.
+            paragraph = text.split(f"\n |  {name}\n", 1)[1].split("\n |  \n", 1)[0]
+            assert "Default: " in paragraph, (settings, name)
+            assert len(paragraph) > 40, (settings, name)
     text = pydoc.render_doc(aw.Config, renderer=pydoc.plaintext)
-    for name in aw.Config.FIELDS:
-        # The field's own paragraph: its name, then its documentation and default.
-        paragraph = text.split(f"\n |  {name}\n", 1)[1].split("\n |  \n", 1)[0]
-        assert "Default: " in paragraph, name
-        assert len(paragraph) > 40, name
     assert "Default: ToolStrategy.READ_ONLY." in text
     assert "Default: 'cursor-agent'." in text
     text = pydoc.render_doc(aw.Bridge, renderer=pydoc.plaintext)

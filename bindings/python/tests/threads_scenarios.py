@@ -10,6 +10,7 @@ Prints one line of counts; exits non-zero (or dies) when something went wrong.
 from __future__ import annotations
 
 import itertools
+import json
 import sys
 import threading
 from typing import Callable, Dict, List
@@ -184,11 +185,88 @@ def decoder_pushers(rounds: int) -> Dict[str, int]:
     return {"events": deltas}
 
 
+def conversations_on_one_registry(rounds: int) -> Dict[str, int]:
+    """Four threads run conversations of their own owners on one registry (each a tool
+    round parked, then resumed by its results) while a fifth expires and drains it: every
+    conversation resumes its own chat, and no session is left busy."""
+    registry = aw.Registry()
+    tools = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]
+
+    def body(messages: List[Dict[str, object]]) -> bytes:
+        return json.dumps({"model": "auto", "messages": messages, "tools": tools}).encode()
+
+    def conversations(slot: int) -> Callable[[], None]:
+        def run() -> None:
+            owner = f"owner-{slot}"
+            for round_ in range(rounds):
+                chat = f"{slot:08x}-0000-4000-8000-{round_:012x}"
+                messages: List[Dict[str, object]] = [
+                    {"role": "user", "content": f"task {slot} {round_}"}
+                ]
+                bridge = aw.Bridge.in_conversation(body(messages), registry=registry, owner_key=owner)
+                bridge.push_stdout(
+                    json.dumps({"type": "system", "subtype": "init", "session_id": chat}).encode()
+                    + b"\n"
+                    + json.dumps({"type": "tool_call", "subtype": "started", "call_id": "c", "tool_call": {"shellToolCall": {"args": {"command": "ls"}}}, "session_id": chat}).encode()
+                    + b"\n"
+                    + json.dumps({"type": "assistant", "message": {"content": [{"type": "text", "text": "x"}]}, "session_id": chat}).encode()
+                    + b"\n",
+                    1,
+                )
+                answer = b"".join(o for o in bridge.outputs() if isinstance(o, aw.Body))
+                bridge.agent_exited(signal=15, now_ms=1)
+                list(bridge.outputs())
+                bridge.end_conversation_turn(registry, 1)
+                bridge.close()
+                message = json.loads(answer)["choices"][0]["message"]
+                messages.append(message)
+                messages.append({"role": "tool", "tool_call_id": message["tool_calls"][0]["id"], "content": "ok"})
+                resumed = aw.Bridge.in_conversation(body(messages), registry=registry, owner_key=owner)
+                invocation = resumed.invocation
+                if invocation is None or invocation.args[invocation.args.index("--resume") + 1] != chat:
+                    raise AssertionError(f"thread {slot} round {round_} did not resume {chat}")
+                resumed.client_gone(2)
+                resumed.end_conversation_turn(registry, 2)
+                resumed.close()
+
+        return run
+
+    done = threading.Event()
+    released: List[str] = []
+
+    def timer() -> None:
+        while not done.is_set():
+            registry.handle_timeout(0)
+            released.extend(registry.released())
+        released.extend(registry.released())
+
+    workers = [conversations(slot) for slot in range(4)]
+
+    def all_workers() -> None:
+        try:
+            run_threads(*workers)
+        finally:
+            done.set()
+
+    run_threads(all_workers, timer)
+    stats = registry.stats
+    if stats.resumed != 4 * rounds or registry.busy != 0:
+        raise AssertionError(f"{stats}, {registry.busy} busy")
+    if stats.fresh[aw.FreshReason.NO_SESSION] != 4 * rounds:
+        raise AssertionError(f"{stats}")
+    # Every resumed chat's client left: each chat was let go, once.
+    if sorted(released) != sorted(set(released)) or len(released) != 4 * rounds:
+        raise AssertionError(f"{len(released)} released")
+    registry.close()
+    return {"resumed": stats.resumed}
+
+
 SCENARIOS = {
     "close_while_reading": close_while_reading,
     "two_pushers": two_pushers,
     "reader_and_timer": reader_and_timer,
     "decoder_pushers": decoder_pushers,
+    "conversations_on_one_registry": conversations_on_one_registry,
 }
 
 if __name__ == "__main__":

@@ -39,6 +39,13 @@
 //!   turns, hands out turn outputs (never `STOP_AGENT`), decisions and deadlines exactly as
 //!   the Rust `acp::Connection` does; a turn number it never handed out is
 //!   `AW_RESULT_UNKNOWN_TURN`;
+//! - a conversation registry (`aw_registry`, created from an `aw_registry_config` whose
+//!   every setter and getter is checked) counts, expires and releases exactly as the Rust
+//!   `registry::Registry` does; a bridge made in it (`aw_bridge_new_in_conversation`, with
+//!   any owner key and conversation headers, valid or not) behaves as the Rust bridge made
+//!   by `Bridge::in_conversation` in the registry's shadow, and gives its place back
+//!   (`aw_bridge_end_conversation_turn`) to that registry only
+//!   (`AW_RESULT_WRONG_REGISTRY` otherwise);
 //! - `aw_bridge_new` takes every `aw_dialect` (an invalid one is `INVALID_ENUM`, once the
 //!   pointers and the config are checked); an `aw_reply` holds exactly the status,
 //!   retryability and body the Rust API makes (`anthropic::count_tokens`,
@@ -49,6 +56,7 @@ mod acp;
 mod bridge;
 mod config;
 mod decoder;
+mod registry;
 mod reply;
 mod views;
 
@@ -65,10 +73,12 @@ use agentwire::ffi::result::{aw_result, aw_result_is_status, aw_result_name};
 use agentwire::ffi::version::aw_version;
 use agentwire::ffi::views::aw_str;
 pub use bridge::BridgeOp;
+pub use bridge::Keys;
 pub use config::{
     ClearField, ConfigOp, EnumField, Field, FlagField, Number, NumberField, TextField,
 };
 pub use decoder::DecoderOp;
+pub use registry::{RegistryOp, RegistrySettings};
 pub use reply::{KindArg, ReplyOp};
 use views::{OutParam, Owner, ValidUntil, Views};
 
@@ -120,6 +130,8 @@ pub enum AbiOp {
     Version,
     /// A call on ACP connection slot `n % 3`.
     Acp(u8, AcpOp),
+    /// A call on conversation registry slot `n % 3`.
+    Registry(u8, RegistryOp),
 }
 
 /// How the caller's clock moves. Later calls pass the new time as `now_ms`.
@@ -414,6 +426,7 @@ struct World {
     decoders: [Option<decoder::Slot>; SLOTS],
     replies: [Option<reply::Slot>; SLOTS],
     acps: [Option<acp::Slot>; SLOTS],
+    registries: [Option<registry::Slot>; SLOTS],
     views: Views,
 }
 
@@ -426,6 +439,7 @@ impl World {
             decoders: Default::default(),
             replies: Default::default(),
             acps: Default::default(),
+            registries: Default::default(),
             views: Views::default(),
         }
     }
@@ -537,6 +551,7 @@ impl World {
             Owner::Decoder(slot) => self.decoders[slot].as_mut().map(|s| &mut s.books),
             Owner::Reply(slot) => self.replies[slot].as_mut().map(|s| &mut s.books),
             Owner::Acp(slot) => self.acps[slot].as_mut().map(|s| &mut s.books),
+            Owner::Registry(slot) => self.registries[slot].as_mut().map(|s| &mut s.books),
         }
     }
 
@@ -598,6 +613,7 @@ impl World {
             self.decoder(slot, &DecoderOp::Free);
             self.reply(slot, &ReplyOp::Free);
             self.acp(slot, &AcpOp::Free);
+            self.registry(slot, &RegistryOp::Free);
         }
         self.views.reread();
     }
@@ -757,6 +773,11 @@ pub fn abi(input: AbiInput) {
                 let slot = usize::from(*slot) % SLOTS;
                 world.acp(slot, op);
                 world.observe_acp(slot);
+            }
+            AbiOp::Registry(slot, op) => {
+                let slot = usize::from(*slot) % SLOTS;
+                world.registry(slot, op);
+                world.observe_registry(slot);
             }
         }
     }

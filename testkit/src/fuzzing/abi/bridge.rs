@@ -7,16 +7,18 @@ use super::views::{
     OutParam, Owner, ValidUntil, Views, assert_empty_bytes, assert_empty_str, bytes, c_text,
 };
 use super::{
-    Books, DialectArg, Hook, OK, OPTIONAL, POLL, Pass, Stdout, World, allowed, check_result,
-    handle, null_out,
+    Books, DialectArg, Hook, OK, OPTIONAL, POLL, Pass, Passed, SLOTS, Stdout, World, allowed,
+    check_result, handle, null_out,
 };
 use crate::fuzzing::RequestBody;
-use agentwire::bridge::{Bridge, BridgeError, BridgeParams, Output};
+use agentwire::bridge::{Bridge, BridgeError, BridgeParams, Caller, Output};
 use agentwire::cursor::{ExitStatus, Invocation};
 use agentwire::ffi::bridge::*;
+use agentwire::ffi::registry::aw_registry;
 use agentwire::ffi::result::aw_result;
 use agentwire::ffi::test_hooks::{aw_bridge_test_overlap, aw_bridge_test_panic};
 use agentwire::ffi::views::{aw_bytes, aw_str};
+use agentwire::registry::{ConversationKeys, Owner as KeyOwner};
 
 /// Polls in a row before `Drain` gives up: `aw_bridge_poll_output` must run dry.
 const MAX_POLLS: usize = 10_000;
@@ -30,7 +32,24 @@ pub(super) struct Slot {
     offset: usize,
     heads: usize,
     stops: usize,
+    respawns: usize,
     ended: bool,
+    /// The registry a bridge of a conversation was made in.
+    made_in: Option<*mut aw_registry>,
+}
+
+/// The ids `BridgeOp::NewInConversation` gives its request's conversation: each absent
+/// (NULL) or these bytes (maybe not UTF-8), passed as its `Pass` says.
+#[derive(Debug, Clone, Arbitrary)]
+pub struct Keys {
+    /// `owner_key`.
+    pub owner: Option<(Vec<u8>, Pass)>,
+    /// `client_session`.
+    pub client_session: Option<(Vec<u8>, Pass)>,
+    /// `client_agent`.
+    pub client_agent: Option<(Vec<u8>, Pass)>,
+    /// `caller_key`.
+    pub caller: Option<(Vec<u8>, Pass)>,
 }
 
 /// A call on a bridge.
@@ -141,6 +160,31 @@ pub enum BridgeOp {
     Panic,
     /// `aw_bridge_test_overlap`: a call and a free from inside a call, refused as `BUSY`.
     Overlap,
+    /// `aw_bridge_new_in_conversation` (freeing the slot's handle first), in registry slot
+    /// `registry % 3` (an empty slot is NULL).
+    NewInConversation {
+        /// The `dialect` argument.
+        dialect: DialectArg,
+        /// The request body, in that dialect (Chat Completions for an invalid one).
+        body: RequestBody,
+        /// How it is passed.
+        pass: Pass,
+        /// The config slot (`n % 3`; an empty slot is NULL), or NULL.
+        config: Option<u8>,
+        /// The registry slot.
+        registry: u8,
+        /// The conversation's ids.
+        keys: Keys,
+        /// Which built-in transcript `Stdout::Transcript` reads.
+        transcript: u8,
+        /// `id_seed`.
+        id_seed: u64,
+        /// Pass NULL as `out_bridge`.
+        null_out: bool,
+    },
+    /// `aw_bridge_end_conversation_turn` with registry slot `n % 3` (an empty slot is
+    /// NULL).
+    EndTurn(u8),
 }
 
 /// A polled output, owned.
@@ -175,6 +219,23 @@ const PUSH: &[aw_result] = &[
     aw_result::LengthTooLarge,
 ];
 const EXITED: &[aw_result] = &[aw_result::Ok, aw_result::ExitedTwice];
+const NEW_IN_CONVERSATION: &[aw_result] = &[
+    aw_result::Ok,
+    aw_result::InvalidEnum,
+    aw_result::NullParameter,
+    aw_result::LengthTooLarge,
+    aw_result::InvalidUtf8,
+    aw_result::Poisoned,
+    aw_result::Busy,
+    aw_result::InteriorNul,
+];
+const END_TURN: &[aw_result] = &[
+    aw_result::Ok,
+    aw_result::WrongRegistry,
+    aw_result::NullParameter,
+    aw_result::Poisoned,
+    aw_result::Busy,
+];
 
 fn bridge_error(error: BridgeError) -> aw_result {
     match error {
@@ -476,6 +537,56 @@ impl World {
                 let call = || unsafe { aw_bridge_test_overlap(ptr) };
                 self.test_hook(owner, Hook::Overlap, call);
             }
+            BridgeOp::NewInConversation {
+                dialect,
+                body,
+                pass,
+                config,
+                registry,
+                keys,
+                transcript,
+                id_seed,
+                null_out,
+            } => {
+                let params = BridgeParams {
+                    now_ms: now,
+                    created_unix: 1_700_000_000,
+                    id_seed: *id_seed,
+                };
+                let registry = usize::from(*registry) % SLOTS;
+                let transcript = super::transcript(*transcript);
+                self.bridge_new_in_conversation(
+                    slot, *dialect, body, *pass, *config, registry, keys, params, transcript,
+                    *null_out,
+                );
+                self.observe_registry(registry);
+            }
+            BridgeOp::EndTurn(registry) => {
+                let registry = usize::from(*registry) % SLOTS;
+                self.before_call(owner, true);
+                self.before_call(super::views::Owner::Registry(registry), true);
+                let registry_ptr = handle(&self.registries[registry]);
+                // SAFETY: both are NULL or live.
+                let result = unsafe { aw_bridge_end_conversation_turn(ptr, registry_ptr, now) };
+                let want = match (&mut self.bridges[slot], &mut self.registries[registry]) {
+                    (None, _) => aw_result::NullParameter,
+                    (Some(b), _) if b.books.poisoned => aw_result::Poisoned,
+                    (Some(_), None) => aw_result::NullParameter,
+                    (Some(b), Some(r)) => {
+                        if b.made_in.is_some_and(|made_in| made_in != r.ptr) {
+                            aw_result::WrongRegistry
+                        } else if r.books.poisoned {
+                            aw_result::Poisoned
+                        } else {
+                            b.shadow.end_conversation_turn(&mut r.shadow, now);
+                            aw_result::Ok
+                        }
+                    }
+                };
+                check_result("aw_bridge_end_conversation_turn", result, END_TURN, &[want]);
+                self.note(owner, result);
+                self.observe_registry(registry);
+            }
         }
     }
 
@@ -602,7 +713,157 @@ impl World {
                 offset: 0,
                 heads: 0,
                 stops: 0,
+                respawns: 0,
                 ended: false,
+                made_in: None,
+            });
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn bridge_new_in_conversation(
+        &mut self,
+        slot: usize,
+        dialect: DialectArg,
+        body: &RequestBody,
+        pass: Pass,
+        config: Option<u8>,
+        registry: usize,
+        keys: &Keys,
+        params: BridgeParams,
+        transcript: &'static [u8],
+        null: bool,
+    ) {
+        self.bridge(slot, &BridgeOp::Free);
+        let body = body.bytes(dialect.dialect().unwrap_or_default());
+        let passed = pass.apply(&body);
+        let (config_ptr, config, poisoned) = self.config_arg(config);
+        self.before_call(super::views::Owner::Registry(registry), true);
+        let registry_ptr = handle(&self.registries[registry]);
+        let absent = || Passed {
+            ptr: std::ptr::null(),
+            len: 0,
+            value: Ok(&[]),
+        };
+        let given: Vec<Passed<'_>> = [
+            &keys.owner,
+            &keys.client_session,
+            &keys.client_agent,
+            &keys.caller,
+        ]
+        .into_iter()
+        .map(|k| match k {
+            Some((bytes, pass)) => pass.apply(bytes),
+            None => absent(),
+        })
+        .collect();
+        let mut out = OutParam::<*mut aw_bridge>::new();
+        // SAFETY: every data pointer is valid with its length, NULL, or with a length over
+        // PTRDIFF_MAX; `config_ptr` and `registry_ptr` are NULL or live; `out` is a local
+        // or NULL.
+        let result = unsafe {
+            aw_bridge_new_in_conversation(
+                dialect.value(),
+                passed.ptr,
+                passed.len,
+                config_ptr,
+                params.now_ms,
+                params.created_unix,
+                params.id_seed,
+                registry_ptr,
+                given[0].ptr,
+                given[0].len,
+                given[1].ptr.cast(),
+                given[1].len,
+                given[2].ptr.cast(),
+                given[2].len,
+                given[3].ptr.cast(),
+                given[3].len,
+                out.ptr(null),
+            )
+        };
+        let mut errors = null_out(null).to_vec();
+        errors.extend(passed.value.err().unwrap_or_default());
+        for (at, key) in given.iter().enumerate() {
+            match key.value {
+                Err(e) => errors.extend(e),
+                // The headers and the caller's key are UTF-8; the owner key is bytes.
+                Ok(bytes) if at > 0 && std::str::from_utf8(bytes).is_err() => {
+                    errors.push(aw_result::InvalidUtf8)
+                }
+                Ok(_) => {}
+            }
+        }
+        if poisoned {
+            errors.push(aw_result::Poisoned);
+        }
+        if registry_ptr.is_null() {
+            errors.push(aw_result::NullParameter);
+        }
+        let what = "aw_bridge_new_in_conversation";
+        let refuse = |result: aw_result, errors: &[aw_result], out: OutParam<*mut aw_bridge>| {
+            check_result(what, result, NEW_IN_CONVERSATION, errors);
+            assert!(out.outcome(result, what).is_none());
+        };
+        if !errors.is_empty() {
+            return refuse(result, &errors, out);
+        }
+        let Some(dialect) = dialect.dialect() else {
+            return refuse(result, &[aw_result::InvalidEnum], out);
+        };
+        let shadow_registry = self.registries[registry].as_mut().expect("not NULL");
+        if shadow_registry.books.poisoned {
+            return refuse(result, &[aw_result::Poisoned], out);
+        }
+        let text = |at: usize| -> Option<&str> {
+            let key = &given[at];
+            (!key.ptr.is_null()).then(|| std::str::from_utf8(key.value.unwrap()).unwrap())
+        };
+        let caller = Caller {
+            owner: if given[0].ptr.is_null() {
+                KeyOwner::LOCAL
+            } else {
+                KeyOwner::from_key(given[0].value.unwrap())
+            },
+            keys: ConversationKeys {
+                caller: text(3),
+                client_session: text(1),
+                client_agent: text(2),
+            },
+        };
+        let shadow = Bridge::in_conversation(
+            dialect,
+            passed.value.unwrap_or_default(),
+            &config,
+            params,
+            &mut shadow_registry.shadow,
+            caller,
+        );
+        let nul = shadow.invocation().is_some_and(|i| {
+            std::iter::once(&i.program)
+                .chain(&i.args)
+                .chain(i.env.iter().flat_map(|(k, v)| [k, v]))
+                .any(|s| s.contains('\0'))
+        });
+        let allowed = if nul {
+            aw_result::InteriorNul
+        } else {
+            aw_result::Ok
+        };
+        check_result(what, result, NEW_IN_CONVERSATION, &[allowed]);
+        if let Some(ptr) = out.outcome(result, what) {
+            assert!(!ptr.is_null(), "{what} gave NULL");
+            self.bridges[slot] = Some(Slot {
+                ptr,
+                shadow,
+                books: Books::new(),
+                transcript,
+                offset: 0,
+                heads: 0,
+                stops: 0,
+                respawns: 0,
+                ended: false,
+                made_in: Some(registry_ptr),
             });
         }
     }
@@ -714,9 +975,16 @@ impl World {
             Polled::Body(_) => assert_eq!(s.heads, 1, "{what}: a body before the head"),
             Polled::StopAgent => {
                 s.stops += 1;
-                assert_eq!(s.stops, 1, "a second StopAgent");
+                assert!(s.stops <= 1 + s.respawns, "a second StopAgent for one run");
             }
-            Polled::Respawn => panic!("{what}: a bridge made by aw_bridge_new never respawns"),
+            Polled::Respawn => {
+                assert!(
+                    s.made_in.is_some(),
+                    "{what}: a bridge made by aw_bridge_new never respawns"
+                );
+                s.respawns += 1;
+                assert_eq!(s.respawns, 1, "{what}: a second respawn");
+            }
             Polled::End => s.ended = true,
         }
         check_output_members(&mut self.views, Owner::Bridge(slot), output, want, &what);

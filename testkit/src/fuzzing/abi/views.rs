@@ -147,6 +147,8 @@ pub(super) enum Owner {
     Reply(usize),
     /// An `aw_acp_connection` slot.
     Acp(usize),
+    /// An `aw_registry` slot.
+    Registry(usize),
 }
 
 /// How long a view stays valid, as the function that hands it out documents.
