@@ -564,6 +564,7 @@ fn a_parked_session_expires_is_cancelled_and_closed() {
     let messages = vec![json!({"role":"user","content":"Go."})];
     let (_, _, _, _, exchanges) = first_round(&mut h, &messages, &["ls"]);
     assert_eq!(h.connection.parked_sessions(), 1);
+    assert!(h.connection.has_mcp_server(exchanges[0]));
     for _ in 0..5 {
         h.tick(15_000);
     }
@@ -578,6 +579,10 @@ fn a_parked_session_expires_is_cancelled_and_closed() {
     assert!(
         out.last().is_none_or(|o| o == "end"),
         "the call's stream ends: {out:?}"
+    );
+    assert!(
+        !h.connection.has_mcp_server(exchanges[0]),
+        "the adapter is told to end the stream"
     );
 }
 

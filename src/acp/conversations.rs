@@ -128,6 +128,14 @@ impl Connection {
         self.conversations.parked.len()
     }
 
+    /// Whether the MCP server of `exchange` is still there. Once its session has ended
+    /// (expired, evicted, failed, shut down, or the agent is gone), the server is dropped
+    /// with whatever its exchanges still held: [`poll_mcp_output`](Self::poll_mcp_output)
+    /// gives nothing more for them, and the adapter ends their responses.
+    pub fn has_mcp_server(&self, exchange: McpExchange) -> bool {
+        self.holder_of_serial(exchange.server).is_some()
+    }
+
     // B. Inputs.
 
     /// A client request of `dialect` in a conversation: like

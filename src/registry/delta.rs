@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 
 use crate::conversation::{Message, Role};
+use crate::names::named;
 
 /// Why a request starts a fresh agent session instead of resuming a parked one.
 #[non_exhaustive]
@@ -30,32 +31,15 @@ pub enum FreshReason {
     ForeignAnswer,
 }
 
-impl FreshReason {
-    /// Every reason, in declaration order.
-    pub const ALL: &'static [FreshReason] = &[
-        FreshReason::Disabled,
-        FreshReason::NoSession,
-        FreshReason::Busy,
-        FreshReason::NothingNew,
-        FreshReason::UnansweredCalls,
-        FreshReason::UnknownResult,
-        FreshReason::ForeignAnswer,
-    ];
-
-    /// A stable lower-case name (`no_session`, `busy`, …), for logs and counters.
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            FreshReason::Disabled => "disabled",
-            FreshReason::NoSession => "no_session",
-            FreshReason::Busy => "busy",
-            FreshReason::NothingNew => "nothing_new",
-            FreshReason::UnansweredCalls => "unanswered_calls",
-            FreshReason::UnknownResult => "unknown_result",
-            FreshReason::ForeignAnswer => "foreign_answer",
-        }
-    }
-}
+named!(FreshReason, "fresh reason" {
+    Disabled => "disabled",
+    NoSession => "no_session",
+    Busy => "busy",
+    NothingNew => "nothing_new",
+    UnansweredCalls => "unanswered_calls",
+    UnknownResult => "unknown_result",
+    ForeignAnswer => "foreign_answer",
+});
 
 /// The shape of a delta a session can take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
