@@ -168,25 +168,23 @@ struct ReleasedJson<'a> {
     reason: Camel<agentwire::registry::ReleaseReason>,
 }
 
-/// The JSON of `stats` (see [`RawRegistry::stats`]).
+/// The JSON of `stats` (see [`RawRegistry::stats`]), the fresh reasons in the core's
+/// order.
 pub(crate) fn stats_json(stats: &agentwire::registry::RegistryStats) -> String {
-    let fresh: serde_json::Map<String, serde_json::Value> = FreshReason::ALL
-        .iter()
-        .zip(stats.fresh)
-        .map(|(reason, n)| {
-            let name = crate::names::CamelCase(reason.name()).to_string();
-            (name, n.into())
-        })
-        .collect();
-    serde_json::json!({
-        "resumed": stats.resumed,
-        "fresh": fresh,
-        "refused": stats.refused,
-        "expired": stats.expired,
-        "evicted": stats.evicted,
-        "dropped": stats.dropped,
-    })
-    .to_string()
+    use std::fmt::Write;
+    let mut json = format!("{{\"resumed\":{},\"fresh\":{{", stats.resumed);
+    for (i, (reason, n)) in FreshReason::ALL.iter().zip(stats.fresh).enumerate() {
+        let comma = if i == 0 { "" } else { "," };
+        let name = crate::names::CamelCase(reason.name());
+        write!(json, "{comma}\"{name}\":{n}").expect("writing to a string");
+    }
+    write!(
+        json,
+        "}},\"refused\":{},\"expired\":{},\"evicted\":{},\"dropped\":{}}}",
+        stats.refused, stats.expired, stats.evicted, stats.dropped
+    )
+    .expect("writing to a string");
+    json
 }
 
 #[cfg(test)]
@@ -242,6 +240,11 @@ mod tests {
         let fresh = stats["fresh"].as_object().unwrap();
         assert_eq!(fresh.len(), FreshReason::ALL.len());
         assert!(fresh.contains_key("noSession"), "{fresh:?}");
+        assert!(
+            registry.stats().starts_with(r#"{"resumed":0,"fresh":{"disabled":0,"noSession":0,"#),
+            "the core's order: {}",
+            registry.stats()
+        );
         assert_eq!(registry.poll_released(), None);
         assert_eq!(registry.poll_timeout(), None);
     }

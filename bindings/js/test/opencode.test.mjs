@@ -149,7 +149,7 @@ test('mistakes in the options are named in the answer to every request, which is
   await assertFailsOnce(generateText({ model: sdk(provider, count)('auto'), prompt: 'hi' }), count, /unknown option `cursorBinnary`[\s\S]*`protocol` must be "stream-json" or "acp", not "websocket"[\s\S]*`limit.context` must be a positive whole number of tokens, not -1/);
 });
 
-test('protocol acp: the ACP agent’s models, no client tools sent to it, and dispose stops it', { timeout: 30_000 }, async () => {
+test('protocol acp without conversations: the ACP agent’s models, no client tools sent to it, and dispose stops it', { timeout: 30_000 }, async () => {
   const recording = join(FIXTURES, 'acp/synthetic__interleaved-sessions.jsonl');
   const command = [rustProgram('acp_agent'), '--recording', recording, '--models', 'default,fast'];
   const log = join(scratch, 'acp.jsonl');
@@ -157,7 +157,7 @@ test('protocol acp: the ACP agent’s models, no client tools sent to it, and di
   process.env.AGENTWIRE_REPLAY_LOG = log;
   let loaded;
   try {
-    loaded = await load({ protocol: 'acp', acpCommand: command, modelsCacheSeconds: 0 });
+    loaded = await load({ protocol: 'acp', acpCommand: command, modelsCacheSeconds: 0, conversations: false });
   } finally {
     delete process.env.AGENTWIRE_REPLAY_LOG;
   }
