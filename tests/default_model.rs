@@ -34,6 +34,7 @@ fn drain(bridge: &mut Bridge, body: &mut Vec<u8>) {
             Output::Head(head) => assert_eq!(head.status, 200),
             Output::Body(bytes) => body.extend_from_slice(bytes),
             Output::StopAgent | Output::End => {}
+            Output::Respawn => unreachable!("a bridge made by Bridge::new never respawns"),
         }
     }
 }

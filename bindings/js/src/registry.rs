@@ -241,7 +241,9 @@ mod tests {
         assert_eq!(fresh.len(), FreshReason::ALL.len());
         assert!(fresh.contains_key("noSession"), "{fresh:?}");
         assert!(
-            registry.stats().starts_with(r#"{"resumed":0,"fresh":{"disabled":0,"noSession":0,"#),
+            registry
+                .stats()
+                .starts_with(r#"{"resumed":0,"fresh":{"disabled":0,"noSession":0,"#),
             "the core's order: {}",
             registry.stats()
         );
