@@ -584,6 +584,10 @@ fn a_parked_session_expires_is_cancelled_and_closed() {
         out.last().is_none_or(|o| o == "end"),
         "the call's stream ends: {out:?}"
     );
+    assert!(
+        !h.connection.is_mcp_server_open(exchanges[0]),
+        "the adapter is told to end the stream"
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@ use agentwire::cursor::DecoderError;
 use agentwire::event::{EventKind, FailureKind, FinishReason, ProgressKind, ToolOutcome};
 use agentwire::names::{Named, UnknownName};
 use agentwire::openai::chat::ReasoningField;
-use agentwire::registry::FreshReason;
+use agentwire::registry::{FreshReason, ReleaseReason};
 use agentwire::tools::ToolStrategy;
 
 /// Every name is unique within its enum, spelled by the rule, and read back by
@@ -60,6 +60,7 @@ fn every_named_enum_reads_its_names_back() {
     names_round_trip::<DecoderError>();
     names_round_trip::<agentwire::acp::ConnectionError>();
     names_round_trip::<FreshReason>();
+    names_round_trip::<ReleaseReason>();
 }
 
 #[test]

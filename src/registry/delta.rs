@@ -31,7 +31,6 @@ pub enum FreshReason {
     ForeignAnswer,
 }
 
-// Stable lower-case names, for logs, counters and the bindings.
 named!(FreshReason, "fresh reason" {
     Disabled => "disabled",
     NoSession => "no_session",

@@ -8,6 +8,7 @@ use super::delta::{self, DeltaShape, FreshReason};
 use super::keys::{ConversationKeys, Owner};
 use super::transcript::{AnswerDigest, Digest, Tail, Transcript};
 use crate::api::{ErrorKind, ErrorReply, Request};
+use crate::names::named;
 
 /// The registry's settings. [`Default`] gives the values documented on each field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,6 +152,14 @@ pub enum ReleaseReason {
     /// [`Registry::clear`].
     Cleared,
 }
+
+named!(ReleaseReason, "release reason" {
+    Expired => "expired",
+    Evicted => "evicted",
+    Replaced => "replaced",
+    Failed => "failed",
+    Cleared => "cleared",
+});
 
 /// Misuse of a [`Registry`].
 #[non_exhaustive]

@@ -1,8 +1,9 @@
 // The READMEs' TypeScript blocks, compiled with `tsc --strict` against the package's
 // declarations and run under Node, each as written between a prelude that gives it the
 // names it takes for granted (a request `body`, a response `res`, …) and an epilogue that
-// checks what it did. `cursor-agent` and `gemini` are stand-ins on PATH: the replay agent
-// playing a transcript, the ACP stand-in playing a recording. Every block needs a setup
+// checks what it did. `cursor-agent`, `gemini` and `claude-agent-acp` are stand-ins on
+// PATH: the replay agent playing a transcript, the ACP stand-in playing a recording, the
+// scripted ACP agent that calls the client's tools over MCP. Every block needs a setup
 // below and every setup a block: a new snippet gets one, a changed one keeps its match.
 //
 //   node tests/readme/ts.mjs      (bindings/js/run-tests.sh runs it, the package built)
@@ -69,7 +70,7 @@ readmeAssert.equal(await streamText({ model: openai('auto'), prompt: 'Hello' }).
   },
   {
     name: 'AgentRun for a server of your own (bindings/js/README.md)',
-    match: 'new AgentRun(',
+    match: "new AgentRun(body, { dialect: 'messages'",
     prelude: `${ASSERT}
 import { AgentRun } from 'agentwire/node';
 const body = ${JSON.stringify(MESSAGES)};
@@ -126,8 +127,81 @@ agent.stdin.end();
 readmeAssert.deepEqual(await once(agent, 'exit'), [0, null]);`,
   },
   {
+    name: 'AgentRun with conversations (bindings/js/README.md)',
+    match: 'new Conversations(',
+    prelude: `${ASSERT}
+import type { Body, Head } from 'agentwire';
+const body = ${JSON.stringify(CHAT)};
+const config = {};
+const headers = new Headers({ 'x-claude-code-session-id': 'readme-session' });
+const apiKey = 'readme-key';
+const readmeOutputs: (Head | Body)[] = [];
+const send = (output: Head | Body) => readmeOutputs.push(output);`,
+    epilogue: `
+readmeAssert.deepEqual(readmeOutputs[0], { type: 'head', status: 200, contentType: 'text/event-stream' });
+readmeAssert.equal(conversations.stats.fresh.noSession, 1);
+readmeAssert.equal(conversations.registry.parked, 1, 'the chat the answer ran in is parked');
+conversations.close();`,
+  },
+  {
+    name: 'the Registry with Bridge.inConversation (bindings/js/README.md)',
+    match: 'Bridge.inConversation(',
+    prelude: `${ASSERT}
+const body = ${JSON.stringify(MESSAGES)};
+const apiKey = 'readme-key';
+const clientSession = 'readme-session';
+const readmeForgotten: string[] = [];
+const forget = (chat: string) => readmeForgotten.push(chat);`,
+    epilogue: `
+readmeAssert.ok(resuming.invocation !== undefined && !resuming.invocation.args.includes('--resume'), 'a new conversation runs fresh');
+readmeAssert.equal(registry.stats.fresh.noSession, 1);
+readmeAssert.deepEqual([registry.parked, registry.busy], [0, 0], 'a response that did not end parks nothing');
+readmeAssert.equal(expiry, undefined);`,
+  },
+  {
+    name: 'AcpAgent serving requests with tools (bindings/js/README.md)',
+    match: "command: 'claude-agent-acp'",
+    prelude: `${ASSERT}
+import { AcpAgent, createAgentFetch } from 'agentwire/node';`,
+    epilogue: `
+const readmeTools = [{ type: 'function', function: { name: 'bash', parameters: { type: 'object', properties: { command: { type: 'string' } } } } }];
+const readmeMessages: unknown[] = [{ role: 'user', content: 'Run it.' }];
+const readmeRound = async () => {
+  const response = await tools('http://agentwire.invalid/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model: 'auto', messages: readmeMessages, tools: readmeTools }) });
+  readmeAssert.equal(response.status, 200);
+  return ((await response.json()) as { choices: { message: { content: string; tool_calls?: { id: string }[] }; finish_reason: string }[] }).choices[0]!;
+};
+const readmeCall = await readmeRound();
+readmeAssert.equal(readmeCall.finish_reason, 'tool_calls');
+readmeMessages.push(readmeCall.message, { role: 'tool', tool_call_id: readmeCall.message.tool_calls![0]!.id, content: 'round-0' });
+readmeAssert.deepEqual((await readmeRound()).message.content, 'Done after 1 tool rounds.');
+readmeAssert.equal(claude.conversationStats?.resumed, 1);
+await claude.close();`,
+  },
+  {
+    name: 'McpServer (bindings/js/README.md)',
+    match: 'new McpServer(',
+    prelude: `${ASSERT}
+import type { McpHttpRequest, McpOutput } from 'agentwire';
+const body = ${JSON.stringify(JSON.stringify({ model: 'auto', messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'bash', parameters: { type: 'object', properties: { command: { type: 'string' } } } } }] }))};
+const request: McpHttpRequest = {
+  method: 'POST',
+  accept: 'application/json, text/event-stream',
+  contentType: 'application/json',
+  body: new TextEncoder().encode(JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'readme', version: '1' } } })),
+};
+const readmeOutputs: McpOutput[] = [];
+const send = (output: McpOutput) => readmeOutputs.push(output);
+const runTool = async (name: string, args: string) => \`\${name} \${args}\`;`,
+    epilogue: `
+readmeAssert.equal(readmeOutputs[0]?.type === 'head' && readmeOutputs[0].status, 200);
+readmeAssert.deepEqual(readmeOutputs.at(-1), { type: 'end' });
+readmeAssert.ok(server.isInitialized);
+server.free();`,
+  },
+  {
     name: 'AcpAgent (bindings/js/README.md)',
-    match: 'new AcpAgent(',
+    match: "command: 'gemini'",
     prelude: `${ASSERT}
 const body = ${JSON.stringify(MESSAGES)};
 const signal = new AbortController().signal;
@@ -173,6 +247,8 @@ async function run(dir) {
   };
   standIn('cursor-agent', program('replay_agent'), ['--transcript', TRANSCRIPT, '--delay-ms', '0']);
   standIn('gemini', program('acp_agent'), ['--recording', RECORDING]);
+  // An ACP agent that calls the client's tools over MCP (one tool round per session).
+  standIn('claude-agent-acp', process.execPath, [join(JS, 'test/support/acp_mcp_agent.mjs'), '--tool-rounds', '1']);
 
   const offsets = [];
   cases.forEach(({ block, setup }, i) => {

@@ -4,15 +4,20 @@
 //! layer reads them with the same decoder. Turns are numbers in JavaScript (`TurnId::get`,
 //! exact as `f64` below 2^53); the core hands out `TurnId`s and takes only those back, so
 //! the connection keeps the ids of the turns whose end was not yet handed out.
+//!
+//! Exchanges with the connection's MCP endpoint are numbers too, given by the connection
+//! (rising from 1), whose outputs cross as module `mcp`'s records; it keeps the core's
+//! handle of each until its end was handed out, its client left, or its server is gone.
 
-use agentwire::acp::{Connection, Decision, TurnId};
+use agentwire::acp::{Connection, Decision, McpExchange, TurnId};
 use agentwire::bridge::Output;
 use wasm_bindgen::prelude::wasm_bindgen;
 
 use crate::acp_config;
-use crate::bridge::{encode, request_arguments};
-use crate::error::{RawError, millis};
+use crate::bridge::{CallerArguments, encode, request_arguments};
+use crate::error::{Code, RawError, millis};
 use crate::inputs::agent_inputs;
+use crate::mcp::{self, RequestArguments};
 
 /// A connection; the TypeScript `AcpConnection` wraps it.
 #[wasm_bindgen]
@@ -21,6 +26,10 @@ pub struct RawAcpConnection {
     /// The turns whose `End` was not handed out yet, in the order they were started
     /// (their numbers rise).
     turns: Vec<TurnId>,
+    /// The open MCP exchanges, by rising number.
+    exchanges: Vec<(f64, McpExchange)>,
+    /// The number of the last exchange.
+    last_exchange: f64,
 }
 
 agent_inputs!(RawAcpConnection, connection);
@@ -36,6 +45,8 @@ impl RawAcpConnection {
         Ok(RawAcpConnection {
             connection: Connection::new(config, now_ms),
             turns: Vec::new(),
+            exchanges: Vec::new(),
+            last_exchange: 0.0,
         })
     }
 
@@ -77,6 +88,34 @@ impl RawAcpConnection {
         self.connection.malformed_lines() as f64
     }
 
+    /// Sessions parked, waiting for their conversation's next request.
+    #[wasm_bindgen(js_name = parkedSessions)]
+    pub fn parked_sessions(&self) -> u32 {
+        // Bounded by the registry's `maxParked`.
+        self.connection.parked_sessions() as u32
+    }
+
+    /// The conversations' counters, as the JSON of `RawRegistry::stats`.
+    #[wasm_bindgen(js_name = conversationStats)]
+    pub fn conversation_stats(&self) -> String {
+        crate::registry::stats_json(self.connection.conversation_stats())
+    }
+
+    /// Whether the MCP server of exchange `exchange` is still there; `false` (also for
+    /// an exchange whose end was handed out, or an unknown one): nothing more comes for
+    /// it, end its response. An exchange whose server is gone is forgotten.
+    #[wasm_bindgen(js_name = hasMcpServer)]
+    pub fn has_mcp_server(&mut self, exchange: f64) -> bool {
+        let Some(index) = self.exchange_index(exchange) else {
+            return false;
+        };
+        let live = self.connection.is_mcp_server_open(self.exchanges[index].1);
+        if !live {
+            self.exchanges.remove(index);
+        }
+        live
+    }
+
     // Inputs (and those of `agent_inputs!`).
 
     /// A client request of `dialect`, with the same arguments as `RawBridge::new`: the
@@ -96,6 +135,103 @@ impl RawAcpConnection {
         let turn = self.connection.start_turn(dialect, body, &config, params);
         self.turns.push(turn);
         Ok(turn.get() as f64)
+    }
+
+    /// A client request in a conversation: `start_turn`'s arguments, then who sends it (as
+    /// `RawBridge::in_conversation` takes it) and 32 random bytes, from which a session
+    /// made for the turn takes its MCP server's path and secret.
+    #[wasm_bindgen(js_name = startConversationTurn)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn start_conversation_turn(
+        &mut self,
+        dialect: &str,
+        body: &[u8],
+        config: Option<String>,
+        now_ms: f64,
+        created_unix: f64,
+        id_seed: u64,
+        owner_key: Option<Vec<u8>>,
+        caller: Option<String>,
+        client_session: Option<String>,
+        client_agent: Option<String>,
+        entropy: &[u8],
+    ) -> Result<f64, RawError> {
+        let (dialect, config, params) =
+            request_arguments(dialect, config, now_ms, created_unix, id_seed)?;
+        let entropy: [u8; 32] = entropy.try_into().map_err(|_| {
+            RawError::new(
+                Code::InvalidArgument,
+                format!("entropy must be 32 random bytes, not {}", entropy.len()),
+            )
+        })?;
+        let caller = CallerArguments::new(owner_key, caller, client_session, client_agent);
+        let turn = self.connection.start_conversation_turn(
+            dialect,
+            body,
+            &config,
+            params,
+            caller.caller(),
+            entropy,
+        );
+        self.turns.push(turn);
+        Ok(turn.get() as f64)
+    }
+
+    /// A request to the MCP endpoint under path segment `token`, with `authorization`
+    /// (the `Authorization` header's value): the exchange's number, or a refusal as the
+    /// negative of the HTTP status to answer (-404: no such server; -401: the wrong
+    /// secret).
+    #[wasm_bindgen(js_name = handleMcp)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn handle_mcp(
+        &mut self,
+        token: &str,
+        authorization: Option<Vec<u8>>,
+        method: String,
+        accept: Option<String>,
+        content_type: Option<String>,
+        session_id: Option<String>,
+        protocol_version: Option<String>,
+        body: &[u8],
+        now_ms: f64,
+    ) -> Result<f64, RawError> {
+        let now_ms = millis(now_ms, "nowMs")?;
+        let request = RequestArguments {
+            method,
+            accept,
+            content_type,
+            session_id,
+            protocol_version,
+        };
+        // Exchanges of servers that are gone are let go here too, so that the list stays
+        // bounded whether or not the caller asks.
+        let connection = &self.connection;
+        self.exchanges
+            .retain(|&(_, e)| connection.is_mcp_server_open(e));
+        match self.connection.handle_mcp(
+            token,
+            authorization.as_deref(),
+            &request.request(body),
+            now_ms,
+        ) {
+            Ok(exchange) => {
+                self.last_exchange += 1.0;
+                self.exchanges.push((self.last_exchange, exchange));
+                Ok(self.last_exchange)
+            }
+            Err(refusal) => Ok(-f64::from(refusal.status())),
+        }
+    }
+
+    /// The agent's HTTP connection of `exchange` closed (an unknown exchange: nothing).
+    #[wasm_bindgen(js_name = mcpExchangeGone)]
+    pub fn mcp_exchange_gone(&mut self, exchange: f64, now_ms: f64) -> Result<(), RawError> {
+        let now_ms = millis(now_ms, "nowMs")?;
+        if let Some(index) = self.exchange_index(exchange) {
+            let (_, id) = self.exchanges.remove(index);
+            self.connection.mcp_exchange_gone(id, now_ms);
+        }
+        Ok(())
     }
 
     /// The client of `turn` hung up (an unknown or ended turn: nothing happens).
@@ -136,6 +272,30 @@ impl RawAcpConnection {
         self.outputs(turn, usize::MAX)
     }
 
+    /// An MCP exchange that has output, or nothing.
+    #[wasm_bindgen(js_name = pollMcpReady)]
+    pub fn poll_mcp_ready(&mut self) -> Option<f64> {
+        while let Some(exchange) = self.connection.poll_mcp_ready() {
+            if let Some(&(number, _)) = self.exchanges.iter().find(|(_, e)| *e == exchange) {
+                return Some(number);
+            }
+        }
+        None
+    }
+
+    /// The next output of MCP exchange `exchange` as one record (empty: none until the
+    /// next input, or never again).
+    #[wasm_bindgen(js_name = pollMcpOutput)]
+    pub fn poll_mcp_output(&mut self, exchange: f64) -> Vec<u8> {
+        self.mcp_outputs(exchange, 1)
+    }
+
+    /// Every pending output of MCP exchange `exchange`, as records (empty: none).
+    #[wasm_bindgen(js_name = drainMcp)]
+    pub fn drain_mcp(&mut self, exchange: f64) -> Vec<u8> {
+        self.mcp_outputs(exchange, usize::MAX)
+    }
+
     /// Why the agent must be restarted (its process group killed, a new connection made),
     /// or nothing.
     #[wasm_bindgen(js_name = pollDecision)]
@@ -166,6 +326,33 @@ impl RawAcpConnection {
 }
 
 impl RawAcpConnection {
+    /// Where the exchange numbered `exchange` is in `exchanges`.
+    fn exchange_index(&self, exchange: f64) -> Option<usize> {
+        self.exchanges
+            .binary_search_by(|(n, _)| n.total_cmp(&exchange))
+            .ok()
+    }
+
+    /// Up to `most` outputs of MCP exchange `exchange`, as records; the exchange is
+    /// forgotten once its end is handed out.
+    fn mcp_outputs(&mut self, exchange: f64, most: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        let Some(index) = self.exchange_index(exchange) else {
+            return out;
+        };
+        let id = self.exchanges[index].1;
+        for _ in 0..most {
+            let Some(output) = self.connection.poll_mcp_output(id) else {
+                break;
+            };
+            if mcp::encode(&mut out, &output) {
+                self.exchanges.remove(index);
+                break;
+            }
+        }
+        out
+    }
+
     /// Where the turn numbered `turn` is in `turns`.
     fn index(&self, turn: f64) -> Option<usize> {
         self.turns
@@ -260,5 +447,64 @@ mod tests {
         );
         assert!(connection.is_dead());
         assert!(connection.poll_decision().is_some(), "a restart is decided");
+    }
+
+    #[test]
+    fn conversation_turns_take_32_bytes_and_unknown_mcp_paths_are_refused() {
+        let config = r#"{"mcpEndpoint":"http://127.0.0.1:1/mcp/","poolSize":0}"#;
+        let mut connection = RawAcpConnection::new(Some(config.into()), 0.0).unwrap();
+        let short = connection
+            .start_conversation_turn(
+                "chat-completions",
+                BODY,
+                None,
+                0.0,
+                1.0,
+                1,
+                None,
+                None,
+                None,
+                None,
+                &[0; 31],
+            )
+            .unwrap_err();
+        assert!(short.message().contains("32"), "{}", short.message());
+        let turn = connection
+            .start_conversation_turn(
+                "chat-completions",
+                BODY,
+                None,
+                0.0,
+                1.0,
+                1,
+                Some(b"key".to_vec()),
+                None,
+                Some("session".into()),
+                None,
+                &[7; 32],
+            )
+            .unwrap();
+        assert_eq!(connection.turns.len(), 1);
+        assert_eq!(connection.turns[0].get() as f64, turn);
+        let refused = connection
+            .handle_mcp(
+                "nope",
+                None,
+                "POST".into(),
+                None,
+                None,
+                None,
+                None,
+                b"{}",
+                1.0,
+            )
+            .unwrap();
+        assert_eq!(refused, -404.0);
+        assert!(connection.drain_mcp(1.0).is_empty());
+        assert!(!connection.is_mcp_server_open(1.0));
+        let stats: serde_json::Value =
+            serde_json::from_str(&connection.conversation_stats()).unwrap();
+        assert_eq!(stats["resumed"], 0);
+        assert_eq!(connection.parked_sessions(), 0);
     }
 }

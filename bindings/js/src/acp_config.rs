@@ -10,7 +10,9 @@ use serde::Deserialize;
 
 use crate::config::{from_json, present, set};
 use crate::error::{Code, RawError};
+use crate::mcp::McpConfigPatch;
 use crate::names::Camel;
+use crate::registry::RegistryConfigPatch;
 
 /// Parses `json` (or nothing: the defaults) into an [`AcpConfig`].
 pub(crate) fn parse(json: Option<&str>) -> Result<AcpConfig, RawError> {
@@ -57,6 +59,14 @@ struct AcpConfigPatch {
     max_line_len: Option<usize>,
     #[serde(default, deserialize_with = "present")]
     stderr_tail_bytes: Option<usize>,
+    #[serde(default, deserialize_with = "present")]
+    mcp_endpoint: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    mcp_server_name: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    mcp: Option<McpConfigPatch>,
+    #[serde(default, deserialize_with = "present")]
+    conversations: Option<RegistryConfigPatch>,
 }
 
 /// `AcpConfig::extensions`: `"methodNotFound"`, or `{"answer": <result>}`.
@@ -87,6 +97,10 @@ impl AcpConfigPatch {
             default_model_names,
             max_line_len,
             stderr_tail_bytes,
+            mcp_endpoint,
+            mcp_server_name,
+            mcp,
+            conversations,
         } = self;
         // Zero prompt slots would queue every turn until it timed out; a zero-length line
         // limit would drop every message.
@@ -126,6 +140,14 @@ impl AcpConfigPatch {
         set(&mut config.default_model_names, default_model_names);
         set(&mut config.max_line_len, max_line_len);
         set(&mut config.stderr_tail_bytes, stderr_tail_bytes);
+        set(&mut config.mcp_endpoint, mcp_endpoint);
+        set(&mut config.mcp_server_name, mcp_server_name);
+        if let Some(mcp) = mcp {
+            mcp.apply(&mut config.mcp);
+        }
+        if let Some(conversations) = conversations {
+            conversations.apply(&mut config.conversations);
+        }
         Ok(())
     }
 }
@@ -144,7 +166,9 @@ mod tests {
             "maxConcurrentPrompts": 2, "queueTimeoutMs": 1, "initializeTimeoutMs": 2,
             "newSessionTimeoutMs": 3, "setModelTimeoutMs": 4, "cancelTimeoutMs": 5,
             "turnOutputBudget": 6, "defaultModelNames": ["x"], "maxLineLen": 7,
-            "stderrTailBytes": 8,
+            "stderrTailBytes": 8, "mcpEndpoint": "http://127.0.0.1:1/mcp/",
+            "mcpServerName": "tools", "mcp": {"keepAliveMs": 9},
+            "conversations": {"enabled": false},
         });
         let config = parse(Some(&json.to_string())).unwrap();
         let expected = AcpConfig {
@@ -164,7 +188,16 @@ mod tests {
             default_model_names: vec!["x".into()],
             max_line_len: 7,
             stderr_tail_bytes: 8,
-            ..AcpConfig::default()
+            mcp_endpoint: Some("http://127.0.0.1:1/mcp/".into()),
+            mcp_server_name: "tools".into(),
+            mcp: agentwire::mcp::Config {
+                keep_alive_ms: 9,
+                ..agentwire::mcp::Config::default()
+            },
+            conversations: agentwire::registry::RegistryConfig {
+                enabled: false,
+                ..AcpConfig::default().conversations
+            },
         };
         assert_eq!(config, expected);
         assert_eq!(parse(None).unwrap(), AcpConfig::default());
@@ -184,6 +217,9 @@ mod tests {
             (r#"{"extensions":"ignore"}"#, "ignore"),
             (r#"{"maxConcurrentPrompts":0}"#, "maxConcurrentPrompts"),
             (r#"{"maxLineLen":0}"#, "maxLineLen"),
+            (r#"{"mcpEndpoint":1}"#, "1"),
+            (r#"{"mcp":{"keepAlive":1}}"#, "keepAlive"),
+            (r#"{"conversations":{"ttlMs":"1"}}"#, "\"1\""),
         ] {
             let error = parse(Some(json)).unwrap_err();
             assert_eq!(error.code_value(), Code::InvalidArgument, "{json}");

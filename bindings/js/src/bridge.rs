@@ -8,9 +8,11 @@
 //! body:  2, length (u32 LE), bytes
 //! stop:  3
 //! end:   4
+//! respawn: 5
 //! ```
 
-use agentwire::bridge::{Bridge, BridgeParams, Config, Dialect, Output};
+use agentwire::bridge::{Bridge, BridgeParams, Caller, Config, Dialect, Output};
+use agentwire::registry::{ConversationKeys, Owner};
 use serde::Serialize;
 use wasm_bindgen::prelude::wasm_bindgen;
 
@@ -18,6 +20,7 @@ use crate::config;
 use crate::error::{Code, RawError, millis};
 use crate::inputs::agent_inputs;
 use crate::names;
+use crate::registry::RawRegistry;
 
 const HEAD: u8 = 1;
 const BODY: u8 = 2;
@@ -56,6 +59,46 @@ pub(crate) fn request_arguments(
     Ok((dialect, config, params))
 }
 
+/// Who sends a request, as the package passes it: the key it authenticated with (nothing:
+/// the local user) and its conversation's ids.
+pub(crate) struct CallerArguments {
+    owner_key: Option<Vec<u8>>,
+    caller: Option<String>,
+    client_session: Option<String>,
+    client_agent: Option<String>,
+}
+
+impl CallerArguments {
+    pub(crate) fn new(
+        owner_key: Option<Vec<u8>>,
+        caller: Option<String>,
+        client_session: Option<String>,
+        client_agent: Option<String>,
+    ) -> CallerArguments {
+        CallerArguments {
+            owner_key,
+            caller,
+            client_session,
+            client_agent,
+        }
+    }
+
+    /// As the core takes it.
+    pub(crate) fn caller(&self) -> Caller<'_> {
+        Caller {
+            owner: self
+                .owner_key
+                .as_deref()
+                .map_or(Owner::LOCAL, Owner::from_key),
+            keys: ConversationKeys {
+                caller: self.caller.as_deref(),
+                client_session: self.client_session.as_deref(),
+                client_agent: self.client_agent.as_deref(),
+            },
+        }
+    }
+}
+
 /// A bridge; the TypeScript `Bridge` wraps it.
 #[wasm_bindgen]
 pub struct RawBridge {
@@ -91,6 +134,40 @@ impl RawBridge {
             request_arguments(dialect, config, now_ms, created_unix, id_seed)?;
         Ok(RawBridge {
             bridge: Bridge::new(dialect, body, &config, params),
+        })
+    }
+
+    /// Like `new`, for a request that may continue a conversation of `registry`: it resumes
+    /// the chat that answered the conversation so far, or runs fresh. `owner_key` is the
+    /// key the request authenticated with (nothing: the local user); `caller`,
+    /// `client_session` and `client_agent` are the conversation's ids.
+    #[wasm_bindgen(js_name = inConversation)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn in_conversation(
+        dialect: &str,
+        body: &[u8],
+        config: Option<String>,
+        now_ms: f64,
+        created_unix: f64,
+        id_seed: u64,
+        registry: &mut RawRegistry,
+        owner_key: Option<Vec<u8>>,
+        caller: Option<String>,
+        client_session: Option<String>,
+        client_agent: Option<String>,
+    ) -> Result<RawBridge, RawError> {
+        let (dialect, config, params) =
+            request_arguments(dialect, config, now_ms, created_unix, id_seed)?;
+        let caller = CallerArguments::new(owner_key, caller, client_session, client_agent);
+        Ok(RawBridge {
+            bridge: Bridge::in_conversation(
+                dialect,
+                body,
+                &config,
+                params,
+                &mut registry.registry,
+                caller.caller(),
+            ),
         })
     }
 
@@ -139,6 +216,20 @@ impl RawBridge {
     pub fn client_gone(&mut self, now_ms: f64) -> Result<(), RawError> {
         let now_ms = millis(now_ms, "nowMs")?;
         self.bridge.client_gone(now_ms);
+        Ok(())
+    }
+
+    /// Gives the request's place in its conversation back to `registry` (parked when the
+    /// answer finished and reached the client, released otherwise).
+    #[wasm_bindgen(js_name = endConversationTurn)]
+    pub fn end_conversation_turn(
+        &mut self,
+        registry: &mut RawRegistry,
+        now_ms: f64,
+    ) -> Result<(), RawError> {
+        let now_ms = millis(now_ms, "nowMs")?;
+        self.bridge
+            .end_conversation_turn(&mut registry.registry, now_ms);
         Ok(())
     }
 

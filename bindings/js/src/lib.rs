@@ -30,17 +30,21 @@ mod decoder;
 mod error;
 mod events;
 mod inputs;
+mod mcp;
 mod models;
 mod names;
 mod panic;
+mod registry;
 mod reply;
 
 pub use acp::RawAcpConnection;
 pub use bridge::RawBridge;
 pub use decoder::RawDecoder;
 pub use error::RawError;
+pub use mcp::RawMcpServer;
 pub use models::parse_models;
 pub use panic::take_panic_message;
+pub use registry::RawRegistry;
 pub use reply::{count_tokens, error_reply};
 
 use wasm_bindgen::prelude::wasm_bindgen;

@@ -98,6 +98,7 @@ mod tests {
     use agentwire::cursor::DecoderError;
     use agentwire::event::{EventKind, FailureKind, FinishReason, ProgressKind, ToolOutcome};
     use agentwire::openai::chat::ReasoningField;
+    use agentwire::registry::{FreshReason, ReleaseReason};
     use agentwire::tools::ToolStrategy;
 
     use super::*;
@@ -203,6 +204,29 @@ mod tests {
         lists::<PermissionChoice>("acp.ts", "const ACP_PERMISSIONS");
         lists::<ToolStrategy>("config.ts", "export type ToolStrategy =");
         lists::<ReasoningField>("config.ts", "export type ReasoningField =");
+        lists::<FreshReason>("registry.ts", "export type FreshReason =");
+        lists::<ReleaseReason>("registry.ts", "export type ReleaseReason =");
+    }
+
+    #[test]
+    fn typescript_mcp_events_are_the_ones_written() {
+        assert_eq!(
+            literals("mcp.ts", "export type McpCancelReason ="),
+            crate::mcp::CANCEL_REASONS
+        );
+        let source = typescript("mcp.ts");
+        let start = source.find("export interface McpCall ").expect("McpCall");
+        let end = source.find("export type McpEvent =").expect("McpEvent");
+        let tags: Vec<&str> = source[start..end]
+            .split("type: '")
+            .skip(1)
+            .map(|rest| &rest[..rest.find('\'').expect("the tag ends")])
+            .collect();
+        assert_eq!(
+            tags,
+            crate::mcp::EVENT_TYPES,
+            "ts/mcp.ts: the events' `type` tags"
+        );
     }
 
     #[test]

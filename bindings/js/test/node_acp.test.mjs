@@ -106,6 +106,8 @@ test('an agent exiting mid-turn fails the turn with its stderr; the next turn ge
 test('an agent that never answers initialize is stopped at the deadline and reaped', { timeout: 30_000 }, async () => {
   const agent = new AcpAgent({ command: 'sleep', args: ['30'], config: { initializeTimeoutMs: 200 }, killGraceMs: 300 });
   const turn = agent.turn(body('chat-completions'));
+  // The agent starts once the MCP endpoint listens.
+  assert.ok(await waitUntil(() => agent.pid !== undefined, 5_000));
   const pid = agent.pid;
   const { head, text } = await collect(turn);
   assert.ok(head.status >= 500, `${head.status}`);
@@ -141,7 +143,15 @@ test('close() ends an open turn as a retryable failure and stops the agent', { t
 test('a bad command or config throws at once', () => {
   assert.throws(() => new AcpAgent({}), (e) => e instanceof AgentwireError && e.code === 'invalidArgument' && /command a string/.test(e.message));
   assert.throws(() => new AcpAgent({ command: AGENT, config: { poolSize: -1 } }), { code: 'invalidArgument', message: /poolSize/ });
-  const refused = new AcpAgent({ command: 'no\0such' });
+  assert.throws(() => new AcpAgent({ command: AGENT, config: { mcpEndpoint: 'http://127.0.0.1:1/mcp/' } }), { code: 'invalidArgument', message: /mcpEndpoint/ });
+  const refused = new AcpAgent({ command: 'no\0such', conversations: false });
   assert.throws(() => refused.turn(body('chat-completions')), { code: 'ERR_INVALID_ARG_VALUE' });
   assert.equal(refused.pid, undefined, 'nothing started');
+});
+
+test('with conversations, a command spawn refuses fails the turn once the MCP endpoint listens', async () => {
+  const refused = new AcpAgent({ command: 'no\0such' });
+  await assert.rejects(collect(refused.turn(body('chat-completions'))), { code: 'ERR_INVALID_ARG_VALUE' });
+  assert.equal(refused.pid, undefined, 'nothing started');
+  await refused.close();
 });

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { APICallError, generateText, jsonSchema, tool } from 'ai';
+import { APICallError, generateText, jsonSchema, stepCountIs, tool } from 'ai';
 import plugin from 'agentwire/opencode';
 import { FIXTURES, PACKAGE, rustProgram } from './support/paths.mjs';
 import { aliveIn, waitUntil, zombies } from './support/procs.mjs';
@@ -149,7 +149,7 @@ test('mistakes in the options are named in the answer to every request, which is
   await assertFailsOnce(generateText({ model: sdk(provider, count)('auto'), prompt: 'hi' }), count, /unknown option `cursorBinnary`[\s\S]*`protocol` must be "stream-json" or "acp", not "websocket"[\s\S]*`limit.context` must be a positive whole number of tokens, not -1/);
 });
 
-test('protocol acp: the ACP agent’s models, no client tools sent to it, and dispose stops it', { timeout: 30_000 }, async () => {
+test('protocol acp without conversations: the ACP agent’s models, no client tools sent to it, and dispose stops it', { timeout: 30_000 }, async () => {
   const recording = join(FIXTURES, 'acp/synthetic__interleaved-sessions.jsonl');
   const command = [rustProgram('acp_agent'), '--recording', recording, '--models', 'default,fast'];
   const log = join(scratch, 'acp.jsonl');
@@ -157,7 +157,7 @@ test('protocol acp: the ACP agent’s models, no client tools sent to it, and di
   process.env.AGENTWIRE_REPLAY_LOG = log;
   let loaded;
   try {
-    loaded = await load({ protocol: 'acp', acpCommand: command, modelsCacheSeconds: 0 });
+    loaded = await load({ protocol: 'acp', acpCommand: command, modelsCacheSeconds: 0, conversations: false });
   } finally {
     delete process.env.AGENTWIRE_REPLAY_LOG;
   }
@@ -172,6 +172,42 @@ test('protocol acp: the ACP agent’s models, no client tools sent to it, and di
   assert.equal(starts.length, 1, 'one warm agent listed the models and answered');
   await hooks.dispose();
   assert.ok(await waitUntil(() => aliveIn(starts[0].pid).length === 0 && zombies().length === 0, 5_000), 'stopped and reaped');
+});
+
+test('protocol acp with conversations: OpenCode’s tools reach the agent over MCP, and the tool loop stays on one session', { timeout: 60_000 }, async () => {
+  const command = ['node', join(PACKAGE, 'test/support/acp_mcp_agent.mjs'), '--tool-rounds', '2'];
+  const log = join(scratch, 'acp-mcp.jsonl');
+  process.env.ACP_MCP_AGENT_LOG = log;
+  let loaded;
+  try {
+    loaded = await load({ protocol: 'acp', acpCommand: command, modelsCacheSeconds: 0 });
+  } finally {
+    delete process.env.ACP_MCP_AGENT_LOG;
+  }
+  const { hooks, provider } = loaded;
+  try {
+    assert.ok(Object.values(provider.models).every((model) => model.tool_call), 'tools are offered');
+    const ran = [];
+    const bash = tool({
+      description: 'Run a shell command.',
+      inputSchema: jsonSchema({ type: 'object', properties: { command: { type: 'string' } }, required: ['command'] }),
+      execute: async ({ command: line }) => {
+        ran.push(line);
+        return `${line.replace('echo ', '')} (exit 0)`;
+      },
+    });
+    const { text } = await generateText({ model: sdk(provider)('auto'), prompt: 'Run the loop.', tools: { bash }, stopWhen: stepCountIs(5) });
+    assert.equal(text, 'Done after 2 tool rounds.');
+    assert.deepEqual(ran, ['echo round-0', 'echo round-1'], 'OpenCode ran the tools the agent called');
+    const events = readFileSync(log, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line));
+    assert.equal(events.filter((e) => e.event === 'session' && e.url !== undefined).length, 1, 'one session with the tools for the whole loop');
+    assert.equal(events.filter((e) => e.event === 'prompt').length, 1, 'the results went back as MCP answers');
+    const results = events.filter((e) => e.event === 'result').map((e) => e.text);
+    assert.equal(results.length, 2);
+    assert.match(results[0], /round-0 \(exit 0\)/);
+  } finally {
+    await hooks.dispose();
+  }
 });
 
 test('protocol acp with the agent missing: the request fails once with the install hint', { timeout: 30_000 }, async () => {

@@ -8,10 +8,12 @@
 import { RawAcpConnection } from '../wasm/agentwire_js.js';
 import { type Bridge, type BridgeOptions, type BridgeOutput, type Dialect, decodeOutputs, requestArguments } from './bridge.js';
 import { configJson } from './config.js';
-import { AgentwireError, describe, requireNumber } from './errors.js';
+import { AgentwireError, describe, requireBytes, requireNumber } from './errors.js';
 import { convert } from './handle.js';
 import { AgentInputs } from './inputs.js';
+import { type McpConfig, type McpHttpRequest, type McpOutput, decodeMcpOutputs, mcpRequestArguments } from './mcp.js';
 import { requireLoaded } from './module.js';
+import { type Caller, type RegistryConfig, type RegistryStats, callerArguments } from './registry.js';
 
 /**
  * Settings of an {@link AcpConnection}, one field per field of the Rust `acp::AcpConfig`. A
@@ -63,6 +65,24 @@ export interface AcpConfig {
   maxLineLen?: number;
   /** Bytes of the agent's stderr kept for failure messages (default 4 KiB). */
   stderrTailBytes?: number;
+  /**
+   * Where you serve the MCP endpoint of client-tool sessions, on loopback: the URL a
+   * session's path is appended to (`http://127.0.0.1:PORT/mcp/`). With it, a conversation
+   * turn's client tools are given to the agent as an MCP server of its session's own
+   * ({@link AcpConnection.handleMcp}); without it (the default), a request with client
+   * tools is refused (400 naming `tools`).
+   */
+  mcpEndpoint?: string | null;
+  /** The MCP server's name in `session/new`, which the agent puts in the tool names its model sees (`mcp__client__read`; default `client`). */
+  mcpServerName?: string;
+  /** The MCP servers' settings (keep-alive, limits). */
+  mcp?: McpConfig;
+  /**
+   * Which parked session a conversation's next request continues
+   * ({@link AcpConnection.startConversationTurn}): the registry's defaults, but at most 16
+   * sessions parked (8 per owner), as the agent keeps each.
+   */
+  conversations?: RegistryConfig;
 }
 
 /** `AcpConfig.permission`: select the option of kind `allow_once` or `reject_once`. */
@@ -102,22 +122,41 @@ export interface AcpRestart {
 export type AcpDecision = AcpRestart;
 
 /**
+ * What {@link AcpConnection.handleMcp} made of a request to the MCP endpoint: an exchange,
+ * whose response comes from {@link AcpConnection.drainMcp}; or a refusal to answer with its
+ * status and no body (404: no session's server has this path; 401: its secret was not
+ * presented).
+ */
+export type McpAdmission = { type: 'exchange'; exchange: number } | { type: 'refused'; status: number };
+
+/**
  * One ACP agent process serving many requests, each a turn (a number, unique within the
  * connection, rising in the order turns were started) on a fresh session, through the same
  * policy and dialect encoders as a {@link Bridge}.
  *
  * - getters: {@link isReady}, {@link isDead}, {@link activeTurns}, {@link models},
- *   {@link currentModel}, {@link malformedLines};
- * - inputs, each taking `nowMs`: {@link startTurn}, {@link pushStdout}, {@link pushStderr},
+ *   {@link currentModel}, {@link malformedLines}, {@link parkedSessions},
+ *   {@link conversationStats}, {@link hasMcpServer};
+ * - inputs, each taking `nowMs`: {@link startTurn}, {@link startConversationTurn},
+ *   {@link handleMcp}, {@link mcpExchangeGone}, {@link pushStdout}, {@link pushStderr},
  *   {@link agentExited}, {@link handleTimeout}, {@link clientGone}, {@link shutdown};
  * - outputs: {@link pollTransmit} (bytes for the agent's stdin), {@link pollReady} (a turn
  *   that has output), {@link pollOutput} / {@link drain} (a turn's outputs, the objects a
- *   `Bridge` gives, never `stopAgent`), {@link pollDecision}, then {@link pollTimeout}.
+ *   `Bridge` gives, never `stopAgent`), {@link pollMcpReady} and {@link pollMcpOutput} /
+ *   {@link drainMcp} (an MCP exchange's response), {@link pollDecision}, then
+ *   {@link pollTimeout}.
  *
  * **After every input, write every {@link pollTransmit} to the agent's stdin, act on every
- * {@link pollDecision}, drain every turn {@link pollReady} names, then ask
- * {@link pollTimeout} for the next deadline.** Spawn the agent in its own process group:
- * a restart kills the group.
+ * {@link pollDecision}, drain every turn {@link pollReady} names and every MCP exchange
+ * {@link pollMcpReady} names, end the response of every open exchange whose server is gone
+ * ({@link hasMcpServer}), then ask {@link pollTimeout} for the next deadline.** Spawn the
+ * agent in its own process group: a restart kills the group.
+ *
+ * Conversations: {@link startConversationTurn} resumes the session that answered the
+ * conversation so far with only what is new, or starts fresh; with `config.mcpEndpoint`,
+ * the request's client tools reach the agent as an MCP server of the session's own, served
+ * at that endpoint by you ({@link handleMcp}), whose calls end the turn's response with
+ * the client's tool calls while the agent waits inside them for the next request's results.
  */
 export class AcpConnection extends AgentInputs<RawAcpConnection> {
   /** A connection to a just-spawned agent: `initialize` is the first {@link pollTransmit}. */
@@ -176,6 +215,26 @@ export class AcpConnection extends AgentInputs<RawAcpConnection> {
     return this.call((raw) => raw.malformedLines());
   }
 
+  /** Sessions parked, waiting for their conversation's next request. */
+  get parkedSessions(): number {
+    return this.call((raw) => raw.parkedSessions());
+  }
+
+  /** What the conversations' registry has done so far. */
+  get conversationStats(): RegistryStats {
+    return JSON.parse(this.call((raw) => raw.conversationStats())) as RegistryStats;
+  }
+
+  /**
+   * Whether the MCP server of `exchange` is still there. `false` (also for an exchange
+   * whose end was handed out, or an unknown one): its session ended and nothing more comes
+   * for it: end its response.
+   */
+  hasMcpServer(exchange: number): boolean {
+    requireNumber(exchange, 'exchange');
+    return this.call((raw) => raw.hasMcpServer(exchange));
+  }
+
   // Inputs (and those of AgentInputs: pushStdout, pushStderr, agentExited, handleTimeout, shutdown).
 
   /**
@@ -193,6 +252,49 @@ export class AcpConnection extends AgentInputs<RawAcpConnection> {
     } catch (error) {
       throw this.failure(error);
     }
+  }
+
+  /**
+   * A client request in a conversation: like {@link startTurn}, but it resumes the parked
+   * session holding its conversation so far when there is one (answering the calls it waits
+   * for with the request's tool results, prompting it with the new input), and with
+   * `config.mcpEndpoint` gives the request's client tools to the agent as an MCP server.
+   * `caller` says whose conversation it is; `entropy` is 32 bytes drawn at random
+   * (`crypto.getRandomValues`), from which a session made for the turn takes its MCP
+   * server's path and secret.
+   */
+  startConversationTurn(body: Uint8Array | string, options: TurnOptions, caller: Caller, entropy: Uint8Array): number {
+    const raw = this.raw();
+    const args = requestArguments(body, options);
+    const who = callerArguments(caller);
+    requireBytes(entropy, 'entropy');
+    try {
+      return raw.startConversationTurn(...args, ...who, entropy);
+    } catch (error) {
+      throw this.failure(error);
+    }
+  }
+
+  /**
+   * A request to the MCP endpoint: `token` is the path segment after `config.mcpEndpoint`'s
+   * path, `authorization` the `Authorization` header's value. Check Host and Origin first.
+   */
+  handleMcp(token: string, authorization: string | Uint8Array | undefined, request: McpHttpRequest, nowMs: number): McpAdmission {
+    if (typeof token !== 'string') throw new AgentwireError('invalidArgument', `token must be a string, not ${describe(token)}`);
+    const auth = typeof authorization === 'string' ? TEXT.encode(authorization) : authorization;
+    if (auth !== undefined) requireBytes(auth, 'authorization');
+    const args = mcpRequestArguments(request);
+    requireNumber(nowMs, 'nowMs');
+    const [method, accept, contentType, sessionId, protocolVersion, body] = args;
+    const made = this.call((raw) => raw.handleMcp(token, auth, method, accept, contentType, sessionId, protocolVersion, body, nowMs));
+    return made < 0 ? { type: 'refused', status: -made } : { type: 'exchange', exchange: made };
+  }
+
+  /** The agent's HTTP connection of `exchange` closed (the calls whose answers it owed are cancelled). */
+  mcpExchangeGone(exchange: number, nowMs: number): void {
+    requireNumber(exchange, 'exchange');
+    requireNumber(nowMs, 'nowMs');
+    this.call((raw) => raw.mcpExchangeGone(exchange, nowMs));
   }
 
   /**
@@ -237,6 +339,23 @@ export class AcpConnection extends AgentInputs<RawAcpConnection> {
     return decodeOutputs(this.call((raw) => raw.drainTurn(turn)));
   }
 
+  /** An MCP exchange that has output, each named at most once between two inputs; `undefined` when no other has any. */
+  pollMcpReady(): number | undefined {
+    return this.call((raw) => raw.pollMcpReady());
+  }
+
+  /** The next output of MCP exchange `exchange`, or `undefined` until the next input (and for ever after its end). */
+  pollMcpOutput(exchange: number): McpOutput | undefined {
+    requireNumber(exchange, 'exchange');
+    return decodeMcpOutputs(this.call((raw) => raw.pollMcpOutput(exchange)))[0];
+  }
+
+  /** Every pending output of MCP exchange `exchange`, in order (an empty array when none). */
+  drainMcp(exchange: number): McpOutput[] {
+    requireNumber(exchange, 'exchange');
+    return decodeMcpOutputs(this.call((raw) => raw.drainMcp(exchange)));
+  }
+
   /** The next connection-level decision, or `undefined`. */
   pollDecision(): AcpDecision | undefined {
     const reason = this.call((raw) => raw.pollDecision());
@@ -249,6 +368,8 @@ export class AcpConnection extends AgentInputs<RawAcpConnection> {
   }
 }
 
+const TEXT = new TextEncoder();
+
 /** Throws `invalidArgument` unless `turn` could be a turn: a whole number, not negative. */
 function requireTurn(turn: unknown): asserts turn is number {
   if (typeof turn !== 'number' || !Number.isSafeInteger(turn) || turn < 0) {
@@ -257,7 +378,7 @@ function requireTurn(turn: unknown): asserts turn is number {
 }
 
 /** What each field of an {@link AcpConfig} holds. */
-const ACP_FIELDS: Readonly<Record<keyof AcpConfig, 'text' | 'count' | 'names' | 'permission' | 'extensions'>> = {
+const ACP_FIELDS: Readonly<Record<keyof AcpConfig, 'text' | 'textOrNull' | 'object' | 'count' | 'names' | 'permission' | 'extensions'>> = {
   cwd: 'text',
   clientName: 'text',
   clientVersion: 'text',
@@ -274,6 +395,10 @@ const ACP_FIELDS: Readonly<Record<keyof AcpConfig, 'text' | 'count' | 'names' | 
   defaultModelNames: 'names',
   maxLineLen: 'count',
   stderrTailBytes: 'count',
+  mcpEndpoint: 'textOrNull',
+  mcpServerName: 'text',
+  mcp: 'object',
+  conversations: 'object',
 };
 
 /**
@@ -292,6 +417,13 @@ function checkAcpConfig(config: object): void {
     switch (kind) {
       case 'text':
         if (typeof value !== 'string') throw fail('a string');
+        break;
+      case 'textOrNull':
+        if (typeof value !== 'string' && value !== null) throw fail('a string or null');
+        break;
+      case 'object':
+        // Its fields are checked by the module, which names them.
+        if (value === null || typeof value !== 'object' || Array.isArray(value)) throw fail('an object');
         break;
       case 'count':
         if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw fail('a whole number, 0 or more');

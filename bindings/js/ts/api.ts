@@ -7,9 +7,9 @@ import { version as rawVersion } from '../wasm/agentwire_js.js';
 import { requireLoaded } from './module.js';
 
 export { AcpConnection } from './acp.js';
-export type { AcpConfig, AcpConnectionOptions, AcpDecision, AcpJson, AcpPermission, AcpRestart, TurnOptions } from './acp.js';
+export type { AcpConfig, AcpConnectionOptions, AcpDecision, AcpJson, AcpPermission, AcpRestart, McpAdmission, TurnOptions } from './acp.js';
 export { Bridge, DIALECTS } from './bridge.js';
-export type { Body, BridgeOptions, BridgeOutput, Dialect, End, Head, Invocation, StopAgent } from './bridge.js';
+export type { Body, BridgeOptions, BridgeOutput, ConversationOptions, Dialect, End, Head, Invocation, Respawn, StopAgent } from './bridge.js';
 export { defaultConfig } from './config.js';
 export type { AgentExit } from './inputs.js';
 export type { Config, DecoderLimits, LoopGuardLimits, ReasoningField, RequestLimits, ResolvedConfig, ToolStrategy } from './config.js';
@@ -31,9 +31,28 @@ export type {
   ToolOutcome,
   Usage,
 } from './events.js';
+export { McpServer } from './mcp.js';
+export type {
+  McpBody,
+  McpCall,
+  McpCallLimit,
+  McpCancelReason,
+  McpCancelled,
+  McpClosed,
+  McpConfig,
+  McpEnd,
+  McpEvent,
+  McpHead,
+  McpHttpRequest,
+  McpOutput,
+  McpServerOptions,
+  McpTool,
+} from './mcp.js';
 export { isLoaded } from './module.js';
 export { parseModels } from './models.js';
 export type { ModelEntry } from './models.js';
+export { Registry } from './registry.js';
+export type { Caller, ConversationKeys, FreshReason, RegistryConfig, RegistryStats, ReleaseReason, Released } from './registry.js';
 export { countTokens, errorReply } from './reply.js';
 export type { ErrorReplyKind, Reply } from './reply.js';
 export { DecoderStream, decodeStdout } from './streams.js';

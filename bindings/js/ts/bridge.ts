@@ -7,9 +7,10 @@
 import { RawBridge } from '../wasm/agentwire_js.js';
 import { type Config, configJson } from './config.js';
 import { AgentwireError, describe, requireBytes, requireNumber } from './errors.js';
-import { convert } from './handle.js';
+import { convert, internalCall } from './handle.js';
 import { AgentInputs } from './inputs.js';
 import { requireLoaded } from './module.js';
+import { type Caller, type Registry, callerArguments } from './registry.js';
 
 /**
  * The agent run to start: spawn `argv` (`[program, ...args]`) in its own process group with
@@ -50,13 +51,24 @@ export interface StopAgent {
   type: 'stopAgent';
 }
 
+/**
+ * Start the agent again with {@link Bridge.invocation}, which now describes a new run (a
+ * new process group; the one it replaces was reported exited), and feed its output to the
+ * same bridge. Only a bridge made with {@link Bridge.inConversation} asks, at most once:
+ * the agent could not resume its chat, and a fresh run gets the whole conversation before
+ * anything reached the client.
+ */
+export interface Respawn {
+  type: 'respawn';
+}
+
 /** Close the response. Nothing follows. */
 export interface End {
   type: 'end';
 }
 
 /** What the adapter must do next. Narrow on `type`. */
-export type BridgeOutput = Head | Body | StopAgent | End;
+export type BridgeOutput = Head | Body | StopAgent | Respawn | End;
 
 /**
  * The API a request speaks, chosen from the route it came in on (never guessed from the
@@ -91,7 +103,21 @@ export interface BridgeOptions {
   idSeed?: bigint;
 }
 
+/** Per-request values of {@link Bridge.inConversation}: a bridge's, and who sends the request. */
+export interface ConversationOptions extends BridgeOptions {
+  /** Who sends it: the owner its sessions belong to and its conversation's ids (default: the local user, no ids). */
+  caller?: Caller;
+}
+
+/** The conversation a bridge is made in, passed to the constructor under a key of its own. */
+const IN_CONVERSATION = Symbol('in conversation');
+
+interface InConversation {
+  [IN_CONVERSATION]?: { registry: Registry; caller: Caller };
+}
+
 const STOP_AGENT: StopAgent = Object.freeze({ type: 'stopAgent' });
+const RESPAWN: Respawn = Object.freeze({ type: 'respawn' });
 const END: End = Object.freeze({ type: 'end' });
 const TEXT = new TextEncoder();
 const UTF8 = new TextDecoder();
@@ -103,7 +129,8 @@ const UTF8 = new TextDecoder();
  * - getters: {@link invocation} (`undefined`: the request was rejected, spawn nothing),
  *   {@link isStream}, {@link isEnded}, {@link sessionId};
  * - inputs, each taking `nowMs`: {@link pushStdout}, {@link pushStderr},
- *   {@link agentExited}, {@link handleTimeout}, {@link clientGone}, {@link shutdown};
+ *   {@link agentExited}, {@link handleTimeout}, {@link clientGone}, {@link shutdown},
+ *   and for a request in a conversation ({@link inConversation}) {@link endConversationTurn};
  * - outputs: {@link drain} (or {@link pollOutput}, {@link outputs}), then
  *   {@link pollTimeout}.
  *
@@ -113,20 +140,54 @@ const UTF8 = new TextDecoder();
  * for a child process.
  */
 export class Bridge extends AgentInputs<RawBridge> {
-  /** The agent run to start, or `undefined` when the request was rejected (its 400, in the dialect's shape, is in the outputs). */
-  readonly invocation: Invocation | undefined;
+  #invocation: Invocation | undefined;
 
   constructor(body: Uint8Array | string, options: BridgeOptions = {}) {
     requireLoaded();
     let raw: RawBridge;
     const args = requestArguments(body, options);
-    try {
-      raw = new RawBridge(...args);
-    } catch (error) {
-      throw convert(error);
+    const conversation = (options as InConversation)[IN_CONVERSATION];
+    if (conversation === undefined) {
+      try {
+        raw = new RawBridge(...args);
+      } catch (error) {
+        throw convert(error);
+      }
+    } else {
+      const caller = callerArguments(conversation.caller);
+      // The registry is borrowed for the call: a trap in it poisons the registry.
+      raw = internalCall(conversation.registry, (registry) => RawBridge.inConversation(...args, registry, ...caller));
     }
     super(raw, 'bridge');
-    this.invocation = readInvocation(raw);
+    this.#invocation = readInvocation(raw);
+  }
+
+  /**
+   * Like `new Bridge(body, options)`, for a request that may continue a conversation: the
+   * `registry` decides whether it resumes the cursor-agent chat that answered the
+   * conversation so far (the invocation then passes `--resume` and its prompt holds only
+   * what is new: the results of the chat's tool calls, then the new input) or runs fresh
+   * with the whole conversation. `options.caller` says whose conversation it is.
+   *
+   * Give the request's place back with {@link endConversationTurn} once the response
+   * ended (on every path). A resumed chat the agent cannot continue is replaced by a fresh
+   * run, once, before anything reaches the client: the `respawn` output.
+   */
+  static inConversation(body: Uint8Array | string, registry: Registry, options: ConversationOptions = {}): Bridge {
+    if (options === null || typeof options !== 'object') {
+      throw new AgentwireError('invalidArgument', `options must be an object, not ${describe(options)}`);
+    }
+    const { caller = {}, ...rest } = options;
+    const internal: BridgeOptions & InConversation = { ...rest, [IN_CONVERSATION]: { registry, caller } };
+    return new Bridge(body, internal);
+  }
+
+  /**
+   * The agent run to start, or `undefined` when the request was rejected (its 400, in the
+   * dialect's shape, is in the outputs). After a `respawn` output, the new run.
+   */
+  get invocation(): Invocation | undefined {
+    return this.#invocation;
   }
 
   // Getters.
@@ -154,16 +215,34 @@ export class Bridge extends AgentInputs<RawBridge> {
     this.call((raw) => raw.clientGone(nowMs));
   }
 
+  /**
+   * Gives the request's place in its conversation back to `registry` (the one it was made
+   * with): the chat is parked for the conversation's next request when the answer finished
+   * and reached the client, and released otherwise. Call it once the response ended (or
+   * the client left); earlier, it counts as a response that did not finish. Nothing for a
+   * bridge not made by {@link inConversation}, and the second time.
+   */
+  endConversationTurn(registry: Registry, nowMs: number): void {
+    requireNumber(nowMs, 'nowMs');
+    this.call((raw) => internalCall(registry, (inner) => raw.endConversationTurn(inner, nowMs)));
+  }
+
   // Outputs.
 
   /** Every pending output, in order (an empty array when none): call it after every input. */
   drain(): BridgeOutput[] {
-    return decodeOutputs(this.call((raw) => raw.drain()));
+    return this.#read(decodeOutputs(this.call((raw) => raw.drain())));
   }
 
   /** The next output, or `undefined` until the next input. */
   pollOutput(): BridgeOutput | undefined {
-    return decodeOutputs(this.call((raw) => raw.pollOutput()))[0];
+    return this.#read(decodeOutputs(this.call((raw) => raw.pollOutput())))[0];
+  }
+
+  /** `outputs`, after taking the new run a `respawn` describes. */
+  #read(outputs: BridgeOutput[]): BridgeOutput[] {
+    if (outputs.includes(RESPAWN)) this.#invocation = this.call(readInvocation);
+    return outputs;
   }
 
   /** Drains the outputs: iterate it to the end after every input. */
@@ -245,6 +324,10 @@ export function decodeOutputs(records: Uint8Array): BridgeOutput[] {
         break;
       case 4:
         outputs.push(END);
+        at += 1;
+        break;
+      case 5:
+        outputs.push(RESPAWN);
         at += 1;
         break;
       default:

@@ -8,6 +8,13 @@ import { RawError, takePanicMessage } from '../wasm/agentwire_js.js';
 import { AgentwireError, isErrorCode } from './errors.js';
 import { recoverFromTrap } from './module.js';
 
+/**
+ * The errors made of traps. A call on one object may borrow another (a bridge's call takes
+ * its registry): when the inner object's call traps, both stay borrowed, and the outer
+ * object, seeing this error come through, is poisoned too.
+ */
+const traps = new WeakSet<AgentwireError>();
+
 /** {@link Handle.call} from outside the class hierarchy, for the package's tests (`testing.ts`). */
 let callOn: <R extends RawObject, T>(handle: Handle<R>, call: (raw: R) => T) => T;
 
@@ -91,13 +98,14 @@ export abstract class Handle<R extends RawObject> implements Disposable {
    * anything else passes through.
    */
   protected failure(error: unknown): unknown {
-    if (error instanceof WebAssembly.RuntimeError) {
+    const trapped = error instanceof AgentwireError && traps.has(error);
+    if (error instanceof WebAssembly.RuntimeError || trapped) {
       const raw = this.#raw as (R & Partial<Relinquishable>) | undefined;
       this.#raw = undefined;
       this.#poisoned = true;
       // Unregistered from the finalizer too: it must never be freed.
       raw?.__destroy_into_raw?.();
-      return panicked(error, `; this ${this.#what} is now unusable`);
+      return trapped ? error : panicked(error as WebAssembly.RuntimeError, `; this ${this.#what} is now unusable`);
     }
     return convert(error);
   }
@@ -119,5 +127,7 @@ export function convert(error: unknown): unknown {
 function panicked(trap: WebAssembly.RuntimeError, consequence: string): AgentwireError {
   recoverFromTrap();
   const message = takePanicMessage() || trap.message;
-  return new AgentwireError('panic', `agentwire panicked (a bug in agentwire): ${message}${consequence}`);
+  const error = new AgentwireError('panic', `agentwire panicked (a bug in agentwire): ${message}${consequence}`);
+  traps.add(error);
+  return error;
 }

@@ -4,10 +4,11 @@
  * @module
  */
 
-import { RawAcpConnection, RawBridge, RawDecoder } from '../wasm/agentwire_js.js';
+import { RawAcpConnection, RawBridge, RawDecoder, RawRegistry } from '../wasm/agentwire_js.js';
 import type { AcpConnection } from './acp.js';
 import type { Bridge } from './bridge.js';
 import type { Decoder } from './decoder.js';
+import type { Registry } from './registry.js';
 import { internalCall } from './handle.js';
 
 export { wasmMemory } from './module.js';
@@ -21,13 +22,14 @@ export function hasTestHooks(): boolean {
   return (
     typeof (RawBridge.prototype as Panicking).testPanic === 'function' &&
     typeof (RawDecoder.prototype as Panicking).testPanic === 'function' &&
-    typeof (RawAcpConnection.prototype as Panicking).testPanic === 'function'
+    typeof (RawAcpConnection.prototype as Panicking).testPanic === 'function' &&
+    typeof (RawRegistry.prototype as Panicking).testPanic === 'function'
   );
 }
 
 /** Makes `handle` panic inside the module, through the same path as its own calls. */
-export function forcePanic(handle: Bridge | Decoder | AcpConnection): void {
-  internalCall<RawBridge | RawDecoder | RawAcpConnection, void>(handle, (raw) => {
+export function forcePanic(handle: Bridge | Decoder | AcpConnection | Registry): void {
+  internalCall<RawBridge | RawDecoder | RawAcpConnection | RawRegistry, void>(handle, (raw) => {
     const hook = (raw as Panicking).testPanic;
     if (hook === undefined) throw new Error('the module was built without the test-hooks feature');
     hook.call(raw);

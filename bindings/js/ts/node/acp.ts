@@ -4,10 +4,14 @@
  * @module
  */
 
+import type { ServerResponse } from 'node:http';
 import { type AcpConfig, AcpConnection, type TurnOptions } from '../acp.js';
 import type { Body, Head } from '../bridge.js';
 import { AgentwireError } from '../errors.js';
+import type { McpOutput } from '../mcp.js';
+import type { Caller, RegistryStats } from '../registry.js';
 import { ProcessGroup, agentExit, delayUntil, spawnFailure } from './group.js';
+import { McpEndpoint, type McpEndpointRequest, refuse } from './mcp_endpoint.js';
 
 /** How the agent is started and driven; only `command` is required. */
 export interface AcpAgentOptions {
@@ -31,12 +35,26 @@ export interface AcpAgentOptions {
   highWaterMark?: number;
   /** The millisecond clock the connection runs on (default `performance.now`). */
   clock?: () => number;
+  /**
+   * Conversations (default on): every turn goes through
+   * {@link AcpConnection.startConversationTurn}, so that a request continuing a
+   * conversation resumes the session that answered it so far with only what is new; and
+   * the agent reaches the client's tools of each request as an MCP server of its
+   * session's own, at an endpoint this agent serves on 127.0.0.1 (a port the system
+   * picks; `config.mcpEndpoint` is then the driver's and must be left out). The agent
+   * must take HTTP MCP servers. `false`: every turn is a fresh session, and a request with
+   * client tools is refused, as without an endpoint. `config.conversations` sets the
+   * limits.
+   */
+  conversations?: boolean;
 }
 
-/** A turn's values: a {@link Bridge}'s (its route's dialect, the request's `Config`, …) and its client's `signal`. */
+/** A turn's values: a {@link Bridge}'s (its route's dialect, the request's `Config`, …), its client's `signal`, and who sends it. */
 export interface AcpTurnOptions extends Omit<TurnOptions, 'nowMs'> {
   /** Aborting it means the client went away: the turn's session is cancelled (the agent lives on). */
   signal?: AbortSignal;
+  /** Who sends the request, for conversations (default: the local user, no conversation ids; see {@link callerOf}). */
+  caller?: Caller;
 }
 
 /**
@@ -47,6 +65,15 @@ export interface AcpTurnOptions extends Omit<TurnOptions, 'nowMs'> {
  * deadline, or every prompt slot is stuck) the whole group is stopped (SIGTERM, then
  * SIGKILL after `killGraceMs`) and reaped, and the next turn starts a new process. Anything
  * the agent leaves in its group when it exits is killed.
+ *
+ * With conversations (the default), a request that continues a conversation resumes its
+ * session: the results of the calls the agent waits in are its MCP answers, new input a
+ * prompt on the same session. The client's tools are an MCP server of each session's own
+ * at the agent's loopback MCP endpoint, opened with the first turn (which starts the agent
+ * once it listens): Host checked (loopback names only), no CORS, bodies bounded, each
+ * session's path and bearer secret drawn with `crypto.getRandomValues`; a call's answer is
+ * an SSE stream kept open with keep-alives for as long as the client's tool takes.
+ * {@link close} closes the endpoint and every connection to it.
  *
  * ```ts
  * const agent = new AcpAgent({ command: 'gemini', args: ['--acp'], config: { cwd: process.cwd() } });
@@ -60,10 +87,14 @@ export interface AcpTurnOptions extends Omit<TurnOptions, 'nowMs'> {
 export class AcpAgent implements AsyncDisposable {
   readonly #options: AcpAgentOptions;
   readonly #clock: () => number;
+  readonly #conversations: boolean;
   /** The process new turns go to, while it serves. */
   #current: AgentProcess | undefined;
   /** Every process not yet reaped (the current one, and those being stopped). */
   readonly #processes = new Set<AgentProcess>();
+  /** The MCP endpoint, once a turn needed it; its URL once it listens. */
+  #endpoint: McpEndpoint | undefined;
+  #endpointUrl: string | undefined;
   #closed = false;
 
   constructor(options: AcpAgentOptions) {
@@ -72,6 +103,10 @@ export class AcpAgent implements AsyncDisposable {
     }
     this.#options = options;
     this.#clock = options.clock ?? (() => performance.now());
+    this.#conversations = options.conversations ?? true;
+    if (this.#conversations && options.config?.mcpEndpoint != null) {
+      throw new AgentwireError('invalidArgument', 'invalid ACP config: mcpEndpoint is served by the AcpAgent itself with conversations on; leave it out (or set conversations: false)');
+    }
     // Checked now, so that a bad config throws here rather than at the first turn.
     new AcpConnection({ config: options.config, nowMs: 0 }).free();
   }
@@ -91,14 +126,48 @@ export class AcpAgent implements AsyncDisposable {
     return this.#current?.connection.currentModel;
   }
 
+  /** The MCP endpoint's URL (`http://127.0.0.1:PORT/mcp/`), once it listens. */
+  get mcpEndpoint(): string | undefined {
+    return this.#endpointUrl;
+  }
+
+  /** Sessions of the running agent parked, waiting for their conversation's next request. */
+  get parkedSessions(): number {
+    const connection = this.#current?.connection;
+    return connection === undefined || connection.closed ? 0 : connection.parkedSessions;
+  }
+
+  /** What the running agent's conversations registry has done (`undefined` while none runs). */
+  get conversationStats(): RegistryStats | undefined {
+    const connection = this.#current?.connection;
+    return connection === undefined || connection.closed ? undefined : connection.conversationStats;
+  }
+
   /**
    * Starts a turn for a request's body in its route's dialect; iterate it for the
    * response. A request the agent cannot serve is answered in the turn (a 400, a 404 for an
    * unknown model, a retryable 503 while the agent restarts).
    */
   turn(body: Uint8Array | string, options: AcpTurnOptions = {}): AcpTurn {
-    const { signal, ...turnOptions } = options;
-    return this.#running().startTurn(body, turnOptions, signal);
+    if (this.#closed) throw new Error('this AcpAgent is closed');
+    const { signal, caller, ...turnOptions } = options;
+    const turn = new AcpTurn(signal);
+    const start = (): void => {
+      if (turn.ended) return;
+      const started = this.#running();
+      started.startTurn(turn, body, turnOptions, this.#conversations ? (caller ?? {}) : undefined);
+    };
+    if (!this.#conversations || this.#endpointUrl !== undefined) {
+      start();
+    } else {
+      this.#listening()
+        .then(() => {
+          if (this.#closed) throw new Error('this AcpAgent is closed');
+          start();
+        })
+        .catch((error: unknown) => turn.fail(error));
+    }
+    return turn;
   }
 
   /**
@@ -110,14 +179,41 @@ export class AcpAgent implements AsyncDisposable {
    */
   async listModels(): Promise<readonly string[]> {
     if (this.#options.config?.poolSize === 0) throw new Error('listModels needs a session pool: config.poolSize is 0');
+    if (this.#closed) throw new Error('this AcpAgent is closed');
+    if (this.#conversations) await this.#listening();
     return this.#running().models();
+  }
+
+  /** The MCP endpoint, opened at the first need; resolves once it listens. */
+  async #listening(): Promise<void> {
+    if (this.#endpoint === undefined) {
+      const maxBodyBytes = this.#options.config?.mcp?.maxBodyBytes ?? 4 << 20;
+      this.#endpoint = new McpEndpoint((request) => this.#serveMcp(request), maxBodyBytes);
+    }
+    this.#endpointUrl = await this.#endpoint.url;
+  }
+
+  /** A request to the MCP endpoint, for the process whose session its path names. */
+  #serveMcp(request: McpEndpointRequest): void {
+    let status = 404;
+    // The current process first: sessions of one that is being stopped are gone.
+    const processes = [...this.#processes].sort((a, b) => Number(b === this.#current) - Number(a === this.#current));
+    for (const running of processes) {
+      const refused = running.serveMcp(request);
+      if (refused === undefined) return;
+      if (refused !== 404) {
+        status = refused;
+        break;
+      }
+    }
+    refuse(request.response, status, undefined, false);
   }
 
   /** The process new work goes to, started when none serves. */
   #running(): AgentProcess {
     if (this.#closed) throw new Error('this AcpAgent is closed');
     if (this.#current === undefined || this.#current.retired) {
-      const started = new AgentProcess(this.#options, this.#clock);
+      const started = new AgentProcess(this.#options, this.#clock, this.#conversations ? this.#endpointUrl : undefined);
       this.#processes.add(started);
       void started.exited.then(() => this.#processes.delete(started));
       this.#current = started;
@@ -127,13 +223,14 @@ export class AcpAgent implements AsyncDisposable {
 
   /**
    * Ends every open turn as a failure its client may retry, stops every agent process
-   * (SIGTERM, SIGKILL after the grace) and resolves once each is reaped.
+   * (SIGTERM, SIGKILL after the grace), closes the MCP endpoint and every connection to
+   * it, and resolves once each process is reaped and the endpoint closed.
    */
   async close(): Promise<void> {
     this.#closed = true;
     const processes = [...this.#processes];
     for (const running of processes) running.shutdown();
-    await Promise.all(processes.map((running) => running.exited));
+    await Promise.all([...processes.map((running) => running.exited), this.#endpoint?.close()]);
   }
 
   /** {@link close}, for `await using`. */
@@ -153,6 +250,8 @@ export class AgentProcess {
   readonly #highWaterMark: number;
   readonly #group: ProcessGroup;
   readonly #turns = new Map<number, AcpTurn>();
+  /** The open exchanges with the MCP endpoint, by number, and their responses. */
+  readonly #exchanges = new Map<number, ServerResponse>();
   #settle: () => void = () => {};
   #timer: ReturnType<typeof setTimeout> | undefined;
   #reaped = false;
@@ -161,18 +260,22 @@ export class AgentProcess {
   /** Callers of {@link models} waiting for the first session. */
   readonly #modelWaiters: { resolve: (models: readonly string[]) => void; reject: (error: Error) => void }[] = [];
 
-  constructor(options: AcpAgentOptions, clock: () => number) {
+  /** `mcpEndpoint`: the agent's MCP endpoint's URL, with conversations; `undefined` without. */
+  constructor(options: AcpAgentOptions, clock: () => number, mcpEndpoint: string | undefined) {
     this.#clock = clock;
     this.#highWaterMark = options.highWaterMark ?? 1 << 20;
     this.exited = new Promise((resolve) => {
       this.#settle = resolve;
     });
-    this.connection = new AcpConnection({ config: options.config, nowMs: clock() });
+    const config = mcpEndpoint === undefined ? options.config : { ...options.config, mcpEndpoint };
+    this.connection = new AcpConnection({ config, nowMs: clock() });
     try {
       this.#group = new ProcessGroup(options.command, options.args ?? [], options.env ?? process.env, options.cwd, options.killGraceMs ?? 2_000);
     } catch (error) {
       // Arguments spawn refuses (a NUL in the command, say): nothing was started.
       this.connection.free();
+      this.retired = true;
+      this.#settle();
       throw error;
     }
     const child = this.#group.child;
@@ -207,20 +310,50 @@ export class AgentProcess {
     return new Promise((resolve, reject) => this.#modelWaiters.push({ resolve, reject }));
   }
 
-  startTurn(body: Uint8Array | string, options: Omit<TurnOptions, 'nowMs'>, signal: AbortSignal | undefined): AcpTurn {
-    const id = this.connection.startTurn(body, { ...options, nowMs: this.#clock() });
-    const turn = new AcpTurn(id, this, signal);
+  /** Starts `turn`: a conversation turn when `caller` is given, a plain one otherwise. */
+  startTurn(turn: AcpTurn, body: Uint8Array | string, options: Omit<TurnOptions, 'nowMs'>, caller: Caller | undefined): void {
+    const turnOptions = { ...options, nowMs: this.#clock() };
+    const id =
+      caller === undefined
+        ? this.connection.startTurn(body, turnOptions)
+        : this.connection.startConversationTurn(body, turnOptions, caller, crypto.getRandomValues(new Uint8Array(32)));
+    turn.attach(id, this);
     this.#turns.set(id, turn);
     this.#step();
-    if (signal?.aborted) this.clientGone(turn);
-    return turn;
+  }
+
+  /**
+   * A request to the MCP endpoint for a session of this process: `undefined` once it is
+   * an exchange (answered as the connection says), else the status of its refusal (404:
+   * no session here has its path; 401: its secret was not presented).
+   */
+  serveMcp({ token, authorization, request, response }: McpEndpointRequest): number | undefined {
+    if (this.connection.closed) return 404;
+    let refused: number | undefined;
+    this.#input((c, now) => {
+      const admission = c.handleMcp(token, authorization, request, now);
+      if (admission.type === 'refused') {
+        refused = admission.status;
+        return;
+      }
+      const exchange = admission.exchange;
+      this.#exchanges.set(exchange, response);
+      response.on('close', () => {
+        // The agent hung up before the answer's end.
+        if (this.#exchanges.get(exchange) !== response) return;
+        this.#exchanges.delete(exchange);
+        this.#input((connection, at) => connection.mcpExchangeGone(exchange, at));
+      });
+    });
+    return refused;
   }
 
   /** The consumer of `turn` went away: its session is cancelled. */
   clientGone(turn: AcpTurn): void {
-    if (!this.#turns.has(turn.id)) return;
-    this.#turns.delete(turn.id);
-    this.#input((c, now) => c.clientGone(turn.id, now));
+    if (turn.id === undefined || !this.#turns.has(turn.id)) return;
+    const id = turn.id;
+    this.#turns.delete(id);
+    this.#input((c, now) => c.clientGone(id, now));
   }
 
   /** Every open turn ends as a retryable failure; the agent is stopped. */
@@ -231,11 +364,12 @@ export class AgentProcess {
 
   /** Moves what waits in the connection for `turn` to it, up to its high-water mark (or all of it). */
   pull(turn: AcpTurn, all = false): void {
-    if (this.connection.closed || !this.#turns.has(turn.id)) return;
+    const id = turn.id;
+    if (id === undefined || this.connection.closed || !this.#turns.has(id)) return;
     while (all || turn.queuedBytes < this.#highWaterMark) {
-      const output = this.connection.pollOutput(turn.id);
+      const output = this.connection.pollOutput(id);
       if (output === undefined) return;
-      if (output.type === 'end') this.#turns.delete(turn.id);
+      if (output.type === 'end') this.#turns.delete(id);
       turn.deliver(output);
       if (output.type === 'end') return;
     }
@@ -253,7 +387,7 @@ export class AgentProcess {
     this.#step();
   }
 
-  /** After every input: the agent's stdin, the decisions, the turns, the timer. */
+  /** After every input: the agent's stdin, the decisions, the turns, the MCP answers, the timer. */
   #step(): void {
     if (this.connection.closed) return;
     try {
@@ -269,12 +403,57 @@ export class AgentProcess {
         const turn = this.#turns.get(id);
         if (turn !== undefined) this.pull(turn);
       }
+      for (let exchange; (exchange = this.connection.pollMcpReady()) !== undefined; ) {
+        this.#answer(exchange, this.connection.drainMcp(exchange));
+      }
+      for (const exchange of [...this.#exchanges.keys()]) {
+        // Its session ended: nothing more comes for it.
+        if (!this.connection.hasMcpServer(exchange)) this.#endExchange(exchange);
+      }
       this.#arm();
       const models = this.#modelWaiters.length > 0 ? this.connection.models : undefined;
       if (models !== undefined) for (const waiter of this.#modelWaiters.splice(0)) waiter.resolve(models);
     } catch (error) {
       this.#fail(error);
     }
+  }
+
+  /** Writes an MCP exchange's outputs to its response. */
+  #answer(exchange: number, outputs: McpOutput[]): void {
+    const response = this.#exchanges.get(exchange);
+    if (response === undefined) return;
+    for (const output of outputs) {
+      switch (output.type) {
+        case 'head': {
+          const headers: Record<string, string> = {};
+          if (output.contentType !== undefined) headers['content-type'] = output.contentType;
+          if (output.contentType === 'text/event-stream') headers['cache-control'] = 'no-cache';
+          if (output.sessionId !== undefined) headers['mcp-session-id'] = output.sessionId;
+          if (output.allow !== undefined) headers['allow'] = output.allow;
+          response.writeHead(output.status, headers);
+          // A held call's stream may stay silent until its first keep-alive: the agent
+          // sees the head now.
+          response.flushHeaders();
+          break;
+        }
+        case 'body':
+          response.write(output.data);
+          break;
+        case 'end':
+          this.#exchanges.delete(exchange);
+          response.end();
+          break;
+      }
+    }
+  }
+
+  /** Ends the response of an exchange whose server is gone. */
+  #endExchange(exchange: number): void {
+    const response = this.#exchanges.get(exchange);
+    this.#exchanges.delete(exchange);
+    if (response === undefined) return;
+    if (!response.headersSent) response.writeHead(404);
+    response.end();
   }
 
   /** Why nothing more is served, for those who wait on the process. */
@@ -304,6 +483,7 @@ export class AgentProcess {
     clearTimeout(this.#timer);
     for (const turn of this.#turns.values()) turn.fail(error);
     this.#turns.clear();
+    for (const exchange of [...this.#exchanges.keys()]) this.#endExchange(exchange);
     for (const waiter of this.#modelWaiters.splice(0)) waiter.reject(error instanceof Error ? error : new Error(String(error)));
     this.connection.free();
   }
@@ -320,6 +500,7 @@ export class AgentProcess {
     for (const turn of [...this.#turns.values()]) this.pull(turn, true);
     for (const turn of this.#turns.values()) turn.fail(new Error('the ACP agent exited'));
     this.#turns.clear();
+    for (const exchange of [...this.#exchanges.keys()]) this.#endExchange(exchange);
     for (const waiter of this.#modelWaiters.splice(0)) waiter.reject(this.#endError());
     this.connection.free();
     this.#settle();
@@ -333,9 +514,9 @@ export class AgentProcess {
  * {@link clientGone} cancels its session; the agent serves on.
  */
 export class AcpTurn implements AsyncIterable<Head | Body> {
-  /** The turn's number in its connection. */
-  readonly id: number;
-  readonly #process: AgentProcess;
+  /** The turn's number in its connection, once the agent took it (with conversations, once the MCP endpoint listens). */
+  id: number | undefined;
+  #process: AgentProcess | undefined;
   readonly #signal: AbortSignal | undefined;
   readonly #onAbort = (): void => this.clientGone();
   readonly #queue: (Head | Body)[] = [];
@@ -345,11 +526,21 @@ export class AcpTurn implements AsyncIterable<Head | Body> {
   #wake: (() => void) | undefined;
 
   /** @internal */
-  constructor(id: number, process: AgentProcess, signal: AbortSignal | undefined) {
+  constructor(signal: AbortSignal | undefined) {
+    this.#signal = signal;
+    if (signal?.aborted) this.#ended = true;
+    else signal?.addEventListener('abort', this.#onAbort, { once: true });
+  }
+
+  /** @internal The agent took the turn as `id`. */
+  attach(id: number, process: AgentProcess): void {
     this.id = id;
     this.#process = process;
-    this.#signal = signal;
-    signal?.addEventListener('abort', this.#onAbort, { once: true });
+  }
+
+  /** @internal Whether the response ended (or the client left). */
+  get ended(): boolean {
+    return this.#ended;
   }
 
   /** @internal Body bytes waiting for the consumer. */
@@ -363,7 +554,7 @@ export class AcpTurn implements AsyncIterable<Head | Body> {
     this.#queue.length = 0;
     this.#queuedBytes = 0;
     this.#finish();
-    this.#process.clientGone(this);
+    this.#process?.clientGone(this);
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<Head | Body, void, undefined> {
@@ -372,7 +563,7 @@ export class AcpTurn implements AsyncIterable<Head | Body> {
         const output = this.#queue.shift();
         if (output !== undefined) {
           if (output.type === 'body') this.#queuedBytes -= output.data.length;
-          if (this.#queue.length === 0) this.#process.pull(this);
+          if (this.#queue.length === 0) this.#process?.pull(this);
           yield output;
           continue;
         }
@@ -388,7 +579,7 @@ export class AcpTurn implements AsyncIterable<Head | Body> {
   }
 
   /** @internal One output from the connection. */
-  deliver(output: Head | Body | { type: 'end' } | { type: 'stopAgent' }): void {
+  deliver(output: Head | Body | { type: 'end' } | { type: 'stopAgent' } | { type: 'respawn' }): void {
     if (output.type === 'end') this.#finish();
     else if (output.type === 'head' || output.type === 'body') {
       this.#queue.push(output);

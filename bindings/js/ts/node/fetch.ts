@@ -6,15 +6,26 @@
  */
 
 import type { Body, Dialect, Head } from '../bridge.js';
+import type { Caller, RegistryConfig } from '../registry.js';
 import { type Reply, countTokens, errorReply } from '../reply.js';
 import type { AcpAgent } from './acp.js';
+import { Conversations, callerOf } from './conversations.js';
 import { AgentRun, type AgentRunOptions } from './run.js';
 
 /**
  * Settings of {@link createAgentFetch}: those of an {@link AgentRun}, for every request (the
  * route gives the dialect), and two of its own.
  */
-export interface AgentFetchOptions extends Omit<AgentRunOptions, 'signal' | 'created' | 'idSeed' | 'dialect'> {
+export interface AgentFetchOptions extends Omit<AgentRunOptions, 'signal' | 'created' | 'idSeed' | 'dialect' | 'conversations' | 'caller'> {
+  /**
+   * Conversations on the cursor-agent path (default on): a request whose history extends
+   * an answer this fetch gave resumes that chat (`--resume`, with a prompt holding only
+   * the new tool results and input) instead of starting over with the whole history.
+   * `false` turns them off (every request runs fresh); a {@link RegistryConfig} sets their
+   * limits (`ttlMs`, `maxParked`, …); a {@link Conversations} is used as it is (one you
+   * read the counters of). An {@link AcpAgent} has its own (its `conversations` option).
+   */
+  conversations?: boolean | RegistryConfig | Conversations;
   /**
    * Serve every request as a turn of this warm ACP agent instead of a cursor-agent process
    * per request (`config` is then each turn's; the agent's own settings are the
@@ -82,12 +93,20 @@ const SERVED = 'POST …/chat/completions, POST …/responses, POST …/messages
  * in the Anthropic shape when the request carries `anthropic-version` (every Anthropic
  * SDK sends it), else in the OpenAI shape.
  *
+ * Conversations are on (`options.conversations`): a request whose history extends an
+ * answer this fetch gave (the next round of a tool loop, a follow-up) resumes that
+ * cursor-agent chat with only what is new; Claude Code's `X-Claude-Code-Session-Id` and
+ * `X-Claude-Code-Agent-Id` headers keep its conversations (and subagents) apart.
+ *
  * `options.demo` answers from the bundled demo transcript with no agent;
  * `options.acpAgent` serves each request as a turn of a warm ACP agent; and
  * `options.retryAdvice: 'status'` turns a failure no retry can help into a 400, for
  * clients that retry by status alone (the AI SDK, OpenCode).
  */
 export function createAgentFetch(options: AgentFetchOptions = {}): typeof fetch {
+  const { conversations: wanted = true, ...rest } = options;
+  const conversations =
+    wanted instanceof Conversations ? wanted : wanted === false || options.demo || options.acpAgent !== undefined ? undefined : new Conversations(wanted === true ? undefined : wanted, options.clock);
   return async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
     const request = new Request(absolute(input), init);
     const path = new URL(request.url).pathname;
@@ -109,11 +128,12 @@ export function createAgentFetch(options: AgentFetchOptions = {}): typeof fetch 
       const config = options.config;
       return replyResponse(countTokens(body, config === undefined ? {} : { config }));
     }
-    const { acpAgent, retryAdvice, ...runOptions } = options;
+    const { acpAgent, retryAdvice, ...runOptions } = rest;
+    const caller = callerOf(request.headers);
     const outputs =
       acpAgent === undefined
-        ? new AgentRun(body, { ...runOptions, dialect: route.dialect, signal })[Symbol.asyncIterator]()
-        : acpAgent.turn(body, turnOptions(route.dialect, runOptions, signal))[Symbol.asyncIterator]();
+        ? new AgentRun(body, { ...runOptions, dialect: route.dialect, signal, ...(conversations === undefined ? {} : { conversations, caller }) })[Symbol.asyncIterator]()
+        : acpAgent.turn(body, turnOptions(route.dialect, runOptions, signal, caller))[Symbol.asyncIterator]();
     const first = await outputs.next();
     if (first.done || first.value.type !== 'head') {
       // The run ended with no head: only when the client went away first.
@@ -131,9 +151,9 @@ export function createAgentFetch(options: AgentFetchOptions = {}): typeof fetch 
 /** The statuses the AI SDK (and OpenCode) retry whatever `x-should-retry` says. */
 const RETRIED_BY_STATUS = (status: number): boolean => status === 408 || status === 409 || status === 429 || status >= 500;
 
-/** An ACP turn's options from the fetch's: the route's dialect, the request's `Config`, the client's signal. */
-function turnOptions(dialect: Dialect, options: Omit<AgentFetchOptions, 'acpAgent' | 'retryAdvice'>, signal: AbortSignal) {
-  return options.config === undefined ? { dialect, signal } : { dialect, config: options.config, signal };
+/** An ACP turn's options from the fetch's: the route's dialect, the request's `Config`, the client's signal, who sends it. */
+function turnOptions(dialect: Dialect, options: Omit<AgentFetchOptions, 'acpAgent' | 'retryAdvice' | 'conversations'>, signal: AbortSignal, caller: Caller) {
+  return options.config === undefined ? { dialect, signal, caller } : { dialect, config: options.config, signal, caller };
 }
 
 /**

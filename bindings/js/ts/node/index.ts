@@ -9,5 +9,6 @@
 import '../index.js';
 
 export { AcpAgent, type AcpAgentOptions, AcpTurn, type AcpTurnOptions } from './acp.js';
+export { Conversations, MAX_CLIENT_ID, callerOf } from './conversations.js';
 export { type AgentFetchOptions, createAgentFetch } from './fetch.js';
 export { AgentRun, type AgentRunOptions, type ProcessExit } from './run.js';

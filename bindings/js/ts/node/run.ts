@@ -4,8 +4,10 @@
  * @module
  */
 
-import { Bridge, type Body, type Dialect, type Head, type Invocation } from '../bridge.js';
+import { Bridge, type Body, type BridgeOptions, type Dialect, type Head, type Invocation } from '../bridge.js';
 import type { Config } from '../config.js';
+import type { Caller } from '../registry.js';
+import type { Conversations } from './conversations.js';
 import { DemoPlayback } from './demo.js';
 import { type AgentGroup, ProcessGroup, agentExit, delayUntil, spawnFailure } from './group.js';
 
@@ -44,6 +46,15 @@ export interface AgentRunOptions {
    * and no Cursor account is needed.
    */
   demo?: boolean;
+  /**
+   * The conversations this request may continue: the run resumes the chat that answered
+   * its conversation so far (`--resume`, with only what is new) or runs fresh, and gives
+   * its place back when the response ends. Give every run of a server the same one.
+   * Ignored with `demo`.
+   */
+  conversations?: Conversations;
+  /** Who sends the request, to `conversations` (default: the local user, no conversation ids; see {@link callerOf}). */
+  caller?: Caller;
 }
 
 /** How the agent process ended. */
@@ -56,6 +67,10 @@ export type ProcessExit = { code: number } | { signal: NodeJS.Signals };
  * re-armed from `pollTimeout()`, the whole group stopped (SIGTERM, then SIGKILL after
  * `killGraceMs`) when the bridge says so or the consumer goes away, anything the agent
  * leaves behind killed when it exits, and the agent always reaped.
+ *
+ * With `conversations`, a resumed chat the agent cannot continue (it fails before answering,
+ * or answers under another chat) is replaced by a fresh run, once, in a new process group,
+ * before anything reached the client; the response is the fresh run's.
  *
  * Iterate it for the response: a {@link Head} first, then {@link Body} chunks; the iteration
  * ends with the response. Leaving the loop early (`break`, an exception) counts as the
@@ -71,8 +86,11 @@ export type ProcessExit = { code: number } | { signal: NodeJS.Signals };
  * ```
  */
 export class AgentRun implements AsyncIterable<Head | Body>, AsyncDisposable {
-  /** The agent started for it, or `undefined` when the request was rejected (its 400 is the response). */
-  readonly invocation: Invocation | undefined;
+  /**
+   * The agent started for it, or `undefined` when the request was rejected (its 400 is the
+   * response); after a resumed chat was replaced, the fresh run.
+   */
+  invocation: Invocation | undefined;
   /**
    * Settles once the run is over: the agent was reaped (its exit) or never started
    * (`undefined`), and the response has ended.
@@ -80,6 +98,8 @@ export class AgentRun implements AsyncIterable<Head | Body>, AsyncDisposable {
   readonly exited: Promise<ProcessExit | undefined>;
 
   readonly #bridge: Bridge;
+  readonly #options: AgentRunOptions;
+  readonly #conversations: Conversations | undefined;
   readonly #clock: () => number;
   readonly #killGraceMs: number;
   readonly #highWaterMark: number;
@@ -107,16 +127,23 @@ export class AgentRun implements AsyncIterable<Head | Body>, AsyncDisposable {
     this.exited = new Promise((resolve) => {
       this.#settle = resolve;
     });
-    const bridgeOptions: ConstructorParameters<typeof Bridge>[1] = { nowMs: this.#clock() };
+    const bridgeOptions: BridgeOptions = { nowMs: this.#clock() };
     if (options.dialect !== undefined) bridgeOptions.dialect = options.dialect;
     if (options.config !== undefined) bridgeOptions.config = options.config;
     if (options.created !== undefined) bridgeOptions.created = options.created;
     if (options.idSeed !== undefined) bridgeOptions.idSeed = options.idSeed;
-    this.#bridge = new Bridge(body, bridgeOptions);
+    this.#options = options;
+    this.#conversations = options.demo ? undefined : options.conversations;
+    if (this.#conversations === undefined) {
+      this.#bridge = new Bridge(body, bridgeOptions);
+    } else {
+      this.#bridge = Bridge.inConversation(body, this.#conversations.registry, { ...bridgeOptions, caller: options.caller ?? {} });
+      this.#conversations.settle();
+    }
     this.invocation = this.#bridge.invocation;
     this.#signal = options.signal;
     if (this.invocation !== undefined && this.#signal?.aborted !== true) {
-      this.#start(this.invocation, options);
+      this.#start(this.invocation);
     } else {
       this.#settle(undefined);
     }
@@ -173,11 +200,13 @@ export class AgentRun implements AsyncIterable<Head | Body>, AsyncDisposable {
     await this.exited;
   }
 
-  #start(invocation: Invocation, options: AgentRunOptions): void {
+  #start(invocation: Invocation): void {
+    const options = this.#options;
     const group = options.demo
       ? new DemoPlayback()
       : new ProcessGroup(invocation.program, invocation.args, { ...(options.env ?? process.env), ...invocation.env }, options.cwd, this.#killGraceMs);
     this.#group = group;
+    this.#paused = false;
     const child = group.child;
     child.on('error', (error: NodeJS.ErrnoException) => {
       if (child.pid !== undefined) return; // a failed kill, already handled
@@ -186,7 +215,7 @@ export class AgentRun implements AsyncIterable<Head | Body>, AsyncDisposable {
         bridge.pushStderr(spawnFailure(invocation.program, error), now);
         bridge.agentExited({ code: 127 }, now);
       });
-      this.#finish(undefined);
+      this.#finish(group, undefined);
     });
     child.stdin!.end(invocation.stdin);
     child.stdout!.on('data', (chunk: Buffer) => this.#input((bridge, now) => bridge.pushStdout(chunk, now)));
@@ -195,8 +224,19 @@ export class AgentRun implements AsyncIterable<Head | Body>, AsyncDisposable {
       // Both pipes are at their end and the leader is reaped.
       const exit: ProcessExit = signal !== null ? { signal } : { code: code ?? 0 };
       this.#input((bridge, now) => bridge.agentExited(agentExit(code, signal), now));
-      this.#finish(exit);
+      this.#finish(group, exit);
     });
+  }
+
+  /**
+   * The bridge replaces a resumed chat the agent could not continue by a fresh run: the
+   * run it replaces was reported exited (reaped, its group signalled), so the new one
+   * starts in a group of its own.
+   */
+  #respawn(): void {
+    const invocation = this.#bridge.invocation;
+    this.invocation = invocation;
+    if (invocation !== undefined) this.#start(invocation);
   }
 
   /** Feeds one input to the bridge, then acts on what it says. */
@@ -233,6 +273,9 @@ export class AgentRun implements AsyncIterable<Head | Body>, AsyncDisposable {
         case 'stopAgent':
           this.#stopGroup();
           break;
+        case 'respawn':
+          this.#respawn();
+          break;
         case 'end':
           this.#end();
           break;
@@ -268,6 +311,7 @@ export class AgentRun implements AsyncIterable<Head | Body>, AsyncDisposable {
     this.#signal?.removeEventListener('abort', this.#onAbort);
     // Nothing more is produced: the agent's output (until it is reaped) is drained unread.
     if (this.#paused) this.#group?.child.stdout?.resume();
+    this.#endConversationTurn();
     this.#bridge.free();
   }
 
@@ -277,14 +321,29 @@ export class AgentRun implements AsyncIterable<Head | Body>, AsyncDisposable {
     clearTimeout(this.#timer);
     this.#signal?.removeEventListener('abort', this.#onAbort);
     if (this.#paused) this.#group?.child.stdout?.resume();
+    this.#endConversationTurn();
     this.#bridge.free();
     if (this.#group === undefined || this.#group.child.pid === undefined) this.#settle(undefined);
     this.#wakeConsumer();
   }
 
-  #finish(exit: ProcessExit | undefined): void {
-    this.#group?.reaped();
-    this.#settle(exit);
+  /** The request's place in its conversation goes back: parked when the answer reached its end, released otherwise. */
+  #endConversationTurn(): void {
+    const conversations = this.#conversations;
+    if (conversations === undefined || this.#bridge.closed || conversations.registry.closed) return;
+    try {
+      this.#bridge.endConversationTurn(conversations.registry, this.#clock());
+    } catch {
+      // A panic inside (a bug): the bridge and the registry are poisoned, the response
+      // ends all the same.
+    }
+    conversations.settle();
+  }
+
+  /** `group` is reaped; the run is over unless a fresh run replaced it. */
+  #finish(group: AgentGroup, exit: ProcessExit | undefined): void {
+    group.reaped();
+    if (this.#group === group) this.#settle(exit);
   }
 
   #stopGroup(): void {

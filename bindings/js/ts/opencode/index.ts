@@ -8,6 +8,10 @@
  * { "plugin": [["agentwire", { "cursorBinary": "cursor-agent" }]], "model": "cursor/auto" }
  * ```
  *
+ * Conversations are on: each request continues the agent session that answered the one
+ * before with only what is new, and over ACP OpenCode's tools are given to the agent as an
+ * MCP server on a loopback port.
+ *
  * The models are the agent's own (`cursor-agent models`), kept in a file for an hour;
  * OpenCode's title and summary requests can go to a cheaper one (`smallModel`). A failure
  * no retry can help (the agent not installed, not logged in, an unknown model, a used-up
@@ -75,6 +79,7 @@ export async function AgentwirePlugin(input: PluginInput, options?: { [key: stri
         command: settings.acpCommand[0]!,
         args: settings.acpCommand.slice(1),
         config: { ...settings.acpConfig, cwd: settings.acpConfig.cwd ?? settings.workspace },
+        conversations: settings.conversations,
       });
     } catch (error) {
       problems.push(`option \`acpConfig\`: ${error instanceof Error ? error.message : String(error)}`);
@@ -88,9 +93,10 @@ export async function AgentwirePlugin(input: PluginInput, options?: { [key: stri
             config: { ...settings.config, cursorBinary: settings.cursorBinary, workspace: settings.workspace },
             demo: settings.demo,
             retryAdvice: 'status',
+            conversations: settings.conversations,
             ...(acp === undefined ? {} : { acpAgent: acp }),
           }),
-          acp !== undefined,
+          acp !== undefined && !settings.conversations,
         );
   return {
     async config(config) {
@@ -129,8 +135,9 @@ function modelsNamed(config: OpenCodeConfig, provider: string, smallModel: strin
 }
 
 /**
- * A warm ACP agent runs its own tools and is refused the client's: OpenCode's tool list
- * (sent with every request) is dropped from the body.
+ * A warm ACP agent without conversations runs its own tools and is refused the client's:
+ * OpenCode's tool list (sent with every request) is dropped from the body. With them,
+ * the tools reach the agent as an MCP server.
  */
 function withoutClientTools(fetch: typeof globalThis.fetch, acp: boolean): typeof globalThis.fetch {
   if (!acp) return fetch;

@@ -54,8 +54,9 @@ export async function offeredModels(settings: Settings, acp: AcpAgent | undefine
   const agent = settings.protocol === 'acp' ? settings.acpCommand[0]! : settings.demo ? 'the demo' : settings.cursorBinary;
   const entry = (name: string, limit: ModelLimit | undefined): OpenCodeModel => ({
     name,
-    // Over ACP the agent runs its own tools: OpenCode's are not offered to it.
-    tool_call: settings.protocol === 'stream-json',
+    // Over ACP without conversations the agent runs its own tools: OpenCode's are not
+    // offered to it.
+    tool_call: settings.protocol === 'stream-json' || settings.conversations,
     reasoning: true,
     limit: { ...settings.limit, ...limit },
   });

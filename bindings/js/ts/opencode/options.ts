@@ -36,9 +36,19 @@ export interface OpenCodeOptions {
    * How the agent is run: `stream-json` (the default) starts one cursor-agent process per
    * request, and OpenCode runs the tools the agent asks for; `acp` keeps one Agent Client
    * Protocol agent warm for every request (`<cursorBinary> acp`, or {@link acpCommand}),
-   * which runs its own tools in the workspace (OpenCode's are not offered to it).
+   * to which OpenCode's tools are given as an MCP server on a loopback port the plugin
+   * opens (with {@link conversations}; without, the agent runs its own tools and
+   * OpenCode's are not offered to it).
    */
   protocol?: 'stream-json' | 'acp';
+  /**
+   * Conversations (default `true`): each request of an OpenCode session continues the
+   * agent session (the cursor-agent chat, over `stream-json`; the ACP session, over `acp`)
+   * that answered the one before, which is given only what is new (the tools' results,
+   * your next message) instead of the whole history; over `acp`, OpenCode's tools reach
+   * the agent as MCP tools. `false`: every request starts over with the whole history.
+   */
+  conversations?: boolean;
   /** `acp`: another ACP agent's command line, program first (`["gemini", "--acp"]`). */
   acpCommand?: string[];
   /** `acp`: the connection's settings (`permission`, `maxConcurrentPrompts`, timeouts, …). */
@@ -80,6 +90,7 @@ export interface Settings {
   readonly smallModel: string | undefined;
   readonly modelsCacheSeconds: number;
   readonly demo: boolean;
+  readonly conversations: boolean;
   readonly config: Config;
   /** Each mistake, as a sentence naming the option. */
   readonly problems: readonly string[];
@@ -98,6 +109,7 @@ const KNOWN = [
   'smallModel',
   'modelsCacheSeconds',
   'demo',
+  'conversations',
   'config',
 ] as const;
 
@@ -141,6 +153,8 @@ export function readOptions(raw: unknown, directory: string): Settings {
   }
   const demo = options['demo'];
   if (demo !== undefined && typeof demo !== 'boolean') problems.push(`option \`demo\` must be true or false, not ${JSON.stringify(demo)}`);
+  const conversations = options['conversations'];
+  if (conversations !== undefined && typeof conversations !== 'boolean') problems.push(`option \`conversations\` must be true or false, not ${JSON.stringify(conversations)}`);
   const smallModel = options['smallModel'] === undefined ? undefined : text('smallModel', '');
   return {
     provider,
@@ -155,6 +169,7 @@ export function readOptions(raw: unknown, directory: string): Settings {
     smallModel: smallModel === '' ? undefined : smallModel,
     modelsCacheSeconds: cacheValid ? cacheSeconds : 3_600,
     demo: demo === true,
+    conversations: conversations !== false,
     config: isObject(config) ? (config as Config) : {},
     problems,
   };
