@@ -564,6 +564,7 @@ fn a_parked_session_expires_is_cancelled_and_closed() {
     let messages = vec![json!({"role":"user","content":"Go."})];
     let (_, _, _, _, exchanges) = first_round(&mut h, &messages, &["ls"]);
     assert_eq!(h.connection.parked_sessions(), 1);
+    assert!(h.connection.is_mcp_server_open(exchanges[0]));
     for _ in 0..5 {
         h.tick(15_000);
     }
@@ -574,6 +575,10 @@ fn a_parked_session_expires_is_cancelled_and_closed() {
     );
     assert!(h.connection.parked_sessions() == 0);
     assert_eq!(h.connection.conversation_stats().expired, 1);
+    assert!(
+        !h.connection.is_mcp_server_open(exchanges[0]),
+        "the adapter ends the call's response"
+    );
     let out = h.mcp_output(exchanges[0]);
     assert!(
         out.last().is_none_or(|o| o == "end"),
@@ -693,6 +698,11 @@ fn a_busy_session_is_not_shared_and_another_owner_never_resumes_it() {
     );
     h.start(&body, Caller::default());
     assert!(h.take_written().is_empty(), "the owner resumes");
+    assert_eq!(
+        (h.connection.busy_sessions(), h.connection.parked_sessions()),
+        (2, 0),
+        "the other owner's fresh session and the resumed one"
+    );
     h.start(&body, Caller::default());
     assert!(
         h.take_written()

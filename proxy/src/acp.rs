@@ -1,17 +1,31 @@
 //! `--agent-protocol acp`: one warm agent process for the whole server, every request a
-//! turn on it ([`agentwire::acp::Connection`]).
+//! turn on it ([`agentwire::acp::Connection`]), in its conversation.
 //!
 //! ```text
 //!  request handler ── start_turn ──► Warm (the Connection, under one lock) ──► writer thread ──► agent stdin
 //!        ▲   poll(ticket) ◄── outputs stay in the turn until taken      ◄── stdout / stderr threads
 //!        └── woken when its turn has output (Connection::poll_ready) ◄── waiter thread (exit)
+//!  MCP handler ── mcp_request ──► the session's MCP server (Connection::handle_mcp)
+//!        ▲   poll_mcp(ticket) ◄── head, JSON or SSE bytes, end; woken by poll_mcp_ready, or its server gone
 //!                                    supervisor thread: timeouts, restarts with back-off, shutdown
 //! ```
+//!
+//! **Conversations.** Every request goes through [`Connection::start_conversation_turn`]
+//! with its caller ([`CallerIds`]: the key's owner, Claude Code's ids) and 32 bytes of the
+//! operating system's randomness, from which a session made for it draws its MCP server's
+//! path and secret. A session that answered is parked in the connection's registry for
+//! the conversation's next request (`--conversations`, `--conversation-ttl-secs`,
+//! `--max-parked`, `--max-parked-per-owner`; the connection's defaults otherwise); a
+//! request with client tools gets a session whose MCP server, on the proxy's own
+//! listener ([`mcp`](crate::mcp)), serves those tools to the agent, and a tool round ends
+//! the response while the agent stays inside its calls. The connection's timers (MCP
+//! keep-alives, call limits, the registry's expiry) are the supervisor's, as every
+//! other; shutdown cancels and closes the parked sessions before the agent is stopped.
 //!
 //! The agent side is the same for both proxies: one process for the server needs a
 //! handful of threads (its pipes, its exit, the supervisor), not one per request. The
 //! request side keeps each proxy's I/O model: `tokio_proxy` awaits its turn's
-//! [`Warm::notify`], `blocking_proxy` blocks in [`Warm::wait_turn`]. After every input
+//! [`Warm::notify`], `blocking_proxy` blocks in [`Warm::wait`]. After every input
 //! only the handlers of the turns [`Connection::poll_ready`] names are woken, not every
 //! handler; a handler always polls its turn before it waits, so a turn left undrained
 //! while its client could not take more is drained when the client can again.
@@ -24,15 +38,19 @@
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
+use std::net::SocketAddr;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use agentwire::acp::{AcpConfig, Connection, Decision, TurnId};
+use agentwire::acp::{AcpConfig, Connection, Decision, McpExchange, McpRefusal, TurnId};
+use agentwire::api::{ErrorKind, ErrorReply};
 use agentwire::bridge::{BridgeParams, Config, Dialect, Output};
+use agentwire::mcp::{ExchangeOutput, HttpRequest};
 
 use crate::agent::{AgentProgram, Signal, escaped_groups, exit_status, signal_group};
+use crate::conversations::{CallerIds, Continuation};
 use crate::http::{self, Reply};
 use crate::lifecycle::{Action, Lifecycle};
 use crate::{Clock, Settings, reaper};
@@ -51,11 +69,19 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// Stack of the pipe, writer and waiter threads.
 const THREAD_STACK: usize = 128 * 1024;
 
-/// One request's turn on the warm agent.
+/// One request's turn on the warm agent, or one request of the agent to a session's MCP
+/// server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Ticket {
     generation: u64,
-    turn: TurnId,
+    of: Of,
+}
+
+/// What a [`Ticket`] waits on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Of {
+    Turn(TurnId),
+    Mcp(McpExchange),
 }
 
 /// The warm agent: its connection, its process, and everyone waiting on them.
@@ -77,7 +103,8 @@ struct State {
     generation: u64,
     /// Connections of earlier processes whose turns have not all been taken yet.
     retired: HashMap<u64, Connection>,
-    /// Tickets not yet finished, per generation.
+    /// Turn tickets not yet finished, per generation (an MCP ticket of an earlier
+    /// generation has ended: its server went with the process).
     tickets: HashMap<u64, usize>,
     /// The current process's life (its spawn, pipes, exit, stop).
     lifecycle: Lifecycle,
@@ -95,15 +122,25 @@ struct State {
     fresh: bool,
 }
 
-/// How a request handler is woken when its turn has output.
+/// How a request handler is woken when its turn (or MCP exchange) has output.
 struct Wakeup {
     /// Set when woken, cleared when the handler polls.
     woken: bool,
-    /// For a blocked thread ([`Warm::wait_turn`]).
+    /// For a blocked thread ([`Warm::wait`]).
     condvar: Arc<Condvar>,
     /// For a task ([`Warm::notify`]); `notify_one` keeps a wake-up that comes before
     /// the task waits.
     notify: Arc<tokio::sync::Notify>,
+}
+
+impl Wakeup {
+    fn new() -> Wakeup {
+        Wakeup {
+            woken: false,
+            condvar: Arc::new(Condvar::new()),
+            notify: Arc::new(tokio::sync::Notify::new()),
+        }
+    }
 }
 
 /// The live agent process.
@@ -156,50 +193,78 @@ impl Warm {
         Ok(warm)
     }
 
-    /// The warm agent `settings` ask for (`--agent-protocol acp`), started; `None` for
-    /// per-request agents.
-    pub fn for_settings(settings: &Settings, clock: Clock) -> std::io::Result<Option<Arc<Warm>>> {
+    /// The warm agent `settings` ask for (`--agent-protocol acp`), started, its sessions'
+    /// MCP servers on the listener `bound`; `None` for per-request agents.
+    pub fn for_settings(
+        settings: &Settings,
+        bound: SocketAddr,
+        clock: Clock,
+    ) -> std::io::Result<Option<Arc<Warm>>> {
         let Some(acp) = settings.acp.clone() else {
             return Ok(None);
         };
+        let mut config = acp.config;
+        config.mcp_endpoint = Some(crate::mcp::endpoint(bound));
         let program = settings.agent.clone();
-        Warm::start(program, acp.args, acp.config, settings.kill_grace, clock).map(Some)
+        Warm::start(program, acp.args, config, settings.kill_grace, clock).map(Some)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A request of `dialect`: its turn, whose outputs [`poll`](Self::poll) gives. `None`
-    /// when the server is shutting down.
+    /// A request of `dialect` from `caller`, in its conversation: its turn, whose outputs
+    /// [`poll`](Self::poll) gives, and how it began (resumed, fresh) for its log line. `Err`
+    /// is the reply instead: the server is shutting down, or no randomness could be had
+    /// for the session's secret.
     pub fn start_turn(
         &self,
         dialect: Dialect,
         body: &[u8],
         config: &Config,
         params: BridgeParams,
-    ) -> Option<Ticket> {
+        caller: &CallerIds,
+    ) -> Result<(Ticket, Continuation), Reply> {
+        let entropy = entropy().map_err(|e| {
+            tracing::error!(%e, "cannot read /dev/urandom");
+            let error = ErrorReply::new(
+                ErrorKind::Internal,
+                "The server could not draw the random secret of an agent session.",
+                "server_error",
+            );
+            Reply::error(500, error)
+        })?;
         let mut state = self.lock();
         if state.shutting_down {
-            return None;
+            return Err(http::shutting_down());
         }
-        let turn = state.connection.start_turn(dialect, body, config, params);
+        let before = state.connection.conversation_stats().clone();
+        let turn = state.connection.start_conversation_turn(
+            dialect,
+            body,
+            config,
+            params,
+            caller.caller(),
+            entropy,
+        );
+        let how = Continuation::between(&before, state.connection.conversation_stats());
         let generation = state.generation;
         *state.tickets.entry(generation).or_default() += 1;
-        let ticket = Ticket { generation, turn };
-        let signal = Wakeup {
-            woken: false,
-            condvar: Arc::new(Condvar::new()),
-            notify: Arc::new(tokio::sync::Notify::new()),
+        let ticket = Ticket {
+            generation,
+            of: Of::Turn(turn),
         };
-        state.signals.insert(ticket, signal);
+        state.signals.insert(ticket, Wakeup::new());
         self.settle(&mut state);
-        Some(ticket)
+        Ok((ticket, how))
     }
 
     /// Hands every output `ticket` has now to `each`; whether the response has ended.
     /// `Output::StopAgent` never comes (the connection cancels the session instead).
     pub fn poll(&self, ticket: &Ticket, mut each: impl FnMut(Output<'_>)) -> bool {
+        let Of::Turn(turn) = ticket.of else {
+            return true;
+        };
         let mut state = self.lock();
         let state = &mut *state;
         if let Some(signal) = state.signals.get_mut(ticket) {
@@ -213,7 +278,7 @@ impl Warm {
             return true;
         };
         let mut ended = false;
-        while let Some(output) = connection.poll_output(ticket.turn) {
+        while let Some(output) = connection.poll_output(turn) {
             ended |= output == Output::End;
             each(output);
         }
@@ -223,13 +288,78 @@ impl Warm {
         ended
     }
 
-    /// The client of `ticket` hung up: its session is cancelled, the agent stays.
+    /// The client of `ticket` hung up: its session is cancelled (and closed: the
+    /// conversation's next request is fresh), the agent stays.
     pub fn client_gone(&self, ticket: &Ticket) {
         let mut state = self.lock();
         let now = self.clock.now_ms();
-        if ticket.generation == state.generation {
-            state.connection.client_gone(ticket.turn, now);
-            while state.connection.poll_output(ticket.turn).is_some() {}
+        if let (Of::Turn(turn), true) = (ticket.of, ticket.generation == state.generation) {
+            state.connection.client_gone(turn, now);
+            while state.connection.poll_output(turn).is_some() {}
+        }
+        state.finish(ticket);
+        self.settle(&mut state);
+    }
+
+    /// A request of the agent to the MCP endpoint, under path segment `token`, with the
+    /// `Authorization` field `authorization`, its Host and Origin checked and its body
+    /// read: its ticket, whose response [`poll_mcp`](Self::poll_mcp) gives; `Err` when no
+    /// session's server takes it (answer [`mcp::refused`](crate::mcp::refused)).
+    pub fn mcp_request(
+        &self,
+        token: &str,
+        authorization: Option<&[u8]>,
+        request: &HttpRequest<'_>,
+    ) -> Result<Ticket, McpRefusal> {
+        let mut state = self.lock();
+        let now = self.clock.now_ms();
+        let exchange = state
+            .connection
+            .handle_mcp(token, authorization, request, now)?;
+        let ticket = Ticket {
+            generation: state.generation,
+            of: Of::Mcp(exchange),
+        };
+        state.signals.insert(ticket, Wakeup::new());
+        self.settle(&mut state);
+        Ok(ticket)
+    }
+
+    /// Hands every output the MCP exchange of `ticket` has now to `each` (the head, body
+    /// bytes, `End`); whether its response has ended: its `End` was given, or its server
+    /// is gone with its session (then end the response as it stands).
+    pub fn poll_mcp(&self, ticket: &Ticket, mut each: impl FnMut(ExchangeOutput<'_>)) -> bool {
+        let Of::Mcp(exchange) = ticket.of else {
+            return true;
+        };
+        let mut state = self.lock();
+        let Some(signal) = state.signals.get_mut(ticket) else {
+            // Finished: its end was given.
+            return true;
+        };
+        signal.woken = false;
+        let mut ended = ticket.generation != state.generation;
+        while !ended {
+            let Some(output) = state.connection.poll_mcp_output(exchange) else {
+                break;
+            };
+            ended = output == ExchangeOutput::End;
+            each(output);
+        }
+        ended |= !state.connection.is_mcp_server_open(exchange);
+        if ended {
+            state.finish(ticket);
+        }
+        ended
+    }
+
+    /// The agent hung up on the MCP exchange of `ticket` before its end: a call it was
+    /// waiting in is given up.
+    pub fn mcp_gone(&self, ticket: &Ticket) {
+        let mut state = self.lock();
+        let now = self.clock.now_ms();
+        if let (Of::Mcp(exchange), true) = (ticket.of, ticket.generation == state.generation) {
+            state.connection.mcp_exchange_gone(exchange, now);
         }
         state.finish(ticket);
         self.settle(&mut state);
@@ -240,9 +370,9 @@ impl Warm {
         self.lock().wake(ticket);
     }
 
-    /// Blocks until `ticket`'s turn may have output (or [`wake`](Self::wake)) or `until`
-    /// passed.
-    pub fn wait_turn(&self, ticket: &Ticket, until: Instant) {
+    /// Blocks until `ticket`'s turn or MCP exchange may have output (or
+    /// [`wake`](Self::wake)) or `until` passed.
+    pub fn wait(&self, ticket: &Ticket, until: Instant) {
         let mut state = self.lock();
         let Some(condvar) = state.signals.get(ticket).map(|s| Arc::clone(&s.condvar)) else {
             return;
@@ -351,13 +481,28 @@ impl Warm {
         })
     }
 
+    /// What an authenticated `/health` says of the conversations on the warm agent's
+    /// sessions (as [`conversations::health`](crate::conversations::health)); counted
+    /// since the current process started.
+    pub fn conversations_health(&self) -> serde_json::Value {
+        let state = self.lock();
+        let connection = &state.connection;
+        crate::conversations::health(
+            &self.config.conversations,
+            connection.conversation_stats(),
+            connection.parked_sessions(),
+            connection.busy_sessions(),
+        )
+    }
+
     /// Agent processes started so far.
     pub fn processes_started(&self) -> u64 {
         self.lock().processes_started
     }
 
-    /// The server shuts down: every turn ends (503 before its head, in-band after), and
-    /// the supervisor stops the agent's group and reaps it.
+    /// The server shuts down: every turn ends (503 before its head, in-band after), the
+    /// parked sessions are cancelled and closed (their MCP servers with them), and the
+    /// supervisor stops the agent's group and reaps it.
     pub fn shutdown(&self) {
         let mut state = self.lock();
         if state.shutting_down {
@@ -403,7 +548,37 @@ impl Warm {
         }
         let generation = state.generation;
         while let Some(turn) = state.connection.poll_ready() {
-            state.wake(&Ticket { generation, turn });
+            state.wake(&Ticket {
+                generation,
+                of: Of::Turn(turn),
+            });
+        }
+        while let Some(exchange) = state.connection.poll_mcp_ready() {
+            state.wake(&Ticket {
+                generation,
+                of: Of::Mcp(exchange),
+            });
+        }
+        // An exchange whose server went with its session (or with an earlier process)
+        // gives nothing more: its handler ends it.
+        let State {
+            signals,
+            connection,
+            ..
+        } = state;
+        let ended: Vec<Ticket> = signals
+            .iter()
+            .filter(|(ticket, signal)| {
+                let Of::Mcp(exchange) = ticket.of else {
+                    return false;
+                };
+                !signal.woken
+                    && (ticket.generation != generation || !connection.is_mcp_server_open(exchange))
+            })
+            .map(|(ticket, _)| *ticket)
+            .collect();
+        for ticket in ended {
+            state.wake(&ticket);
         }
         // Earlier processes' connections take no more input but shutdown: their turns'
         // handlers are woken whenever one is about (rare: a restart, a shutdown).
@@ -411,7 +586,7 @@ impl Warm {
             let older: Vec<Ticket> = state
                 .signals
                 .keys()
-                .filter(|t| t.generation != generation)
+                .filter(|t| t.generation != generation && matches!(t.of, Of::Turn(_)))
                 .copied()
                 .collect();
             for ticket in older {
@@ -767,7 +942,7 @@ impl State {
     /// `ticket` has taken its end or its client is gone.
     fn finish(&mut self, ticket: &Ticket) {
         // Once per ticket, however its handler ends.
-        if self.signals.remove(ticket).is_none() {
+        if self.signals.remove(ticket).is_none() || matches!(ticket.of, Of::Mcp(_)) {
             return;
         }
         let Some(count) = self.tickets.get_mut(&ticket.generation) else {
@@ -793,6 +968,13 @@ fn write_stdin(mut stdin: ChildStdin, bytes: &mpsc::Receiver<Vec<u8>>) {
             return;
         }
     }
+}
+
+/// 32 bytes of the operating system's randomness: a session's MCP path and secret.
+fn entropy() -> std::io::Result<[u8; 32]> {
+    let mut bytes = [0; 32];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes)
 }
 
 fn thread(name: &str, f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {

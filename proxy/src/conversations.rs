@@ -1,7 +1,9 @@
 //! Conversations on the per-request path: the proxy's one [`Registry`], which decides for
 //! every request whether it resumes the cursor-agent chat that answered its conversation so
 //! far (`--resume`, with only what is new) or runs fresh with the whole history, and who a
-//! request is to it.
+//! request is to it. (With `--agent-protocol acp` the warm agent's connection keeps its
+//! own registry, of its sessions ([`Warm`](crate::acp::Warm)); who a request is, and the
+//! `/health` counters' shape ([`health`]), are the same.)
 //!
 //! ```text
 //!  request head ─► CallerIds (owner: the key it authenticated with; the client's ids)
@@ -111,7 +113,7 @@ impl fmt::Display for Continuation {
 
 impl Continuation {
     /// What changed between two snapshots of the registry's counters around one decision.
-    fn between(before: &RegistryStats, after: &RegistryStats) -> Continuation {
+    pub fn between(before: &RegistryStats, after: &RegistryStats) -> Continuation {
         if after.resumed > before.resumed {
             return Continuation::Resumed;
         }
@@ -262,28 +264,42 @@ impl Conversations {
     /// The counters for the keyed `/health`.
     pub fn health(&self) -> serde_json::Value {
         let registry = self.lock();
-        let config = registry.config();
-        let stats = registry.stats();
-        let fresh: serde_json::Map<String, serde_json::Value> = FreshReason::ALL
-            .iter()
-            .zip(stats.fresh)
-            .map(|(reason, n)| (reason.name().to_owned(), n.into()))
-            .collect();
-        serde_json::json!({
-            "enabled": config.enabled,
-            "ttl_secs": config.ttl_ms / 1000,
-            "max_parked": config.max_parked,
-            "max_parked_per_owner": config.max_parked_per_owner,
-            "parked": registry.parked(),
-            "busy": registry.busy(),
-            "resumed": stats.resumed,
-            "fresh": fresh,
-            "refused": stats.refused,
-            "expired": stats.expired,
-            "evicted": stats.evicted,
-            "dropped": stats.dropped,
-        })
+        health(
+            registry.config(),
+            registry.stats(),
+            registry.parked(),
+            registry.busy(),
+        )
     }
+}
+
+/// The `conversations` object of the keyed `/health`, for either transport: the settings,
+/// the sessions `parked` and `busy` (held by a request) now, and the counters.
+pub fn health(
+    config: &RegistryConfig,
+    stats: &RegistryStats,
+    parked: usize,
+    busy: usize,
+) -> serde_json::Value {
+    let fresh: serde_json::Map<String, serde_json::Value> = FreshReason::ALL
+        .iter()
+        .zip(stats.fresh)
+        .map(|(reason, n)| (reason.name().to_owned(), n.into()))
+        .collect();
+    serde_json::json!({
+        "enabled": config.enabled,
+        "ttl_secs": config.ttl_ms / 1000,
+        "max_parked": config.max_parked,
+        "max_parked_per_owner": config.max_parked_per_owner,
+        "parked": parked,
+        "busy": busy,
+        "resumed": stats.resumed,
+        "fresh": fresh,
+        "refused": stats.refused,
+        "expired": stats.expired,
+        "evicted": stats.evicted,
+        "dropped": stats.dropped,
+    })
 }
 
 /// Logs the chats the registry let go: on this path none has a process left to stop.

@@ -198,24 +198,27 @@ pub struct Flags {
     pub models_ttl_secs: u64,
 
     /// Continue conversations: a request whose history extends an answer given earlier
-    /// resumes the agent's chat that gave it (`--resume`) with only what is new, instead
-    /// of a fresh run given the whole history. `off`: every request is fresh.
+    /// resumes the agent's chat that gave it (`--resume`; with --agent-protocol acp, the
+    /// ACP session, whose tool calls wait for the next request's results) with only what
+    /// is new, instead of a fresh run given the whole history. `off`: every request is
+    /// fresh.
     #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::On, hide_possible_values = true)]
     pub conversations: Switch,
 
     /// How long an agent chat waits for its conversation's next request before it is let
-    /// go (the next request is then fresh).
-    #[arg(long, value_name = "SECONDS", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..=7 * 24 * 3600))]
-    pub conversation_ttl_secs: u64,
+    /// go (the next request is then fresh) [default: 1800].
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=7 * 24 * 3600))]
+    pub conversation_ttl_secs: Option<u64>,
 
     /// Most agent chats waiting for their conversation's next request; past it the least
-    /// recently used is let go.
-    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-    pub max_parked: u32,
+    /// recently used is let go [default: 256; 16 with --agent-protocol acp, whose agent
+    /// keeps each session].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_parked: Option<u32>,
 
     /// Most waiting agent chats of one key (of the keyless when no key is set); past it
-    /// that key's least recently used is let go. At most --max-parked [default: 32, or
-    /// --max-parked when lower].
+    /// that key's least recently used is let go. At most --max-parked [default: 32, 8
+    /// with --agent-protocol acp, or --max-parked when lower].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_parked_per_owner: Option<u32>,
 }
@@ -228,9 +231,6 @@ pub enum Switch {
     /// Off.
     Off,
 }
-
-/// `--max-parked-per-owner` when not given (lowered to `--max-parked`).
-pub const MAX_PARKED_PER_OWNER: u32 = 32;
 
 /// `--agent-protocol`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -352,7 +352,8 @@ pub struct Settings {
     /// With `--agent-protocol acp`: the warm agent's command line and connection.
     pub acp: Option<AcpSettings>,
     /// `--conversations`, `--conversation-ttl-secs`, `--max-parked`,
-    /// `--max-parked-per-owner`.
+    /// `--max-parked-per-owner`, for the per-request path (over the registry's defaults;
+    /// the warm ACP agent's are in [`AcpSettings::config`]).
     pub conversations: RegistryConfig,
 }
 
@@ -370,7 +371,9 @@ struct AcpFlags {
 pub struct AcpSettings {
     /// The arguments of its command line (`--agent-arg`).
     pub args: Vec<String>,
-    /// Its connection's settings (`--acp-*`, `--allow-force`, `--workspace`).
+    /// Its connection's settings (`--acp-*`, `--allow-force`, `--workspace`, the
+    /// conversation flags over the connection's defaults). Its MCP endpoint is set once
+    /// the listener is bound ([`mcp::endpoint`](crate::mcp::endpoint)).
     pub config: AcpConfig,
 }
 
@@ -463,6 +466,13 @@ impl Flags {
             ),
             ("--acp-cwd", self.acp_cwd.is_some()),
         ];
+        let conversation_flags = ConversationFlags {
+            conversations: self.conversations,
+            conversation_ttl_secs: self.conversation_ttl_secs,
+            max_parked: self.max_parked,
+            max_parked_per_owner: self.max_parked_per_owner,
+        };
+        let conversations = conversation_flags.config(&RegistryConfig::default())?;
         let acp = match self.agent_protocol {
             AgentProtocol::Acp if self.demo => {
                 return Err(
@@ -476,8 +486,10 @@ impl Flags {
                     (None, None) => std::env::current_dir()
                         .map_err(|e| format!("the working directory: {e}; give --acp-cwd"))?,
                 };
+                let mut config = AcpSettings::config(&acp_flags, &cwd)?;
+                config.conversations = conversation_flags.config(&config.conversations)?;
                 Some(AcpSettings {
-                    config: AcpSettings::config(&acp_flags, &cwd)?,
+                    config,
                     args: self.agent_arg.clone(),
                 })
             }
@@ -525,22 +537,6 @@ impl Flags {
             .filter(|h| !h.is_empty())
             .collect();
         let ms = |ms: u64| Duration::from_millis(ms.max(1));
-        let max_parked_per_owner = match self.max_parked_per_owner {
-            Some(n) if n > self.max_parked => {
-                return Err(format!(
-                    "--max-parked-per-owner {n} is more than --max-parked {}",
-                    self.max_parked
-                ));
-            }
-            Some(n) => n,
-            None => MAX_PARKED_PER_OWNER.min(self.max_parked),
-        };
-        let conversations = RegistryConfig {
-            enabled: self.conversations == Switch::On,
-            ttl_ms: self.conversation_ttl_secs * 1000,
-            max_parked: self.max_parked as usize,
-            max_parked_per_owner: max_parked_per_owner as usize,
-        };
         Ok(Settings {
             listen: self.listen,
             auth: Auth::new(api_keys),
@@ -561,6 +557,42 @@ impl Flags {
             model_aliases: ModelAliases::new(&self.model_alias)?,
             acp,
             conversations,
+        })
+    }
+}
+
+/// The conversation flags, as given.
+#[derive(Debug, Clone, Copy)]
+struct ConversationFlags {
+    conversations: Switch,
+    conversation_ttl_secs: Option<u64>,
+    max_parked: Option<u32>,
+    max_parked_per_owner: Option<u32>,
+}
+
+impl ConversationFlags {
+    /// The flags over `defaults` (a transport's own): a per-owner limit not given follows
+    /// a lower `--max-parked`.
+    fn config(&self, defaults: &RegistryConfig) -> Result<RegistryConfig, String> {
+        let max_parked = self
+            .max_parked
+            .map_or(defaults.max_parked, |n| n as usize);
+        let max_parked_per_owner = match self.max_parked_per_owner {
+            Some(n) if n as usize > max_parked => {
+                return Err(format!(
+                    "--max-parked-per-owner {n} is more than --max-parked {max_parked}"
+                ));
+            }
+            Some(n) => n as usize,
+            None => defaults.max_parked_per_owner.min(max_parked),
+        };
+        Ok(RegistryConfig {
+            enabled: self.conversations == Switch::On,
+            ttl_ms: self
+                .conversation_ttl_secs
+                .map_or(defaults.ttl_ms, |secs| secs * 1000),
+            max_parked,
+            max_parked_per_owner,
         })
     }
 }
@@ -712,6 +744,30 @@ mod tests {
         // The per-owner default follows a lower --max-parked.
         let settings = parse(&["--max-parked", "4"]).unwrap();
         assert_eq!(settings.conversations.max_parked_per_owner, 4);
+        // The warm ACP agent keeps its connection's defaults unless told otherwise.
+        let acp = |args: &[&str]| {
+            let args: Vec<&str> = ["--agent-protocol", "acp"]
+                .iter()
+                .chain(args)
+                .copied()
+                .collect();
+            parse(&args).map(|s| s.acp.unwrap().config.conversations)
+        };
+        assert_eq!(acp(&[]).unwrap(), AcpConfig::default().conversations);
+        assert_eq!(
+            acp(&["--conversations", "off", "--conversation-ttl-secs", "5"]).unwrap(),
+            RegistryConfig {
+                enabled: false,
+                ttl_ms: 5_000,
+                ..AcpConfig::default().conversations
+            }
+        );
+        let limits = acp(&["--max-parked", "4"]).unwrap();
+        assert_eq!((limits.max_parked, limits.max_parked_per_owner), (4, 4));
+        let limits = acp(&["--max-parked-per-owner", "2"]).unwrap();
+        assert_eq!((limits.max_parked, limits.max_parked_per_owner), (16, 2));
+        let error = acp(&["--max-parked-per-owner", "20"]).unwrap_err();
+        assert!(error.contains("more than --max-parked 16"), "{error}");
         for (args, says) in [
             (&["--conversations", "maybe"][..], "--conversations"),
             (&["--conversation-ttl-secs", "0"], "--conversation-ttl-secs"),

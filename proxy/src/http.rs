@@ -17,7 +17,11 @@
 //! 3. **Preflight.** `OPTIONS` from an allowed origin is answered with what it may do.
 //! 4. **Authentication** (`--api-key`, as `Authorization: Bearer` or `x-api-key`), before
 //!    anything is exposed: 401, except that `/health` still says the server is up (and
-//!    nothing more) and `/api/hello`, Claude Code's probe, is answered empty.
+//!    nothing more) and `/api/hello`, Claude Code's probe, is answered empty. The MCP
+//!    endpoint (`/mcp/<token>`, see [`mcp`](crate::mcp)) takes no key: its credential is
+//!    the secret of the session it names, which the agent presents and the core checks.
+//!    The paths around it (`/mcp…`, OAuth discovery's `/.well-known/…`) are 404 without a
+//!    key too, never a 401 that would send an MCP client into an OAuth flow.
 //! 5. **The route**: 404, 405, or the handler.
 //! 6. **The media type** of a request body: `application/json` (415 otherwise), which a
 //!    page cannot send cross-origin without a preflight.
@@ -51,6 +55,9 @@ pub enum Route {
     Health,
     /// `HEAD /api/hello`: the reachability probe Claude Code sends before its requests.
     Hello,
+    /// `POST`, `GET` or `DELETE` `/mcp/<token>`: the MCP server of the warm agent's
+    /// session named by the token ([`mcp`](crate::mcp)).
+    Mcp,
     /// `OPTIONS` on any path.
     Options,
     /// A path that does not exist.
@@ -84,6 +91,12 @@ pub fn route(method: &str, path: &str) -> Route {
         .unwrap_or(path);
     if method == "OPTIONS" {
         return Route::Options;
+    }
+    if crate::mcp::token(path).is_some() {
+        return match method {
+            "POST" | "GET" | "DELETE" => Route::Mcp,
+            _ => Route::MethodNotAllowed("POST, GET, DELETE", Dialect::ChatCompletions),
+        };
     }
     // `/v1` is optional: clients configured with a base URL without it (`http://host`)
     // post to `/chat/completions`.
@@ -262,6 +275,12 @@ pub enum Outcome {
         /// Whether the caller is authenticated (or no key is configured).
         detailed: bool,
     },
+    /// Read the body (at most [`mcp::body_limit`](crate::mcp::body_limit)) and hand the
+    /// request to the MCP server of the session named by `token`.
+    Mcp {
+        /// The path segment naming the session's server.
+        token: String,
+    },
 }
 
 /// Runs the checks of the module docs, in their order, on a request head that arrived on
@@ -316,6 +335,26 @@ pub fn check(settings: &Settings, head: &RequestHead<'_>, lane: Lane, id_seed: u
         let preflight = options(context.origin.is_some(), requested);
         return reply(&context, preflight);
     }
+    // The MCP endpoint and the paths around it: no key (see the module docs).
+    if crate::mcp::is_mcp_path(head.target.path) {
+        let outcome = match route {
+            _ if lane == Lane::Overflow => Outcome::Reply(too_many_connections()),
+            Route::Mcp => Outcome::Mcp {
+                token: crate::mcp::token(head.target.path)
+                    .unwrap_or_default()
+                    .to_owned(),
+            },
+            Route::MethodNotAllowed(allow, _) => {
+                Outcome::Reply(method_not_allowed(head.method, head.target.path, allow))
+            }
+            _ => Outcome::Reply(not_found(head.method, head.target.path)),
+        };
+        return Checked {
+            context,
+            outcome,
+            owner: None,
+        };
+    }
     // 4. Authentication.
     let owner = settings
         .auth
@@ -349,7 +388,7 @@ pub fn check(settings: &Settings, head: &RequestHead<'_>, lane: Lane, id_seed: u
         Route::MethodNotAllowed(allow, _) => {
             Outcome::Reply(method_not_allowed(head.method, head.target.path, allow))
         }
-        Route::Options => unreachable!("answered above"),
+        Route::Options | Route::Mcp => unreachable!("answered above"),
     };
     Checked {
         context,
@@ -871,6 +910,24 @@ mod tests {
         assert_eq!(route("GET", "/health"), Route::Health);
         assert_eq!(route("HEAD", "/api/hello"), Route::Hello);
         assert_eq!(route("OPTIONS", "/anything"), Route::Options);
+        for method in ["POST", "GET", "DELETE"] {
+            assert_eq!(route(method, "/mcp/0123abcd"), Route::Mcp, "{method}");
+        }
+        assert_eq!(
+            route("PUT", "/mcp/0123abcd"),
+            Route::MethodNotAllowed("POST, GET, DELETE", Dialect::ChatCompletions)
+        );
+        for path in [
+            "/mcp",
+            "/mcp/",
+            "/mcp/a/b",
+            "/mcp//",
+            "/v1/mcp/x",
+            "/.well-known/oauth-authorization-server",
+            "/.well-known/oauth-authorization-server/mcp/0123abcd",
+        ] {
+            assert_eq!(route("GET", path), Route::NotFound, "{path}");
+        }
         for path in [
             "/v1/chat/completions",
             "/v1/responses",

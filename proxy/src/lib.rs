@@ -23,7 +23,9 @@
 //! - [`conversations`]: the registry that lets a request resume the agent chat that
 //!   answered its conversation, with only what is new; owners and client ids; expiry.
 //! - [`acp`]: `--agent-protocol acp`, one warm agent process serving every request as
-//!   an ACP session, restarted with back-off.
+//!   an ACP session, restarted with back-off; conversations continue on its sessions.
+//! - [`mcp`]: the MCP endpoint (`/mcp/<token>`) where those sessions' agents call the
+//!   client's tools.
 //! - [`reaper`]: `--reap-orphans` (PID 1 in a container): reaping what agents leave behind.
 //! - [`record`]: the one log line per request, and log setup.
 //! - [`demo`]: the embedded transcript `--demo` answers from.
@@ -39,6 +41,7 @@ pub mod flags;
 pub mod framing;
 pub mod http;
 pub mod lifecycle;
+pub mod mcp;
 pub mod models;
 pub mod reaper;
 pub mod record;

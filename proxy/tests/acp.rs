@@ -444,11 +444,18 @@ fn acp_prompt_cap_queues_then_fails_with_503_in_the_routes_dialect(kind: Kind) {
 }
 
 /// An agent that offers `session/close` is told to close each session whose turn is
-/// over, once.
+/// over, once. (With conversations on, an answered session is parked for a follow-up
+/// instead, and closed when it is let go: see `acp_conversations.rs`.)
 fn acp_finished_sessions_are_closed_when_the_agent_offers_it(kind: Kind) {
     let scratch = Scratch::new("acp-close");
     let flags = ["--delay-ms", "1", "--session-close"];
-    let proxy = acp_proxy(kind, &scratch, &two_prompts(), &flags);
+    let proxy = acp_proxy_with(
+        kind,
+        &scratch,
+        &two_prompts(),
+        &flags,
+        &["--conversations", "off"],
+    );
     assert_eq!(
         chat_content(&proxy.chat(&stream_body("Ask alpha"))),
         "Alpha one, first."

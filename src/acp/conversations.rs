@@ -128,6 +128,19 @@ impl Connection {
         self.conversations.parked.len()
     }
 
+    /// Sessions of a conversation held by a request, until its response ends.
+    pub fn busy_sessions(&self) -> usize {
+        self.conversations.registry.busy()
+    }
+
+    /// Whether the MCP server of `exchange` is still served. Once its session has ended
+    /// (expired, evicted, its response failed, shutdown, the agent gone), the exchange
+    /// gives nothing more from [`poll_mcp_output`](Self::poll_mcp_output): the adapter
+    /// ends the response.
+    pub fn is_mcp_server_open(&self, exchange: McpExchange) -> bool {
+        self.holder_of_serial(exchange.server).is_some()
+    }
+
     // B. Inputs.
 
     /// A client request of `dialect` in a conversation: like

@@ -46,7 +46,9 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use agentwire::acp::McpRefusal;
 use agentwire::bridge::{Bridge, Dialect, Head, Output};
+use agentwire::mcp::ExchangeOutput;
 use agentwire_proxy::acp::{Ticket, Warm};
 use agentwire_proxy::agent::{self, exit_status, signal_group};
 use agentwire_proxy::connections::{Admitted, Connections, Lane, OVERFLOW_TIMEOUT};
@@ -54,6 +56,7 @@ use agentwire_proxy::conversations::{CallerIds, Continuation, Conversations};
 use agentwire_proxy::framing::{BodyDecoder, BodyLength, Version, body_length};
 use agentwire_proxy::http::{self, Outcome, Reply, RequestHead, ResponseContext, Target};
 use agentwire_proxy::lifecycle::{Action, Lifecycle};
+use agentwire_proxy::mcp;
 use agentwire_proxy::models::ModelCache;
 use agentwire_proxy::record::{AgentEnd, RequestRecord, ResponseEnd};
 use agentwire_proxy::scan::{MAX_HEAD, MAX_HEADERS, may_end_head};
@@ -106,7 +109,7 @@ fn main() -> ExitCode {
     let _ = io::stdout().flush();
     let connections = Connections::new(settings.max_connections);
     let clock = Clock::new();
-    let warm = match Warm::for_settings(&settings, clock) {
+    let warm = match Warm::for_settings(&settings, bound, clock) {
         Ok(warm) => warm,
         Err(e) => {
             eprintln!("blocking_proxy: cannot start the ACP agent's supervisor: {e}");
@@ -366,8 +369,9 @@ fn connection(server: &Server, mut stream: TcpStream, admitted: Admitted) {
                 deadline,
                 answer,
             };
-            let reply = match arriving.read(server) {
-                Ok(body) => http::count_tokens(&body, &server.settings.config.request_limits),
+            let limits = &server.settings.config.request_limits;
+            let reply = match arriving.read(server, limits.max_body_bytes) {
+                Ok(body) => http::count_tokens(&body, limits),
                 Err(ReadError::Gone) => return,
                 Err(ReadError::Reply(reply)) => reply,
             };
@@ -380,9 +384,23 @@ fn connection(server: &Server, mut stream: TcpStream, admitted: Admitted) {
             Some(warm) => warm.models_reply(),
             None => models(server),
         },
+        Outcome::Mcp { token } => {
+            let fields = mcp::Fields::of(&request);
+            let arriving = Arriving {
+                stream,
+                request: &request,
+                rest,
+                deadline,
+                answer,
+            };
+            return mcp_exchange(server, arriving, &token, &fields, record);
+        }
         Outcome::Health { detailed } => {
             let warm = Warm::health_of(server.warm.as_ref(), detailed);
-            let conversations = detailed.then(|| server.conversations.health());
+            let conversations = detailed.then(|| match &server.warm {
+                Some(warm) => warm.conversations_health(),
+                None => server.conversations.health(),
+            });
             let in_flight = server.slots.in_flight();
             http::health(settings, detailed, in_flight, warm, conversations)
         }
@@ -601,10 +619,9 @@ struct Arriving<'a> {
 }
 
 impl Arriving<'_> {
-    /// The body, or why it cannot be had (framing, size, deadline, shutdown, the client
-    /// gone).
-    fn read(&mut self, server: &Server) -> Result<Vec<u8>, ReadError> {
-        let limit = server.settings.config.request_limits.max_body_bytes;
+    /// The body, at most `limit` bytes, or why it cannot be had (framing, size, deadline,
+    /// shutdown, the client gone).
+    fn read(&mut self, server: &Server, limit: usize) -> Result<Vec<u8>, ReadError> {
         let request = self.request;
         let length = body_length(request.version, request.headers, limit as u64)
             .map_err(|e| ReadError::Reply(e.reply()))?;
@@ -636,7 +653,7 @@ fn run(
     caller: &CallerIds,
     mut record: RequestRecord,
 ) {
-    let body = arriving.read(server);
+    let body = arriving.read(server, server.settings.config.request_limits.max_body_bytes);
     let Arriving {
         mut stream, answer, ..
     } = arriving;
@@ -655,15 +672,12 @@ fn run(
     let params = server.ids.params(record.number, &server.clock);
     if let Some(warm) = &server.warm {
         record.agent = AgentEnd::Warm;
-        let Some(ticket) = warm.start_turn(dialect, &body, &server.settings.config, params) else {
-            return write_reply(
-                &mut stream,
-                http::shutting_down(),
-                false,
-                &answer,
-                &mut record,
-            );
+        let config = &server.settings.config;
+        let (ticket, how) = match warm.start_turn(dialect, &body, config, params, caller) {
+            Ok(started) => started,
+            Err(reply) => return write_reply(&mut stream, reply, false, &answer, &mut record),
         };
+        record.conversation = Some(how);
         let turn = AcpTurn {
             server,
             warm,
@@ -779,7 +793,7 @@ impl AcpTurn<'_> {
                 break;
             }
             self.warm
-                .wait_turn(&self.ticket, Instant::now() + WRITE_SLICE);
+                .wait(&self.ticket, Instant::now() + WRITE_SLICE);
         }
         let _ = self.stream.shutdown(Shutdown::Both);
         self.record.log();
@@ -789,6 +803,200 @@ impl AcpTurn<'_> {
         self.record.end = ResponseEnd::ClientGone;
         self.warm.client_gone(&self.ticket);
     }
+}
+
+/// A request of the warm agent to a session's MCP server: its body read (bounded, before
+/// the request's deadline), then its response written as the core gives it — whole, or
+/// an SSE stream that stays open while a call waits (no request deadline cuts it; the
+/// core's keep-alives and the session's end bound it, `--write-timeout-ms` every write).
+fn mcp_exchange(
+    server: &Server,
+    mut arriving: Arriving<'_>,
+    token: &str,
+    fields: &mcp::Fields,
+    mut record: RequestRecord,
+) {
+    let body = arriving.read(server, mcp::body_limit(&server.settings));
+    let Arriving {
+        mut stream, answer, ..
+    } = arriving;
+    let body = match body {
+        Ok(body) => body,
+        Err(ReadError::Gone) => return,
+        Err(ReadError::Reply(reply)) => {
+            return write_reply(&mut stream, reply, false, &answer, &mut record);
+        }
+    };
+    let ticket = match &server.warm {
+        Some(warm) => warm.mcp_request(
+            token,
+            fields.authorization.as_deref(),
+            &fields.request(&body),
+        ),
+        None => Err(McpRefusal::NotFound),
+    };
+    let (Some(warm), Ok(ticket)) = (&server.warm, ticket) else {
+        let reply = mcp::refused(ticket.err().unwrap_or(McpRefusal::NotFound));
+        return write_reply(&mut stream, reply, false, &answer, &mut record);
+    };
+    let exchange = McpAnswer {
+        server,
+        warm,
+        ticket,
+        stream,
+        answer,
+        record,
+        head: None,
+        streaming: false,
+        body: Vec::new(),
+        out: Vec::new(),
+    };
+    exchange.serve();
+}
+
+/// One MCP exchange of the warm agent, on the connection's thread.
+struct McpAnswer<'a> {
+    server: &'a Server,
+    warm: &'a Warm,
+    ticket: Ticket,
+    stream: TcpStream,
+    answer: Answer,
+    record: RequestRecord,
+    /// The head of a whole answer, held until its body is complete.
+    head: Option<(u16, Vec<(&'static str, String)>)>,
+    /// The head of an SSE stream went: body bytes are written as they come.
+    streaming: bool,
+    /// A whole answer's body.
+    body: Vec<u8>,
+    /// Bytes for the agent.
+    out: Vec<u8>,
+}
+
+impl McpAnswer<'_> {
+    /// Writes the exchange's outputs as they come until its end; the agent hanging up
+    /// (or a write failing or stalling past `--write-timeout-ms`) gives up its call.
+    fn serve(mut self) {
+        let gone = Arc::new(AtomicBool::new(false));
+        // A hang-up is seen as end of stream on the socket (the request was read whole).
+        if let (Ok(mut watch), Some(warm)) = (self.stream.try_clone(), self.server.warm.clone()) {
+            let _ = watch.set_read_timeout(None);
+            let gone = Arc::clone(&gone);
+            let ticket = self.ticket;
+            helper(move || {
+                let mut sink = [0u8; 512];
+                while matches!(watch.read(&mut sink), Ok(n) if n > 0) {}
+                gone.store(true, Ordering::SeqCst);
+                warm.wake(&ticket);
+            });
+        }
+        let _ = self
+            .stream
+            .set_write_timeout(Some(self.server.settings.write_timeout));
+        let mut started = false;
+        loop {
+            let mut outputs = Vec::new();
+            let ended = self.warm.poll_mcp(&self.ticket, |output| {
+                outputs.push(match output {
+                    ExchangeOutput::Head(head) => {
+                        let headers = mcp::head_headers(&head, &self.answer.context);
+                        McpOutput::Head(head.status, mcp::is_stream(&head), headers)
+                    }
+                    ExchangeOutput::Body(bytes) => McpOutput::Body(bytes.to_vec()),
+                    ExchangeOutput::End => McpOutput::End,
+                });
+            });
+            for output in outputs {
+                started |= matches!(output, McpOutput::Head(..));
+                self.frame(output);
+            }
+            if ended && !started {
+                // Its session ended before it was answered.
+                let reply = mcp::refused(McpRefusal::NotFound);
+                let (stream, answer, record) = (&mut self.stream, &self.answer, &mut self.record);
+                return write_reply(stream, reply, false, answer, record);
+            }
+            if ended {
+                // Ended by its server going: the body as it stands.
+                self.frame(McpOutput::End);
+            }
+            if !self.out.is_empty() {
+                let written = self.stream.write_all(&self.out);
+                self.out.clear();
+                if written.is_err() && !ended {
+                    self.gone();
+                    break;
+                }
+            }
+            if ended {
+                break;
+            }
+            if gone.load(Ordering::SeqCst) {
+                self.gone();
+                break;
+            }
+            self.warm.wait(&self.ticket, Instant::now() + WRITE_SLICE);
+        }
+        let _ = self.stream.shutdown(Shutdown::Both);
+        self.record.log();
+    }
+
+    /// Adds one output to what goes to the agent: an SSE stream's head and chunks as
+    /// they come, a whole answer at its end.
+    fn frame(&mut self, output: McpOutput) {
+        let chunked = self.answer.version == Version::Http11;
+        match output {
+            McpOutput::Head(status, stream, headers) => {
+                self.record.status = status;
+                if stream {
+                    self.streaming = true;
+                    self.out.extend_from_slice(&status_line(status, &headers));
+                    if chunked {
+                        self.out
+                            .extend_from_slice(b"transfer-encoding: chunked\r\n");
+                    }
+                    self.out.extend_from_slice(b"\r\n");
+                } else {
+                    self.head = Some((status, headers));
+                }
+            }
+            McpOutput::Body(bytes) if self.streaming => {
+                self.record.bytes_out += bytes.len() as u64;
+                if chunked {
+                    let size = format!("{:x}\r\n", bytes.len());
+                    self.out.extend_from_slice(size.as_bytes());
+                }
+                self.out.extend_from_slice(&bytes);
+                if chunked {
+                    self.out.extend_from_slice(b"\r\n");
+                }
+            }
+            McpOutput::Body(bytes) => self.body.extend_from_slice(&bytes),
+            McpOutput::End => {
+                if let Some((status, headers)) = self.head.take() {
+                    self.out.extend_from_slice(&status_line(status, &headers));
+                    let length = format!("content-length: {}\r\n\r\n", self.body.len());
+                    self.out.extend_from_slice(length.as_bytes());
+                    self.out.extend_from_slice(&self.body);
+                    self.record.bytes_out = self.body.len() as u64;
+                } else if self.streaming && chunked {
+                    self.streaming = false;
+                    self.out.extend_from_slice(b"0\r\n\r\n");
+                }
+            }
+        }
+    }
+
+    fn gone(&mut self) {
+        self.record.end = ResponseEnd::ClientGone;
+        self.warm.mcp_gone(&self.ticket);
+    }
+}
+
+/// An MCP exchange's output, owned.
+enum McpOutput {
+    Head(u16, bool, Vec<(&'static str, String)>),
+    Body(Vec<u8>),
+    End,
 }
 
 /// One request's agent and bridge, on the connection's thread.

@@ -52,7 +52,9 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 
+use agentwire::acp::McpRefusal;
 use agentwire::bridge::{Bridge, Dialect, Head, Output};
+use agentwire::mcp::ExchangeOutput;
 use agentwire_proxy::acp::{Ticket, Warm};
 use agentwire_proxy::agent::{Signal, exit_status, signal_group};
 use agentwire_proxy::connections::{Admitted, Connections, Lane, OVERFLOW_TIMEOUT};
@@ -60,6 +62,7 @@ use agentwire_proxy::conversations::{CallerIds, Conversations};
 use agentwire_proxy::framing::{FramingError, Version};
 use agentwire_proxy::http::{self, Outcome, Reply, RequestHead, ResponseContext, Target};
 use agentwire_proxy::lifecycle::{Action, Lifecycle};
+use agentwire_proxy::mcp;
 use agentwire_proxy::models::ModelCache;
 use agentwire_proxy::record::{AgentEnd, RequestRecord, ResponseEnd};
 use agentwire_proxy::scan::{MAX_HEAD, MAX_HEADERS, RequestScanner};
@@ -142,7 +145,7 @@ async fn serve(settings: Settings) -> ExitCode {
     let (shutdown_tx, shutdown) = watch::channel(false);
     let max = settings.max_concurrent;
     let clock = Clock::new();
-    let warm = match Warm::for_settings(&settings, clock) {
+    let warm = match Warm::for_settings(&settings, bound, clock) {
         Ok(warm) => warm,
         Err(e) => {
             eprintln!("tokio_proxy: cannot start the ACP agent's supervisor: {e}");
@@ -508,7 +511,10 @@ async fn handle(
         }
         Outcome::Health { detailed } => {
             let warm = Warm::health_of(server.warm.as_ref(), detailed);
-            let conversations = detailed.then(|| server.conversations.health());
+            let conversations = detailed.then(|| match &server.warm {
+                Some(warm) => warm.conversations_health(),
+                None => server.conversations.health(),
+            });
             let reply = http::health(
                 &server.settings,
                 detailed,
@@ -517,6 +523,17 @@ async fn handle(
                 conversations,
             );
             reply_response(reply, &context, &mut record)
+        }
+        Outcome::Mcp { token } => {
+            let fields = mcp::Fields::of(&head);
+            let request = Arriving {
+                scan: &scan,
+                index,
+                deadline,
+                body,
+                context: &context,
+            };
+            mcp_exchange(&server, request, &token, fields, record).await
         }
     };
     // Nothing after a request whose framing was refused can be read as a request.
@@ -592,8 +609,9 @@ struct Arriving<'a> {
 }
 
 impl Arriving<'_> {
-    /// The body, or the reply that refuses it (framing, size, deadline, shutdown).
-    async fn read(self, server: &Server) -> Result<Bytes, Reply> {
+    /// The body, at most `limit` bytes, or the reply that refuses it (framing, size,
+    /// deadline, shutdown).
+    async fn read(self, server: &Server, limit: usize) -> Result<Bytes, Reply> {
         // The framing as blocking_proxy reads it: a declared length over the limit, or
         // what hyper would let through (`gzip, chunked`, `Transfer-Encoding` with a
         // length).
@@ -603,7 +621,6 @@ impl Arriving<'_> {
         if *server.shutdown.borrow() {
             return Err(http::shutting_down());
         }
-        let limit = server.settings.config.request_limits.max_body_bytes;
         read_body(self.body, limit, self.scan, self.index, self.deadline).await
     }
 }
@@ -615,8 +632,9 @@ async fn count_tokens(
     mut record: RequestRecord,
 ) -> Response<Body> {
     let context = request.context;
-    let reply = match request.read(server).await {
-        Ok(body) => http::count_tokens(&body, &server.settings.config.request_limits),
+    let limits = &server.settings.config.request_limits;
+    let reply = match request.read(server, limits.max_body_bytes).await {
+        Ok(body) => http::count_tokens(&body, limits),
         Err(reply) => reply,
     };
     reply_response(reply, context, &mut record)
@@ -632,7 +650,8 @@ async fn run(
     mut record: RequestRecord,
 ) -> Response<Body> {
     let context = request.context;
-    let body = match request.read(server).await {
+    let limit = server.settings.config.request_limits.max_body_bytes;
+    let body = match request.read(server, limit).await {
         Ok(body) => body,
         Err(reply) => return reply_response(reply, context, &mut record),
     };
@@ -646,9 +665,11 @@ async fn run(
         Some(warm) => {
             let config = &server.settings.config;
             record.agent = AgentEnd::Warm;
-            let Some(ticket) = warm.start_turn(dialect, &body, config, params) else {
-                return reply_response(http::shutting_down(), context, &mut record);
+            let (ticket, how) = match warm.start_turn(dialect, &body, config, params, caller) {
+                Ok(started) => started,
+                Err(reply) => return reply_response(reply, context, &mut record),
             };
+            record.conversation = Some(how);
             Answering::Turn(Box::new(AcpTurn {
                 warm: Arc::clone(warm),
                 notify: warm.notify(&ticket),
@@ -806,6 +827,163 @@ impl Drop for AcpTurn {
             }
         }
         if let Some(record) = record {
+            record.log();
+        }
+    }
+}
+
+/// A request of the warm agent to a session's MCP server: its body read (bounded, before
+/// the request's deadline), then its response as the core gives it — whole, or an SSE
+/// stream that stays open while a call waits (no request deadline cuts it; the core's
+/// keep-alives and the session's end bound it, `--write-timeout-ms` every write).
+async fn mcp_exchange(
+    server: &Arc<Server>,
+    request: Arriving<'_>,
+    token: &str,
+    fields: mcp::Fields,
+    mut record: RequestRecord,
+) -> Response<Body> {
+    let context = request.context;
+    let Some(warm) = server.warm.clone() else {
+        return reply_response(mcp::refused(McpRefusal::NotFound), context, &mut record);
+    };
+    let body = match request.read(server, mcp::body_limit(&server.settings)).await {
+        Ok(body) => body,
+        Err(reply) => return reply_response(reply, context, &mut record),
+    };
+    let authorization = fields.authorization.as_deref();
+    let ticket = match warm.mcp_request(token, authorization, &fields.request(&body)) {
+        Ok(ticket) => ticket,
+        Err(refusal) => return reply_response(mcp::refused(refusal), context, &mut record),
+    };
+    let mut answer = McpAnswer {
+        notify: warm.notify(&ticket),
+        warm,
+        ticket,
+        context: context.clone(),
+        head: None,
+        body: BytesMut::new(),
+        ended: false,
+        record: Some(record),
+    };
+    let (status, stream, headers) = loop {
+        if let Some(head) = answer.head.take() {
+            break head;
+        }
+        if answer.ended {
+            // Its session ended before it was answered.
+            let mut record = answer.record.take().expect("taken only here");
+            return reply_response(mcp::refused(McpRefusal::NotFound), context, &mut record);
+        }
+        answer.wait().await;
+    };
+    if let Some(record) = &mut answer.record {
+        record.status = status;
+    }
+    if stream {
+        let (chunks, taken) = mpsc::channel(1);
+        tokio::spawn(mcp_stream(answer, chunks));
+        let frames = futures_util::stream::unfold(taken, |mut taken| async move {
+            let bytes = taken.recv().await?;
+            Some((Ok(Frame::data(bytes)), taken))
+        });
+        return response(status, &headers, StreamBody::new(frames).boxed_unsync());
+    }
+    while !answer.ended {
+        answer.wait().await;
+    }
+    let body = answer.take_body();
+    drop(answer);
+    response(status, &headers, Full::new(body).boxed_unsync())
+}
+
+/// Streams an MCP answer: one chunk waits for the agent at a time.
+async fn mcp_stream(mut answer: McpAnswer, chunks: mpsc::Sender<Bytes>) {
+    loop {
+        if !answer.body.is_empty() {
+            match chunks.reserve().await {
+                Ok(permit) => permit.send(answer.take_body()),
+                Err(_) => return,
+            }
+            continue;
+        }
+        if answer.ended {
+            return;
+        }
+        tokio::select! {
+            biased;
+            () = chunks.closed() => return,
+            () = answer.wait() => {}
+        }
+    }
+}
+
+/// One MCP exchange of the warm agent: its head (status, whether a stream, headers) and
+/// body as they come. Dropping it before the end means the agent hung up: a call it
+/// waited in is given up.
+struct McpAnswer {
+    warm: Arc<Warm>,
+    ticket: Ticket,
+    /// Woken when the exchange has output or its server is gone (`None`: it ended
+    /// already).
+    notify: Option<Arc<tokio::sync::Notify>>,
+    context: ResponseContext,
+    head: Option<(u16, bool, Vec<(&'static str, String)>)>,
+    body: BytesMut,
+    ended: bool,
+    record: Option<RequestRecord>,
+}
+
+impl McpAnswer {
+    /// Takes what the exchange has now; whether anything came.
+    fn take(&mut self) -> bool {
+        let (head, body, context) = (&mut self.head, &mut self.body, &self.context);
+        let mut came = false;
+        self.ended |= self.warm.poll_mcp(&self.ticket, |output| {
+            came = true;
+            match output {
+                ExchangeOutput::Head(h) => {
+                    *head = Some((h.status, mcp::is_stream(&h), mcp::head_headers(&h, context)));
+                }
+                ExchangeOutput::Body(bytes) => body.extend_from_slice(bytes),
+                ExchangeOutput::End => {}
+            }
+        });
+        came || self.ended
+    }
+
+    /// Waits for the exchange's next output. Cancel-safe: outputs are taken after the
+    /// await.
+    async fn wait(&mut self) {
+        if self.take() {
+            return;
+        }
+        match &self.notify {
+            Some(notify) => notify.notified().await,
+            None => self.ended = true,
+        }
+        self.take();
+    }
+
+    /// The body bytes so far, counted as sent.
+    fn take_body(&mut self) -> Bytes {
+        let bytes = self.body.split().freeze();
+        if let Some(record) = &mut self.record {
+            record.bytes_out += bytes.len() as u64;
+        }
+        bytes
+    }
+}
+
+impl Drop for McpAnswer {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.warm.mcp_gone(&self.ticket);
+            if let Some(record) = &mut self.record {
+                record.end = ResponseEnd::ClientGone;
+            }
+        }
+        if let Some(record) = self.record.take() {
             record.log();
         }
     }
