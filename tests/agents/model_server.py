@@ -163,6 +163,12 @@ def client_plan(rounds, tools, results, waiting):
     return f"client round {k}", (shell[2], shell_arguments(shell[1], round_command(k), k))
 
 
+def shown(call):
+    """A client tool's name as its model is offered it: `mcp__client__bash`, or for a
+    Responses namespace `mcp__client/bash`."""
+    return call if isinstance(call, str) else "/".join(filter(None, (call.get("namespace"), call["name"])))
+
+
 def late_result(role, text):
     """A result the agent was prompted with (LATE_RESULT), from a user message's text."""
     if role == "user" and LATE_RESULT in text:
@@ -382,19 +388,21 @@ class ScriptedHandler(http.server.BaseHTTPRequestHandler):
             return script, None
         return "text", text_answer(conversation)
 
-    def client_script(self, rounds, view, session):
-        """(script, text or (call, arguments)) for a client-tool script, logged with what
-        the request held."""
+    def client_script(self, rounds, conversation, view, session):
+        """(script, text or (call, arguments)) for the client-tool script `rounds` (the
+        marker's match in `conversation`), logged with what the request held."""
         tools, results, waiting = view
-        script, answer = client_plan(rounds, tools, results, waiting)
+        script, answer = client_plan(int(rounds.group(1)), tools, results, waiting)
+        nonce = NONCE.search(conversation)
         self.entry.update(
+            nonce=nonce and nonce.group(0),
             session=session,
-            client_tools=sorted(str(tool[2]) for tool in tools),
+            client_tools=sorted(shown(tool[2]) for tool in tools),
             results=results,
             at=time.monotonic(),
         )
         if not isinstance(answer, str):
-            self.entry["called"] = answer[0]
+            self.entry["called"] = shown(answer[0])
         return script, answer
 
     # Anthropic Messages (claude-agent-acp's Claude Code).
@@ -407,7 +415,8 @@ class ScriptedHandler(http.server.BaseHTTPRequestHandler):
             content = results[-1].get("content")
             output = content if isinstance(content, str) else " ".join(part.get("text", "") for part in content or [])
         tool = None
-        rounds = CLIENT_ROUNDS.search(json.dumps(messages))
+        conversation = json.dumps(messages)
+        rounds = CLIENT_ROUNDS.search(conversation)
         if (body.get("output_config") or {}).get("format"):
             # A side request for structured output (the session's title).
             script, text = "title", json.dumps({"title": "Scripted"})
@@ -416,11 +425,11 @@ class ScriptedHandler(http.server.BaseHTTPRequestHandler):
                 session = json.loads((body.get("metadata") or {}).get("user_id") or "{}").get("session_id")
             except ValueError:
                 session = None
-            script, text = self.client_script(int(rounds.group(1)), messages_view(body), session)
+            script, text = self.client_script(rounds, conversation, messages_view(body), session)
             if not isinstance(text, str):
                 tool, text = text, None
         else:
-            script, text = self.plan(json.dumps(messages), output)
+            script, text = self.plan(conversation, output)
             if text is None:
                 names = [declared.get("name") for declared in body.get("tools") or []]
                 if script == SCRIPT_READ:
@@ -456,15 +465,16 @@ class ScriptedHandler(http.server.BaseHTTPRequestHandler):
         if last.get("type") in ("function_call_output", "custom_tool_call_output"):
             output = last.get("output")
             output = output if isinstance(output, str) else json.dumps(output)
-        rounds = CLIENT_ROUNDS.search(json.dumps(items))
+        conversation = json.dumps(items)
+        rounds = CLIENT_ROUNDS.search(conversation)
         call = None
         if rounds:
             session = body.get("prompt_cache_key") or self.headers.get("session-id")
-            script, text = self.client_script(int(rounds.group(1)), responses_view(body), session)
+            script, text = self.client_script(rounds, conversation, responses_view(body), session)
             if not isinstance(text, str):
                 call, text = text, None
         else:
-            script, text = self.plan(json.dumps(items), output)
+            script, text = self.plan(conversation, output)
         self.entry["script"] = script
         sequence = iter(range(1 << 30))
 
@@ -513,14 +523,15 @@ class ScriptedHandler(http.server.BaseHTTPRequestHandler):
             candidate = {"content": {"role": "model", "parts": [{"text": json.dumps(choice)}]}, "finishReason": "STOP", "index": 0}
             return self.reply(200, {"candidates": [candidate], "usageMetadata": GEMINI_USAGE})
         output = json.dumps(responses[-1].get("response")) if responses else None
-        rounds = CLIENT_ROUNDS.search(json.dumps(contents))
+        conversation = json.dumps(contents)
+        rounds = CLIENT_ROUNDS.search(conversation)
         call = None
         if rounds:
-            script, text = self.client_script(int(rounds.group(1)), gemini_view(body), None)
+            script, text = self.client_script(rounds, conversation, gemini_view(body), None)
             if not isinstance(text, str):
                 call, text = {"name": text[0], "args": text[1]}, None
         else:
-            script, text = self.plan(json.dumps(contents), output)
+            script, text = self.plan(conversation, output)
         self.entry["script"] = script
         if call is not None:
             parts = [[{"functionCall": call}]]
