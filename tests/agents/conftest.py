@@ -5,8 +5,10 @@ The `proxy` fixture runs one proxy per agent and proxy kind for the whole sessio
 proxy's default permission policy (reject_once); `forced_proxy` one more with
 `--allow-force`. Each gets a scratch directory of its own (the agent's HOME, its work dir
 holding notes.txt, Codex's CODEX_HOME) and a model server of its own. Which agents run is
-`$AGENTWIRE_ACP_AGENTS` (comma-separated; default all three): tests/agents/run.sh runs one
-pytest per agent, in parallel.
+`$AGENTWIRE_ACP_AGENTS` (comma-separated; default all three), which proxies
+`$AGENTWIRE_ACP_PROXIES` (default both): tests/agents/run.sh runs one pytest per agent, in
+parallel. A test marked `only(agents=…, proxies=…)` runs with those alone; one marked
+`outlasting` takes minutes, and run.sh runs it apart (`-m outlasting`).
 
 Nothing may leave the machine: the agents' update checks and telemetry are turned off, and
 `HTTP(S)_PROXY` points at the model server, so any outbound call that does go out arrives
@@ -69,6 +71,14 @@ USAGE = {
 # Agents that end the whole turn (stop reason `cancelled`) when a permission is rejected,
 # rather than telling their model the tool was refused.
 REJECTION_ENDS_TURN = {"codex"}
+
+
+def selected_proxies():
+    chosen = os.environ.get("AGENTWIRE_ACP_PROXIES", ",".join(PROXIES)).split(",")
+    unknown = set(chosen) - set(PROXIES)
+    if unknown:
+        raise pytest.UsageError(f"AGENTWIRE_ACP_PROXIES: unknown proxies {sorted(unknown)} (known: {PROXIES})")
+    return chosen
 
 
 def selected_agents():
@@ -312,7 +322,7 @@ def pytest_generate_tests(metafunc):
     only = metafunc.definition.get_closest_marker("only")
     agents = only.kwargs.get("agents", AGENTS) if only else AGENTS
     kinds = only.kwargs.get("proxies", PROXIES) if only else PROXIES
-    pairs = [(agent, kind) for agent in selected_agents() if agent in agents for kind in PROXIES if kind in kinds]
+    pairs = [(agent, kind) for agent in selected_agents() if agent in agents for kind in selected_proxies() if kind in kinds]
     ids = [f"{agent}-{kind}" for agent, kind in pairs]
     for name in ("proxy", "forced_proxy"):
         if name in metafunc.fixturenames:
