@@ -353,7 +353,7 @@ pub struct Settings {
     pub acp: Option<AcpSettings>,
     /// `--conversations`, `--conversation-ttl-secs`, `--max-parked`,
     /// `--max-parked-per-owner`, for the per-request path (over the registry's defaults;
-    /// the warm ACP agent's are in [`AcpSettings::config`]).
+    /// the warm ACP agent's are in the `config` of [`AcpSettings`]).
     pub conversations: RegistryConfig,
 }
 
@@ -574,9 +574,7 @@ impl ConversationFlags {
     /// The flags over `defaults` (a transport's own): a per-owner limit not given follows
     /// a lower `--max-parked`.
     fn config(&self, defaults: &RegistryConfig) -> Result<RegistryConfig, String> {
-        let max_parked = self
-            .max_parked
-            .map_or(defaults.max_parked, |n| n as usize);
+        let max_parked = self.max_parked.map_or(defaults.max_parked, |n| n as usize);
         let max_parked_per_owner = match self.max_parked_per_owner {
             Some(n) if n as usize > max_parked => {
                 return Err(format!(

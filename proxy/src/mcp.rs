@@ -126,34 +126,49 @@ impl Fields {
     }
 }
 
-/// The headers of an MCP response head. An SSE answer is marked uncacheable and
-/// unbufferable, so that every keep-alive reaches the agent as it is written.
-pub fn head_headers(head: &Head<'_>, context: &ResponseContext) -> Vec<(&'static str, String)> {
-    let mut headers = Vec::new();
-    if let Some(content_type) = head.content_type {
-        headers.push(("content-type", content_type.to_owned()));
-        if content_type == "text/event-stream" {
+/// An MCP response head as the proxies write it: its status, whether an SSE stream
+/// follows (its body written as it comes), and its headers. A stream is marked
+/// uncacheable and unbufferable, so that every keep-alive reaches the agent as it is
+/// written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseHead {
+    /// HTTP status.
+    pub status: u16,
+    /// Whether the body is an SSE stream.
+    pub stream: bool,
+    /// Every header but the body's framing.
+    pub headers: Vec<(&'static str, String)>,
+}
+
+impl ResponseHead {
+    /// The head the core gave, with the headers every response to the request carries.
+    pub fn of(head: &Head<'_>, context: &ResponseContext) -> ResponseHead {
+        let stream = head.content_type == Some("text/event-stream");
+        let mut headers = Vec::new();
+        if let Some(content_type) = head.content_type {
+            headers.push(("content-type", content_type.to_owned()));
+        }
+        if stream {
             headers.push(("cache-control", "no-cache".to_owned()));
             headers.push(("x-accel-buffering", "no".to_owned()));
         }
+        if let Some(session) = head.session_id {
+            headers.push(("mcp-session-id", session.to_owned()));
+        }
+        if let Some(allow) = head.allow {
+            headers.push(("allow", allow.to_owned()));
+        }
+        headers.extend(
+            context
+                .headers()
+                .map(|(name, value)| (name, value.to_owned())),
+        );
+        ResponseHead {
+            status: head.status,
+            stream,
+            headers,
+        }
     }
-    if let Some(session) = head.session_id {
-        headers.push(("mcp-session-id", session.to_owned()));
-    }
-    if let Some(allow) = head.allow {
-        headers.push(("allow", allow.to_owned()));
-    }
-    headers.extend(
-        context
-            .headers()
-            .map(|(name, value)| (name, value.to_owned())),
-    );
-    headers
-}
-
-/// Whether a head starts an SSE stream (its body is written as it comes).
-pub fn is_stream(head: &Head<'_>) -> bool {
-    head.content_type == Some("text/event-stream")
 }
 
 /// The answer to a request no session's server takes: 404 for an unknown token, 401
@@ -186,7 +201,14 @@ mod tests {
     fn the_endpoint_and_its_tokens() {
         assert_eq!(token("/mcp/0a1b2c"), Some("0a1b2c"));
         assert_eq!(token("/mcp/0a1b2c/"), Some("0a1b2c"));
-        for path in ["/mcp", "/mcp/", "/mcp//", "/mcp/a/b", "/v1/mcp/a", "/mcpx/a"] {
+        for path in [
+            "/mcp",
+            "/mcp/",
+            "/mcp//",
+            "/mcp/a/b",
+            "/v1/mcp/a",
+            "/mcpx/a",
+        ] {
             assert_eq!(token(path), None, "{path}");
         }
         for path in [
@@ -213,6 +235,42 @@ mod tests {
     }
 
     #[test]
+    fn heads_carry_the_session_and_mark_streams() {
+        let context = ResponseContext::default();
+        let stream = ResponseHead::of(
+            &Head {
+                status: 200,
+                content_type: Some("text/event-stream"),
+                session_id: Some("abc"),
+                allow: None,
+            },
+            &context,
+        );
+        assert!(stream.stream);
+        for header in [
+            ("content-type", "text/event-stream"),
+            ("cache-control", "no-cache"),
+            ("mcp-session-id", "abc"),
+        ] {
+            assert!(
+                stream.headers.contains(&(header.0, header.1.to_owned())),
+                "{header:?}"
+            );
+        }
+        let refused = ResponseHead::of(
+            &Head {
+                status: 405,
+                content_type: None,
+                session_id: None,
+                allow: Some("POST, DELETE"),
+            },
+            &context,
+        );
+        assert!(!refused.stream);
+        assert_eq!(refused.headers, [("allow", "POST, DELETE".to_owned())]);
+    }
+
+    #[test]
     fn refusals_say_why_in_json_rpc() {
         let context = ResponseContext::default();
         let reply = refused(McpRefusal::Unauthorized).render(&context);
@@ -225,7 +283,12 @@ mod tests {
         );
         let body: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
         assert_eq!(body["jsonrpc"], "2.0");
-        assert!(body["error"]["message"].as_str().unwrap().contains("secret"));
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("secret")
+        );
         assert_eq!(refused(McpRefusal::NotFound).render(&context).status, 404);
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! acp_agent --recording FILE [--delay-ms N] [--once FILE] [--models IDS|@FILE]
-//!           [--models-shape config|table] [--session-close] [--version] [other args…]
+//!           [--models-shape config|table] [--session-close] [--tool-rounds N]
+//!           [--result-delay-ms N] [--agent-name NAME] [--version] [other args…]
 //! ```
 //!
 //! - `initialize`, `session/new`, `session/set_model` and `session/set_config_option`
@@ -25,6 +26,25 @@
 //!   can change it between processes.
 //! - `--session-close`: `initialize` advertises `sessionCapabilities.close`, and
 //!   `session/close` is answered `{}`.
+//! - `--agent-name NAME`: `initialize` names the agent NAME (`agentInfo`), as the real
+//!   ones do (`@zed-industries/claude-agent-acp`, `codex-acp`, `gemini-cli`).
+//! - `--tool-rounds N`: the agent acts as one with a model would when given the client's
+//!   tools. `initialize` advertises HTTP MCP servers (`mcpCapabilities.http`); a
+//!   `session/new` carrying one is connected to before it is answered (plain HTTP/1.1 on
+//!   a connection per request: `initialize`, `notifications/initialized`, `tools/list`,
+//!   with the `Authorization` header it was given). Each prompt on such a session then
+//!   plays tool rounds, N per session in all: a text chunk (``Running `echo round-K`.``),
+//!   a `tool_call` update titled `mcp__<server>__<tool>`, a `session/request_permission`
+//!   with Claude's options (`allow_always`, `allow`, `reject`), and on `allow` a
+//!   `tools/call` of the first listed tool, every string parameter it requires set to
+//!   `echo round-K`, its answer read from the SSE stream (or JSON) however long it takes.
+//!   After a result, `--result-delay-ms` later (default 0), the next round, or once N
+//!   rounds are played the end of the turn: `Done after N tool rounds. Last result: …`.
+//!   A session's first prompt that quotes earlier rounds (`echo round-K`: a whole
+//!   conversation rendered for a fresh session) counts them as played. A refused
+//!   permission ends the turn saying so; `session/cancel` hangs up on the call in
+//!   flight and ends the prompt `cancelled`. Sessions without an MCP server play the
+//!   recording as usual.
 //! - End of stdin ends the process.
 //!
 //! With env `AGENTWIRE_REPLAY_LOG=FILE`, each process appends
@@ -32,19 +52,27 @@
 //! `{"event":"prompt","pid":…,"session":…,"prompt":…}` per prompt and
 //! `{"event":"answered","pid":…,"session":…}` when a prompt's answer is written and
 //! `{"event":"cancel","pid":…,"session":…}` per cancellation and
-//! `{"event":"close","pid":…,"session":…}` per `session/close`.
+//! `{"event":"close","pid":…,"session":…}` per `session/close`; with `--tool-rounds`,
+//! `{"event":"session","pid":…,"session":…,"mcp":{"url":…,"authorization":…},"tools":[…]}`
+//! per session given an MCP server (`"error"` when it could not be reached),
+//! `{"event":"permission",…,"round":…,"option":…}` per answered permission request,
+//! `{"event":"tool_call",…,"round":…,"name":…,"arguments":…}` per `tools/call` and
+//! `{"event":"tool_result",…,"round":…,"text":…,"is_error":…}` per answer (or
+//! `"error"` when the call failed).
 //!
 //! With env `AGENTWIRE_REPLAY_TIMES=FILE`, each prompt's first `agent_message_chunk`
 //! appends `{"pid":…,"session":…,"first_chunk_unix_ns":…}`: when the process began writing
 //! that line, on the system clock every process shares (benches/proxy.sh measures the
 //! proxies' added latency against it).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fs::OpenOptions;
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, Read, Write};
+use std::net::{Shutdown, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -188,6 +216,9 @@ struct Args {
     delay: Duration,
     models: Option<Models>,
     session_close: bool,
+    agent_name: Option<String>,
+    tool_rounds: Option<u32>,
+    result_delay: Duration,
     argv: Vec<String>,
 }
 
@@ -252,6 +283,9 @@ fn parse_args() -> Result<Option<Args>, String> {
     let mut models = None;
     let mut table = false;
     let mut session_close = false;
+    let mut agent_name = None;
+    let mut tool_rounds = None;
+    let mut result_delay = Duration::ZERO;
     let mut it = argv.iter();
     while let Some(arg) = it.next() {
         let mut value = |name: &str| {
@@ -272,6 +306,18 @@ fn parse_args() -> Result<Option<Args>, String> {
                 }
             }
             "--session-close" => session_close = true,
+            "--agent-name" => agent_name = Some(value("--agent-name")?),
+            "--tool-rounds" => {
+                let n = value("--tool-rounds")?;
+                tool_rounds = Some(n.parse().map_err(|e| format!("--tool-rounds {n}: {e}"))?);
+            }
+            "--result-delay-ms" => {
+                let ms = value("--result-delay-ms")?;
+                let ms = ms
+                    .parse()
+                    .map_err(|e| format!("--result-delay-ms {ms}: {e}"))?;
+                result_delay = Duration::from_millis(ms);
+            }
             "--delay-ms" => {
                 let ms = value("--delay-ms")?;
                 delay =
@@ -288,6 +334,9 @@ fn parse_args() -> Result<Option<Args>, String> {
         delay,
         models: models.map(|list| Models { list, table }),
         session_close,
+        agent_name,
+        tool_rounds,
+        result_delay,
         argv,
     }))
 }
@@ -352,10 +401,60 @@ struct Agent {
     delay: Duration,
     models: Option<Models>,
     session_close: bool,
+    agent_name: Option<String>,
+    tool_rounds: Option<u32>,
+    result_delay: Duration,
     sessions: u64,
     turn: usize,
     plays: Vec<Play>,
+    /// Sessions given an MCP server (with `--tool-rounds`), by id.
+    tool_sessions: HashMap<String, ToolSession>,
+    /// Where the threads of `tools/call`s report.
+    inputs: mpsc::Sender<Input>,
     out: io::Stdout,
+}
+
+/// What the main loop takes: a line from stdin, or a call's answer.
+enum Input {
+    Line(Vec<u8>),
+    /// The `tools/call` of round `round` of `session` was answered (its text, whether an
+    /// error) or failed.
+    Answered {
+        session: String,
+        round: u32,
+        outcome: Result<(String, bool), String>,
+    },
+}
+
+/// A session given an MCP server, and the tool rounds played on it.
+struct ToolSession {
+    client: Arc<McpClient>,
+    /// The server's name (`mcp__<server>__<tool>`).
+    server: String,
+    /// The first listed tool: its name and input schema.
+    tool: Option<(String, Value)>,
+    /// Tool rounds played so far.
+    played: u32,
+    /// Whether a prompt came yet (the first counts rounds quoted in it).
+    prompted: bool,
+    last_result: Option<String>,
+    /// The prompt being served: its request id.
+    prompt: Option<Value>,
+    waiting: Waiting,
+    /// The connection of the call in flight, to hang up on it.
+    in_flight: Arc<Mutex<Option<TcpStream>>>,
+}
+
+/// What a tool session's prompt waits for.
+#[derive(Debug, Clone, PartialEq)]
+enum Waiting {
+    Nothing,
+    /// The answer to our permission request with this id, for round `round`.
+    Permission(Value, u32),
+    /// The answer of round `round`'s `tools/call`.
+    Call(u32),
+    /// The pause after a result (`--result-delay-ms`).
+    Pause(Instant),
 }
 
 /// How the process goes on after a step.
@@ -386,30 +485,42 @@ impl Agent {
         let id = msg["id"].clone();
         let params = &msg["params"];
         match msg["method"].as_str() {
-            None => Ok(()), // an answer to one of our requests
+            // An answer to one of our requests.
+            None => self.permission_answered(&id, &msg["result"]),
             Some("initialize") => {
                 let mut answer = self.script.initialize.clone();
-                if let Some(result) = answer
-                    .as_mut()
-                    .and_then(|a| a.get_mut("result"))
-                    .filter(|_| self.session_close)
-                {
-                    result["agentCapabilities"]["sessionCapabilities"]["close"] = json!({});
+                if let Some(result) = answer.as_mut().and_then(|a| a.get_mut("result")) {
+                    if self.session_close {
+                        result["agentCapabilities"]["sessionCapabilities"]["close"] = json!({});
+                    }
+                    if self.tool_rounds.is_some() {
+                        result["agentCapabilities"]["mcpCapabilities"]["http"] = json!(true);
+                    }
+                    if let Some(name) = &self.agent_name {
+                        result["agentInfo"] = json!({"name": name, "version": "1.0.0"});
+                    }
                 }
                 self.answer(&id, answer.as_ref())
             }
             Some("session/close") if self.session_close => {
                 let session = params["sessionId"].as_str().unwrap_or_default().to_owned();
                 log(&json!({"event": "close", "pid": std::process::id(), "session": session}));
+                if let Some(tools) = self.tool_sessions.remove(&session) {
+                    tools.hang_up();
+                }
                 self.answer(&id, Some(&json!({"result": {}})))
             }
             Some("session/new") => {
                 let mut answer = self.script.new_session.clone();
                 if let Some(result) = answer.as_mut().and_then(|a| a.get_mut("result")) {
                     self.sessions += 1;
-                    result["sessionId"] = json!(format!("s-{}", self.sessions));
+                    let session = format!("s-{}", self.sessions);
+                    result["sessionId"] = json!(session);
                     if let Some(models) = &self.models {
                         models.offer(result);
+                    }
+                    if self.tool_rounds.is_some() {
+                        self.connect_mcp(&session, params);
                     }
                 }
                 self.answer(&id, answer.as_ref())
@@ -417,6 +528,18 @@ impl Agent {
             Some("session/set_model" | "session/set_config_option") => {
                 let answer = self.script.set_model.clone();
                 self.answer(&id, answer.as_ref())
+            }
+            Some("session/prompt")
+                if self
+                    .tool_sessions
+                    .contains_key(params["sessionId"].as_str().unwrap_or_default()) =>
+            {
+                let session = params["sessionId"].as_str().unwrap_or_default().to_owned();
+                let text = prompt_text(params);
+                log(
+                    &json!({"event": "prompt", "pid": std::process::id(), "session": session, "prompt": text}),
+                );
+                self.tool_prompt(&session, id, &text)
             }
             Some("session/prompt") => {
                 let session = params["sessionId"].as_str().unwrap_or_default().to_owned();
@@ -447,6 +570,14 @@ impl Agent {
             Some("session/cancel") => {
                 let session = params["sessionId"].as_str().unwrap_or_default().to_owned();
                 log(&json!({"event": "cancel", "pid": std::process::id(), "session": session}));
+                if let Some(tools) = self.tool_sessions.get_mut(&session) {
+                    tools.hang_up();
+                    tools.waiting = Waiting::Nothing;
+                    if let Some(prompt) = tools.prompt.take() {
+                        let answer = json!({"result": {"stopReason": "cancelled"}});
+                        self.answer(&prompt, Some(&answer))?;
+                    }
+                }
                 if let Some(index) = self.plays.iter().position(|p| p.session == session) {
                     let play = self.plays.remove(index);
                     let answer = json!({"result": {"stopReason": "cancelled"}});
@@ -533,7 +664,524 @@ impl Agent {
     }
 
     fn next_due(&self) -> Option<Instant> {
-        self.plays.iter().map(|p| p.due).min()
+        let pauses = self.tool_sessions.values().filter_map(|t| match t.waiting {
+            Waiting::Pause(until) => Some(until),
+            _ => None,
+        });
+        self.plays.iter().map(|p| p.due).chain(pauses).min()
+    }
+
+    // Tool rounds (`--tool-rounds`).
+
+    /// Connects to the HTTP MCP server `session/new` gave session `session`, if any: the
+    /// session is then one of tool rounds.
+    fn connect_mcp(&mut self, session: &str, params: &Value) {
+        let Some(server) = params["mcpServers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|s| s["type"] == "http")
+        else {
+            return;
+        };
+        let url = server["url"].as_str().unwrap_or_default();
+        let authorization = server["headers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|h| {
+                h["name"]
+                    .as_str()
+                    .is_some_and(|n| n.eq_ignore_ascii_case("authorization"))
+            })
+            .and_then(|h| h["value"].as_str())
+            .map(str::to_owned);
+        let mut entry = json!({"event": "session", "pid": std::process::id(), "session": session,
+            "mcp": {"url": url, "authorization": authorization}});
+        let client = match McpClient::connect(url, authorization) {
+            Ok(client) => client,
+            Err(e) => {
+                entry["error"] = json!(e);
+                log(&entry);
+                return;
+            }
+        };
+        entry["tools"] = json!(client.tools.iter().map(|(n, _)| n).collect::<Vec<_>>());
+        log(&entry);
+        let tool = client.tools.first().cloned();
+        self.tool_sessions.insert(
+            session.to_owned(),
+            ToolSession {
+                client: Arc::new(client),
+                server: server["name"].as_str().unwrap_or("client").to_owned(),
+                tool,
+                played: 0,
+                prompted: false,
+                last_result: None,
+                prompt: None,
+                waiting: Waiting::Nothing,
+                in_flight: Arc::new(Mutex::new(None)),
+            },
+        );
+    }
+
+    /// A prompt on a session of tool rounds.
+    fn tool_prompt(&mut self, session: &str, id: Value, text: &str) -> io::Result<()> {
+        let tools = self.tool_sessions.get_mut(session).expect("a tool session");
+        if tools.prompt.is_some() {
+            let error = json!({"error": {"code": -32602, "message": "a prompt is running on this session"}});
+            return self.answer(&id, Some(&error));
+        }
+        if !tools.prompted {
+            // A whole conversation, rendered for a fresh session: its rounds were played.
+            tools.prompted = true;
+            tools.played = rounds_quoted(text);
+        }
+        tools.prompt = Some(id);
+        self.go_on(session)
+    }
+
+    /// The next round of `session`'s prompt, or the end of its turn.
+    fn go_on(&mut self, session: &str) -> io::Result<()> {
+        let rounds = self.tool_rounds.unwrap_or(0);
+        let tools = self.tool_sessions.get_mut(session).expect("a tool session");
+        let Some((name, schema)) = tools.tool.clone().filter(|_| tools.played < rounds) else {
+            let text = format!(
+                "Done after {} tool rounds. Last result: {}",
+                tools.played,
+                tools.last_result.as_deref().unwrap_or("(none)")
+            );
+            return self.end_turn(session, &text);
+        };
+        let round = tools.played;
+        let arguments = arguments_for(&schema, &format!("echo round-{round}"));
+        let title = format!("mcp__{}__{name}", tools.server);
+        let call = format!("call-{session}-{round}");
+        let permission = json!(format!("permission-{session}-{round}"));
+        tools.waiting = Waiting::Permission(permission.clone(), round);
+        let command = arguments
+            .as_object()
+            .and_then(|o| o.values().find_map(Value::as_str))
+            .unwrap_or(&name)
+            .to_owned();
+        self.update(
+            session,
+            json!({"sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": format!("Running `{command}`.")}}),
+        )?;
+        self.update(
+            session,
+            json!({"sessionUpdate": "tool_call", "toolCallId": call,
+            "title": title, "kind": "other", "status": "pending", "rawInput": arguments}),
+        )?;
+        let request = json!({"jsonrpc": "2.0", "id": permission, "method": "session/request_permission",
+        "params": {"sessionId": session,
+            "toolCall": {"toolCallId": call, "title": title, "kind": "other", "status": "pending", "rawInput": arguments},
+            "options": [
+                {"kind": "allow_always", "name": "Always Allow", "optionId": "allow_always"},
+                {"kind": "allow_once", "name": "Allow", "optionId": "allow"},
+                {"kind": "reject_once", "name": "Reject", "optionId": "reject"},
+            ]}});
+        self.write(&request.to_string())
+    }
+
+    /// The client answered a request of ours: a permission request of a tool round.
+    fn permission_answered(&mut self, id: &Value, result: &Value) -> io::Result<()> {
+        let Some((session, round)) =
+            self.tool_sessions
+                .iter()
+                .find_map(|(s, t)| match &t.waiting {
+                    Waiting::Permission(asked, round) if asked == id => Some((s.clone(), *round)),
+                    _ => None,
+                })
+        else {
+            return Ok(());
+        };
+        let option = result["outcome"]["optionId"]
+            .as_str()
+            .unwrap_or("cancelled")
+            .to_owned();
+        log(
+            &json!({"event": "permission", "pid": std::process::id(), "session": session, "round": round, "option": option}),
+        );
+        if option != "allow" {
+            return self.end_turn(&session, "The permission to run the tool was refused.");
+        }
+        let tools = self.tool_sessions.get_mut(&session).expect("found above");
+        let Some((name, schema)) = tools.tool.clone() else {
+            return Ok(());
+        };
+        let arguments = arguments_for(&schema, &format!("echo round-{round}"));
+        log(
+            &json!({"event": "tool_call", "pid": std::process::id(), "session": session, "round": round, "name": name, "arguments": arguments}),
+        );
+        tools.waiting = Waiting::Call(round);
+        let client = Arc::clone(&tools.client);
+        let in_flight = Arc::clone(&tools.in_flight);
+        let inputs = self.inputs.clone();
+        std::thread::spawn(move || {
+            let outcome = client.call(round, &name, &arguments, &in_flight);
+            let _ = inputs.send(Input::Answered {
+                session,
+                round,
+                outcome,
+            });
+        });
+        Ok(())
+    }
+
+    /// Round `round` of `session` was answered (or its call failed).
+    fn call_answered(
+        &mut self,
+        session: &str,
+        round: u32,
+        outcome: Result<(String, bool), String>,
+    ) -> io::Result<()> {
+        let mut entry = json!({"event": "tool_result", "pid": std::process::id(), "session": session, "round": round});
+        match &outcome {
+            Ok((text, is_error)) => {
+                entry["text"] = json!(text);
+                entry["is_error"] = json!(is_error);
+            }
+            Err(e) => entry["error"] = json!(e),
+        }
+        log(&entry);
+        let pause = self.result_delay;
+        let Some(tools) = self
+            .tool_sessions
+            .get_mut(session)
+            .filter(|t| t.waiting == Waiting::Call(round))
+        else {
+            // A call its prompt no longer waits for (cancelled).
+            return Ok(());
+        };
+        let Ok((text, _)) = outcome else {
+            tools.waiting = Waiting::Nothing;
+            return self.end_turn(session, "The tool call failed.");
+        };
+        tools.played += 1;
+        tools.last_result = Some(text);
+        let call = format!("call-{session}-{round}");
+        self.update(
+            session,
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": call, "status": "completed"}),
+        )?;
+        let tools = self.tool_sessions.get_mut(session).expect("found above");
+        if pause.is_zero() {
+            tools.waiting = Waiting::Nothing;
+            return self.go_on(session);
+        }
+        tools.waiting = Waiting::Pause(Instant::now() + pause);
+        Ok(())
+    }
+
+    /// Goes on with the sessions whose pause after a result is over.
+    fn pauses_due(&mut self) -> io::Result<()> {
+        let now = Instant::now();
+        let due: Vec<String> = self
+            .tool_sessions
+            .iter()
+            .filter(|(_, t)| matches!(t.waiting, Waiting::Pause(until) if until <= now))
+            .map(|(s, _)| s.clone())
+            .collect();
+        for session in due {
+            if let Some(tools) = self.tool_sessions.get_mut(&session) {
+                tools.waiting = Waiting::Nothing;
+            }
+            self.go_on(&session)?;
+        }
+        Ok(())
+    }
+
+    /// Ends the prompt of `session` with `text`.
+    fn end_turn(&mut self, session: &str, text: &str) -> io::Result<()> {
+        let tools = self.tool_sessions.get_mut(session).expect("a tool session");
+        tools.waiting = Waiting::Nothing;
+        let Some(prompt) = tools.prompt.take() else {
+            return Ok(());
+        };
+        self.update(
+            session,
+            json!({"sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": text}}),
+        )?;
+        self.answer(
+            &prompt,
+            Some(&json!({"result": {"stopReason": "end_turn"}})),
+        )?;
+        log(&json!({"event": "answered", "pid": std::process::id(), "session": session}));
+        Ok(())
+    }
+
+    /// Writes a `session/update` of `session`.
+    fn update(&mut self, session: &str, update: Value) -> io::Result<()> {
+        let message = json!({"jsonrpc": "2.0", "method": "session/update",
+            "params": {"sessionId": session, "update": update}});
+        self.write(&message.to_string())
+    }
+}
+
+impl ToolSession {
+    /// Hangs up on the call in flight, if any.
+    fn hang_up(&self) {
+        let stream = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(stream) = stream {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// The rounds a prompt quotes: the distinct `K` of `echo round-K` in it.
+fn rounds_quoted(text: &str) -> u32 {
+    let mut rounds: Vec<&str> = text
+        .split("echo round-")
+        .skip(1)
+        .map(|rest| {
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            &rest[..digits]
+        })
+        .filter(|k| !k.is_empty())
+        .collect();
+    rounds.sort_unstable();
+    rounds.dedup();
+    rounds.len() as u32
+}
+
+/// The arguments a model would give a tool of input schema `schema`: `value` for every
+/// string parameter it requires (every string parameter, when it names none).
+fn arguments_for(schema: &Value, value: &str) -> Value {
+    let properties = schema["properties"].as_object();
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let mut arguments = serde_json::Map::new();
+    for (name, property) in properties.into_iter().flatten() {
+        let wanted = required.is_empty() || required.contains(&name.as_str());
+        if wanted && property["type"] == "string" {
+            arguments.insert(name.clone(), json!(value));
+        }
+    }
+    Value::Object(arguments)
+}
+
+/// An MCP client over HTTP/1.1, a connection per request, as the recorded agents talk
+/// to an HTTP MCP server.
+struct McpClient {
+    /// `host:port`.
+    authority: String,
+    path: String,
+    authorization: Option<String>,
+    /// From the `initialize` answer.
+    session_id: Option<String>,
+    protocol_version: String,
+    /// The listed tools: name and input schema, in order.
+    tools: Vec<(String, Value)>,
+}
+
+/// How long a request waits for its answer: a client's tool may take minutes.
+const MCP_ANSWER_WAIT: Duration = Duration::from_secs(900);
+
+impl McpClient {
+    /// `initialize`, `notifications/initialized`, `tools/list`.
+    fn connect(url: &str, authorization: Option<String>) -> Result<McpClient, String> {
+        let rest = url
+            .strip_prefix("http://")
+            .ok_or_else(|| format!("not an http URL: {url}"))?;
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        let mut client = McpClient {
+            authority: authority.to_owned(),
+            path: if path.is_empty() { "/" } else { path }.to_owned(),
+            authorization,
+            session_id: None,
+            protocol_version: "2025-06-18".into(),
+            tools: Vec::new(),
+        };
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "acp_agent", "version": env!("CARGO_PKG_VERSION")}}});
+        let answer = client.post(&init, None)?;
+        client.session_id = answer.session_id.clone();
+        let result = answer.result(0)?;
+        if let Some(version) = result["protocolVersion"].as_str() {
+            client.protocol_version = version.to_owned();
+        }
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let status = client.post(&initialized, None)?.status;
+        if status != 202 {
+            return Err(format!("notifications/initialized: HTTP {status}"));
+        }
+        let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+        let listed = client.post(&list, None)?.result(1)?;
+        client.tools = listed["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| {
+                let name = t["name"].as_str().unwrap_or_default().to_owned();
+                (name, t["inputSchema"].clone())
+            })
+            .collect();
+        Ok(client)
+    }
+
+    /// `tools/call` of `name`: the answer's text and whether it is an error.
+    fn call(
+        &self,
+        round: u32,
+        name: &str,
+        arguments: &Value,
+        in_flight: &Mutex<Option<TcpStream>>,
+    ) -> Result<(String, bool), String> {
+        let id = 100 + u64::from(round);
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}});
+        let result = self.post(&request, Some(in_flight))?.result(id)?;
+        let text: Vec<&str> = result["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["text"].as_str())
+            .collect();
+        Ok((text.join("\n"), result["isError"] == true))
+    }
+
+    /// POSTs one JSON-RPC message and reads the whole answer (a JSON body, or an SSE
+    /// stream's messages); the connection is left in `in_flight` while it is read.
+    fn post(
+        &self,
+        message: &Value,
+        in_flight: Option<&Mutex<Option<TcpStream>>>,
+    ) -> Result<McpAnswer, String> {
+        let body = message.to_string();
+        let mut head = format!(
+            "POST {} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nconnection: close\r\ncontent-length: {}\r\n",
+            self.path,
+            self.authority,
+            body.len()
+        );
+        if let Some(authorization) = &self.authorization {
+            head.push_str(&format!("authorization: {authorization}\r\n"));
+        }
+        if let Some(session) = &self.session_id {
+            head.push_str(&format!(
+                "mcp-session-id: {session}\r\nmcp-protocol-version: {}\r\n",
+                self.protocol_version
+            ));
+        }
+        head.push_str("\r\n");
+        let mut stream = TcpStream::connect(&self.authority).map_err(|e| e.to_string())?;
+        let _ = stream.set_read_timeout(Some(MCP_ANSWER_WAIT));
+        if let (Some(in_flight), Ok(clone)) = (in_flight, stream.try_clone()) {
+            *in_flight.lock().unwrap_or_else(|e| e.into_inner()) = Some(clone);
+        }
+        stream
+            .write_all(head.as_bytes())
+            .and_then(|()| stream.write_all(body.as_bytes()))
+            .map_err(|e| e.to_string())?;
+        let mut raw = Vec::new();
+        let read = stream.read_to_end(&mut raw);
+        if let Some(in_flight) = in_flight {
+            in_flight.lock().unwrap_or_else(|e| e.into_inner()).take();
+        }
+        read.map_err(|e| e.to_string())?;
+        McpAnswer::parse(&raw)
+    }
+}
+
+/// An HTTP answer of an MCP server, read whole.
+struct McpAnswer {
+    status: u16,
+    session_id: Option<String>,
+    /// The JSON-RPC messages of its body (one JSON body, or an SSE stream's events).
+    messages: Vec<Value>,
+}
+
+impl McpAnswer {
+    fn parse(raw: &[u8]) -> Result<McpAnswer, String> {
+        let end = raw
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .ok_or("the connection ended before the answer's head")?;
+        let head = String::from_utf8_lossy(&raw[..end]);
+        let mut lines = head.split("\r\n");
+        let status: u16 = lines
+            .next()
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|s| s.parse().ok())
+            .ok_or("a bad status line")?;
+        let mut headers = HashMap::new();
+        for line in lines {
+            if let Some((name, value)) = line.split_once(':') {
+                headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_owned());
+            }
+        }
+        let mut body = raw[end + 4..].to_vec();
+        if headers
+            .get("transfer-encoding")
+            .is_some_and(|v| v.eq_ignore_ascii_case("chunked"))
+        {
+            body = dechunk(&body)?;
+        }
+        let content_type = headers.get("content-type").cloned().unwrap_or_default();
+        let text = String::from_utf8_lossy(&body);
+        let messages = if content_type.starts_with("text/event-stream") {
+            text.lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str(d.trim()).ok())
+                .collect()
+        } else {
+            serde_json::from_str(&text).into_iter().collect()
+        };
+        Ok(McpAnswer {
+            status,
+            session_id: headers.get("mcp-session-id").cloned(),
+            messages,
+        })
+    }
+
+    /// The result of the answer to request `id`.
+    fn result(self, id: u64) -> Result<Value, String> {
+        let status = self.status;
+        let mut answer = self
+            .messages
+            .into_iter()
+            .find(|m| m["id"] == id)
+            .ok_or_else(|| format!("HTTP {status}: no answer to request {id}"))?;
+        match answer.get_mut("result") {
+            Some(result) => Ok(result.take()),
+            None => Err(format!("request {id}: {}", answer["error"])),
+        }
+    }
+}
+
+/// A chunked body's data; an error if it ends before its last chunk.
+fn dechunk(mut body: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    loop {
+        let line_end = body
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .ok_or("the chunked body ended early")?;
+        let size = std::str::from_utf8(&body[..line_end])
+            .ok()
+            .and_then(|l| usize::from_str_radix(l.split(';').next().unwrap_or("").trim(), 16).ok())
+            .ok_or("a bad chunk size")?;
+        body = &body[line_end + 2..];
+        if size == 0 {
+            return Ok(out);
+        }
+        if body.len() < size + 2 {
+            return Err("the chunked body ended early".into());
+        }
+        out.extend_from_slice(&body[..size]);
+        body = &body[size + 2..];
     }
 }
 
@@ -544,15 +1192,21 @@ fn run(args: Args) -> Result<u8, String> {
         None => None,
     };
     log(&json!({"event": "start", "pid": std::process::id(), "argv": args.argv}));
-    let (lines_tx, lines) = mpsc::channel::<Vec<u8>>();
+    let (inputs, lines) = mpsc::channel::<Input>();
+    let lines_tx = inputs.clone();
     std::thread::spawn(move || {
         let mut stdin = io::stdin().lock();
         let mut line = Vec::new();
         while matches!(stdin.read_until(b'\n', &mut line), Ok(n) if n > 0) {
-            if lines_tx.send(std::mem::take(&mut line)).is_err() {
+            if lines_tx
+                .send(Input::Line(std::mem::take(&mut line)))
+                .is_err()
+            {
                 return;
             }
         }
+        // End of stdin ends the process, calls in flight or not.
+        std::process::exit(0);
     });
     let mut agent = Agent {
         script,
@@ -560,9 +1214,14 @@ fn run(args: Args) -> Result<u8, String> {
         delay: args.delay,
         models: args.models,
         session_close: args.session_close,
+        agent_name: args.agent_name,
+        tool_rounds: args.tool_rounds,
+        result_delay: args.result_delay,
         sessions: 0,
         turn: 0,
         plays: Vec::new(),
+        tool_sessions: HashMap::new(),
+        inputs,
         out: io::stdout(),
     };
     loop {
@@ -571,8 +1230,15 @@ fn run(args: Args) -> Result<u8, String> {
             None => lines.recv().map_err(|_| RecvTimeoutError::Disconnected),
         };
         let step = match received {
-            Ok(line) => agent.handle(&line).map(|()| Next::Go),
-            Err(RecvTimeoutError::Timeout) => agent.play_due(),
+            Ok(Input::Line(line)) => agent.handle(&line).map(|()| Next::Go),
+            Ok(Input::Answered {
+                session,
+                round,
+                outcome,
+            }) => agent
+                .call_answered(&session, round, outcome)
+                .map(|()| Next::Go),
+            Err(RecvTimeoutError::Timeout) => agent.pauses_due().and_then(|()| agent.play_due()),
             Err(RecvTimeoutError::Disconnected) => return Ok(0),
         };
         match step {

@@ -33,8 +33,11 @@
 //! see its end); a resumed chat the agent cannot continue is replaced by the bridge's
 //! fresh run (`Output::Respawn`), whose helper threads report under a new generation so
 //! that nothing of the old process reaches it. A thread lets parked chats expire. With
-//! `--agent-protocol acp` the request is instead a turn on the one warm agent
-//! ([`agentwire_proxy::acp`]), and the connection thread blocks on the turn's outputs.
+//! `--agent-protocol acp` the request is instead a turn on the one warm agent, in its
+//! conversation ([`agentwire_proxy::acp`]), and the connection thread blocks on the turn's
+//! outputs; the agent's requests to the MCP endpoint (`/mcp/<token>`, where it calls a
+//! request's client tools: [`agentwire_proxy::mcp`]) are served the same way, an SSE
+//! answer written chunk by chunk as the core gives it.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -792,8 +795,7 @@ impl AcpTurn<'_> {
                 self.gone();
                 break;
             }
-            self.warm
-                .wait(&self.ticket, Instant::now() + WRITE_SLICE);
+            self.warm.wait(&self.ticket, Instant::now() + WRITE_SLICE);
         }
         let _ = self.stream.shutdown(Shutdown::Both);
         self.record.log();
@@ -863,7 +865,7 @@ struct McpAnswer<'a> {
     answer: Answer,
     record: RequestRecord,
     /// The head of a whole answer, held until its body is complete.
-    head: Option<(u16, Vec<(&'static str, String)>)>,
+    head: Option<mcp::ResponseHead>,
     /// The head of an SSE stream went: body bytes are written as they come.
     streaming: bool,
     /// A whole answer's body.
@@ -898,8 +900,7 @@ impl McpAnswer<'_> {
             let ended = self.warm.poll_mcp(&self.ticket, |output| {
                 outputs.push(match output {
                     ExchangeOutput::Head(head) => {
-                        let headers = mcp::head_headers(&head, &self.answer.context);
-                        McpOutput::Head(head.status, mcp::is_stream(&head), headers)
+                        McpOutput::Head(mcp::ResponseHead::of(&head, &self.answer.context))
                     }
                     ExchangeOutput::Body(bytes) => McpOutput::Body(bytes.to_vec()),
                     ExchangeOutput::End => McpOutput::End,
@@ -945,18 +946,19 @@ impl McpAnswer<'_> {
     fn frame(&mut self, output: McpOutput) {
         let chunked = self.answer.version == Version::Http11;
         match output {
-            McpOutput::Head(status, stream, headers) => {
-                self.record.status = status;
-                if stream {
+            McpOutput::Head(head) => {
+                self.record.status = head.status;
+                if head.stream {
                     self.streaming = true;
-                    self.out.extend_from_slice(&status_line(status, &headers));
+                    self.out
+                        .extend_from_slice(&status_line(head.status, &head.headers));
                     if chunked {
                         self.out
                             .extend_from_slice(b"transfer-encoding: chunked\r\n");
                     }
                     self.out.extend_from_slice(b"\r\n");
                 } else {
-                    self.head = Some((status, headers));
+                    self.head = Some(head);
                 }
             }
             McpOutput::Body(bytes) if self.streaming => {
@@ -972,8 +974,9 @@ impl McpAnswer<'_> {
             }
             McpOutput::Body(bytes) => self.body.extend_from_slice(&bytes),
             McpOutput::End => {
-                if let Some((status, headers)) = self.head.take() {
-                    self.out.extend_from_slice(&status_line(status, &headers));
+                if let Some(head) = self.head.take() {
+                    self.out
+                        .extend_from_slice(&status_line(head.status, &head.headers));
                     let length = format!("content-length: {}\r\n\r\n", self.body.len());
                     self.out.extend_from_slice(length.as_bytes());
                     self.out.extend_from_slice(&self.body);
@@ -994,7 +997,7 @@ impl McpAnswer<'_> {
 
 /// An MCP exchange's output, owned.
 enum McpOutput {
-    Head(u16, bool, Vec<(&'static str, String)>),
+    Head(mcp::ResponseHead),
     Body(Vec<u8>),
     End,
 }

@@ -11,7 +11,9 @@
 //! Routes: `POST /v1/chat/completions`, `POST /v1/responses` and `POST /v1/messages` (one
 //! per API), `POST /v1/messages/count_tokens` (answered without an agent), `GET /v1/models`
 //! (each also without `/v1`), `GET /health`, `HEAD /api/hello` (Claude Code's probe),
-//! `OPTIONS` (CORS preflight for allowed origins). Every error the proxy writes itself is in
+//! `OPTIONS` (CORS preflight for allowed origins), and with `--agent-protocol acp` the MCP
+//! endpoint `/mcp/<token>` where the warm agent calls a request's client tools
+//! ([`agentwire_proxy::mcp`]). Every error the proxy writes itself is in
 //! the error shape of the route's API: an Anthropic body on the Messages routes, an OpenAI
 //! one elsewhere. Every flag is shared with `blocking_proxy` (see `--help`), and so are the
 //! routes and the checks every request passes ([`agentwire_proxy::http`]).
@@ -24,8 +26,10 @@
 //! agent's stdout, its stderr, its exit, the bridge's next deadline
 //! ([`Bridge::poll_timeout`], the only timer) and server shutdown, feeds whichever comes to
 //! the bridge, and hands the outputs on: the head becomes the response head, body chunks
-//! go to the client, `StopAgent` signals the group. With `--agent-protocol acp` the request is instead a turn on the one
-//! warm agent ([`agentwire_proxy::acp`]), and the loop awaits the turn's outputs.
+//! go to the client, `StopAgent` signals the group. With `--agent-protocol acp` the request
+//! is instead a turn on the one warm agent, in its conversation ([`agentwire_proxy::acp`]),
+//! and the loop awaits the turn's outputs; the agent's requests to the MCP endpoint are
+//! answered the same way, an SSE answer streamed through a channel like a response's.
 //!
 //! A stream's run is a task of its own that hands chunks to the response body through a
 //! one-slot channel. While the client does not take them it stops reading the agent's
@@ -70,7 +74,7 @@ use agentwire_proxy::{Clock, RequestIds, Settings, agent, reaper};
 use bytes::{Bytes, BytesMut};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited, StreamBody};
-use hyper::body::{Frame, Incoming};
+use hyper::body::{Body as _, Frame, Incoming};
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::rt::ReadBufCursor;
 use hyper::server::conn::http1;
@@ -621,6 +625,10 @@ impl Arriving<'_> {
         if *server.shutdown.borrow() {
             return Err(http::shutting_down());
         }
+        // A declared length over a limit below the framing's own is refused unread too.
+        if self.body.size_hint().lower() > limit as u64 {
+            return Err(http::too_large(limit));
+        }
         read_body(self.body, limit, self.scan, self.index, self.deadline).await
     }
 }
@@ -847,7 +855,10 @@ async fn mcp_exchange(
     let Some(warm) = server.warm.clone() else {
         return reply_response(mcp::refused(McpRefusal::NotFound), context, &mut record);
     };
-    let body = match request.read(server, mcp::body_limit(&server.settings)).await {
+    let body = match request
+        .read(server, mcp::body_limit(&server.settings))
+        .await
+    {
         Ok(body) => body,
         Err(reply) => return reply_response(reply, context, &mut record),
     };
@@ -866,7 +877,11 @@ async fn mcp_exchange(
         ended: false,
         record: Some(record),
     };
-    let (status, stream, headers) = loop {
+    let mcp::ResponseHead {
+        status,
+        stream,
+        headers,
+    } = loop {
         if let Some(head) = answer.head.take() {
             break head;
         }
@@ -928,7 +943,7 @@ struct McpAnswer {
     /// already).
     notify: Option<Arc<tokio::sync::Notify>>,
     context: ResponseContext,
-    head: Option<(u16, bool, Vec<(&'static str, String)>)>,
+    head: Option<mcp::ResponseHead>,
     body: BytesMut,
     ended: bool,
     record: Option<RequestRecord>,
@@ -943,7 +958,7 @@ impl McpAnswer {
             came = true;
             match output {
                 ExchangeOutput::Head(h) => {
-                    *head = Some((h.status, mcp::is_stream(&h), mcp::head_headers(&h, context)));
+                    *head = Some(mcp::ResponseHead::of(&h, context));
                 }
                 ExchangeOutput::Body(bytes) => body.extend_from_slice(bytes),
                 ExchangeOutput::End => {}
