@@ -25,6 +25,14 @@ for bin in claude-agent-acp codex-acp gemini; do
         exit 1
     fi
 done
+for client in "claude-code/$(cat tests/clients/claude-code/version)/node_modules/.bin/claude" \
+    "codex/$(cat tests/clients/codex/version)/node_modules/.bin/codex" \
+    "opencode/$(cat tests/clients/opencode/version)/bin/opencode"; do
+    if [ ! -x "tests/clients/$client" ]; then
+        echo "tests/agents/run.sh: the pinned client CLIs are missing; run tests/clients/install.sh" >&2
+        exit 1
+    fi
+done
 "$python" -c 'import anthropic, openai, pytest' 2>/dev/null || {
     echo "tests/agents/run.sh: the pinned Python clients are missing; run tests/clients/install.sh" >&2
     exit 1
