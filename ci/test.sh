@@ -148,7 +148,7 @@ for script in tests/clients/run.sh tests/agents/run.sh fuzz/run-smoke.sh; do
     fi
 done
 
-step "real clients (openai-python, anthropic-python, AI SDK, OpenCode, Claude Code, Codex; offline and against both proxies) and the real ACP agents (claude-agent-acp, codex-acp, Gemini CLI) behind both proxies"
+step "real clients (openai-python, anthropic-python, AI SDK, OpenCode, Claude Code, Codex; offline and against both proxies) and the real ACP agents (claude-agent-acp, codex-acp, Gemini CLI) behind both proxies, the clients' tools given to them over MCP"
 tests/clients/run.sh
 
 if [ -n "${AGENTWIRE_FUZZ_SECONDS:-}" ]; then

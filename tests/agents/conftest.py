@@ -5,8 +5,10 @@ The `proxy` fixture runs one proxy per agent and proxy kind for the whole sessio
 proxy's default permission policy (reject_once); `forced_proxy` one more with
 `--allow-force`. Each gets a scratch directory of its own (the agent's HOME, its work dir
 holding notes.txt, Codex's CODEX_HOME) and a model server of its own. Which agents run is
-`$AGENTWIRE_ACP_AGENTS` (comma-separated; default all three): tests/agents/run.sh runs one
-pytest per agent, in parallel.
+`$AGENTWIRE_ACP_AGENTS` (comma-separated; default all three), which proxies
+`$AGENTWIRE_ACP_PROXIES` (default both): tests/agents/run.sh runs one pytest per agent, in
+parallel. A test marked `only(agents=…, proxies=…)` runs with those alone; one marked
+`outlasting` takes minutes, and run.sh runs it apart (`-m outlasting`).
 
 Nothing may leave the machine: the agents' update checks and telemetry are turned off, and
 `HTTP(S)_PROXY` points at the model server, so any outbound call that does go out arrives
@@ -53,6 +55,10 @@ EXPECTED_CALLS = re.compile(
 )
 
 
+# A proxy's log line for a request it answered.
+REQUEST_LINE = re.compile(r" INFO request id=(\d+) route=(.+?) model=.* status=(\d+) .*conversation=(\S+)")
+
+
 # What each agent passes on to the client, as observed (README "The real ACP agents"):
 # the scripted model server reports usage on every answer; claude-agent-acp hands it on in
 # the prompt result, Gemini CLI in the prompt result's `_meta.quota` (input and output
@@ -65,6 +71,14 @@ USAGE = {
 # Agents that end the whole turn (stop reason `cancelled`) when a permission is rejected,
 # rather than telling their model the tool was refused.
 REJECTION_ENDS_TURN = {"codex"}
+
+
+def selected_proxies():
+    chosen = os.environ.get("AGENTWIRE_ACP_PROXIES", ",".join(PROXIES)).split(",")
+    unknown = set(chosen) - set(PROXIES)
+    if unknown:
+        raise pytest.UsageError(f"AGENTWIRE_ACP_PROXIES: unknown proxies {sorted(unknown)} (known: {PROXIES})")
+    return chosen
 
 
 def selected_agents():
@@ -133,6 +147,9 @@ stream_max_retries = 0
         # Otherwise it starts, then starts itself again as a child with a larger heap:
         # twice the start-up time, against the proxy's 10 s deadline for `initialize`.
         "GEMINI_CLI_NO_RELAUNCH": "true",
+        # It connects to a session's MCP servers only in a folder it trusts (else its model
+        # is offered none of the client's tools, and ACP says nothing of it).
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
     }
     return BIN / "gemini", ["--acp"], env
 
@@ -221,6 +238,33 @@ class Proxy:
             time.sleep(0.02)
         return False
 
+    def requests(self, after=0):
+        """The requests the proxy logged as done so far whose id (their order of arrival) is
+        above `after`: (route, status, conversation), in order of id; conversation is how
+        it began (`resumed`, `fresh:<reason>`)."""
+        lines = (REQUEST_LINE.search(line) for line in list(self.running.output))
+        found = sorted((int(line.group(1)), line.group(2), int(line.group(3)), line.group(4)) for line in lines if line)
+        return [(route, status, how) for number, route, status, how in found if number > after]
+
+    def mark(self, timeout_s=10):
+        """The id of a request made now: every request sent after this returns has a
+        greater one, every request answered before it was called a smaller one (a log line
+        may trail its response; ids do not)."""
+        path = "/mark-" + secrets.token_hex(6)
+        self.get(path)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for line in list(self.running.output):
+                found = REQUEST_LINE.search(line)
+                if found and found.group(2) == f"GET {path}":
+                    return int(found.group(1))
+            time.sleep(0.02)
+        pytest.fail(f"{self.kind}_proxy never logged GET {path}:\n{self.log()}")
+
+    def conversations(self):
+        """The conversation counters of the keyed /health."""
+        return self.get("/health")[1]["conversations"]
+
     def model_calls(self):
         return self.server.snapshot()
 
@@ -265,8 +309,20 @@ def run_proxy(request, tmp_path_factory, facts, allow_force):
             running.stop()
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "only(agents=..., proxies=...): run with these agents and proxy kinds only")
+    config.addinivalue_line(
+        "markers",
+        "outlasting: a client tool that outlasts the agent's own limit (over two minutes: "
+        "tests/agents/run.sh runs it in a pytest of its own, alongside the others)",
+    )
+
+
 def pytest_generate_tests(metafunc):
-    pairs = [(agent, kind) for agent in selected_agents() for kind in PROXIES]
+    only = metafunc.definition.get_closest_marker("only")
+    agents = only.kwargs.get("agents", AGENTS) if only else AGENTS
+    kinds = only.kwargs.get("proxies", PROXIES) if only else PROXIES
+    pairs = [(agent, kind) for agent in selected_agents() if agent in agents for kind in selected_proxies() if kind in kinds]
     ids = [f"{agent}-{kind}" for agent, kind in pairs]
     for name in ("proxy", "forced_proxy"):
         if name in metafunc.fixturenames:

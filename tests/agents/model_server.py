@@ -11,15 +11,37 @@ result is the second half of a tool round and is answered with the text the tool
     SCRIPT_RUN    the model asks the agent's shell tool for RUN_COMMAND
     SCRIPT_SLOW   a long answer, one word every SLOW_WORD_S (a client to hang up on it)
     SCRIPT_LONG_COMMAND  the model asks the agent's shell tool for LONG_COMMAND
+    client_rounds(N)  N rounds of the client's own shell tool, which the agent offers its
+                  model as an MCP tool of the server agentwire gives it (see below)
     (none)        the text answer, TEXT_ANSWER, naming the prompt's `nonce-…` if it has one
 
+Client tool rounds. A request from a client with tools reaches the agent with those tools
+as an MCP server named `client`, and each agent shows them to its model in its own way:
+claude-agent-acp as `mcp__client__<tool>` (Anthropic `input_schema`), codex-acp as the
+Responses tools of a `namespace` item named `mcp__client` (its calls carry `namespace` and
+`name`), Gemini CLI as `mcp_client_<tool>`. The script finds the client's shell tool there
+(Claude Code's `Bash`, Codex's `exec_command` or `shell`, OpenCode's `bash`, a script's own
+`bash`), fills in the arguments its schema names, and runs round_command(k) in round k; once
+N results came back it answers CLIENT_ANSWER followed by every result, in order. A result
+is the agent's native tool result for a call of a client tool (as the model sees it:
+Claude's `tool_result`, Codex's `function_call_output`, Gemini's `functionResponse`) or a
+user message giving the result of an earlier call (agentwire's LATE_RESULT: a call
+answered with DEFERRED_NOTE before the agent's own limit has its result prompted when the
+client sends it); to DEFERRED_NOTE the model answers WAIT_ANSWER and ends its turn, as the
+note asks.
+
 Every request is logged (`requests`), with the script it got and, for a stream, whether the
-agent hung up before its end: the tests read the log to see that nothing else arrived.
+agent hung up before its end: the tests read the log to see that nothing else arrived. A
+client-tool request also logs the inner session it belongs to (Claude Code's `session_id`
+in `metadata.user_id`, Codex's `prompt_cache_key`; Gemini sends none), the client tools its
+model was offered, the tool it called, every result it was given (`results`: text, whether
+it was an error, whether it came as a prompt) and when it arrived (`at`, monotonic).
 """
 
 import http.server
 import json
 import re
+import secrets
 import threading
 import time
 
@@ -27,6 +49,18 @@ SCRIPT_READ = "[script: read notes.txt]"
 SCRIPT_RUN = "[script: run the command]"
 SCRIPT_SLOW = "[script: a slow answer]"
 SCRIPT_LONG_COMMAND = "[script: run a long command]"
+CLIENT_ROUNDS = re.compile(r"\[script: client tool rounds (\d+)\]")
+# What the model answers once every round is done, then quotes each result.
+CLIENT_ANSWER = "The client's tool said"
+# What agentwire tells the agent's model when it answers a call before the agent's own
+# limit, and how it gives the client's result afterwards (src/acp/conversations.rs).
+DEFERRED_NOTE = "is still running on the user's side"
+LATE_RESULT = "The result of your earlier tool call"
+WAIT_ANSWER = "I will wait for the tool's result."
+# The client's shell tool, by its name without the MCP prefix, in order of preference.
+SHELL_TOOLS = ("bash", "exec_command", "shell", "shell_command")
+# The MCP server agentwire gives the agent, as each agent's model sees its tools.
+MCP_PREFIX = {"messages": "mcp__client__", "responses": "mcp__client", "gemini": "mcp_client_"}
 RUN_COMMAND = "touch written.txt && cat notes.txt"
 # Outlives any test: whoever started it must stop it.
 LONG_COMMAND = "sleep 600"
@@ -53,6 +87,174 @@ def text_answer(conversation):
 
 def tool_answer(output):
     return f"The tool said: {output.strip()}"
+
+
+def client_rounds(rounds):
+    """The marker asking for `rounds` rounds of the client's shell tool."""
+    return f"[script: client tool rounds {rounds}]"
+
+
+def round_command(k):
+    """The command of round `k` (from 1): `cat notes.txt`, then commands whose output is
+    not their own text (`round-2` comes only from running `echo round-$((1+1))`)."""
+    return "cat notes.txt" if k == 1 else f"echo round-$((1+{k - 1}))"
+
+
+def round_output(k, notes):
+    """What round `k`'s command prints in a directory whose notes.txt holds `notes`."""
+    return notes.strip() if k == 1 else f"round-{k}"
+
+
+def shell_arguments(schema, command, k):
+    """The arguments of a shell tool with JSON schema `schema` running `command`: the
+    command under the property the tool names it by (`cmd`, or `command` as a string or an
+    argv), a description when the tool has one."""
+    properties = (schema or {}).get("properties") or {}
+    if "cmd" in properties:
+        arguments = {"cmd": command}
+    elif (properties.get("command") or {}).get("type") == "array":
+        arguments = {"command": ["bash", "-lc", command]}
+    else:
+        arguments = {"command": command}
+    if "description" in properties:
+        arguments["description"] = f"Round {k} of the scripted task"
+    return arguments
+
+
+def unwrap_result(text):
+    """A tool result's text without what the agent wrapped around it: codex-acp's
+    `Wall time: …\nOutput:\n<MCP content as JSON>`, Gemini CLI's `<untrusted_context>`."""
+    head, marker, rest = text.partition("Output:\n")
+    if marker and head.startswith("Wall time:"):
+        try:
+            content = json.loads(rest)
+            return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+        except ValueError:
+            return rest
+    return text.replace("<untrusted_context>", "").replace("</untrusted_context>", "").strip("\n")
+
+
+def flat_text(value):
+    """The text of a message content: a string, or a list of parts with `text`."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(flat_text(part) for part in value)
+    if isinstance(value, dict):
+        return value.get("text") if isinstance(value.get("text"), str) else ""
+    return ""
+
+
+def client_plan(rounds, tools, results, waiting):
+    """What a client-tool script answers: ("client round K", (tool, arguments)),
+    ("client answer", text), ("client wait", text) or ("client tool missing", text).
+    `tools`: the client's tools as (bare name, schema, call), `results`: what came back so
+    far, `waiting`: the conversation ends with DEFERRED_NOTE."""
+    real = [result for result in results if DEFERRED_NOTE not in result["text"]]
+    if waiting:
+        return "client wait", WAIT_ANSWER
+    if len(real) >= rounds:
+        quoted = " | ".join(" ".join(result["text"].split()) for result in real)
+        return "client answer", f"{CLIENT_ANSWER}: {quoted}"
+    shell = next((tool for name in SHELL_TOOLS for tool in tools if tool[0].lower() == name), None)
+    if shell is None:
+        return "client tool missing", f"No client shell tool among {[tool[0] for tool in tools]}."
+    k = len(real) + 1
+    return f"client round {k}", (shell[2], shell_arguments(shell[1], round_command(k), k))
+
+
+def shown(call):
+    """A client tool's name as its model is offered it: `mcp__client__bash`, or for a
+    Responses namespace `mcp__client/bash`."""
+    return call if isinstance(call, str) else "/".join(filter(None, (call.get("namespace"), call["name"])))
+
+
+def late_result(role, text):
+    """A result the agent was prompted with (LATE_RESULT), from a user message's text."""
+    if role == "user" and LATE_RESULT in text:
+        return {"text": text[text.index(LATE_RESULT) :], "error": "(it failed)" in text, "prompt": True}
+    return None
+
+
+def messages_view(body):
+    """(client tools, results, waiting) of an Anthropic Messages request."""
+    prefix = MCP_PREFIX["messages"]
+    tools = [
+        (tool["name"][len(prefix) :], tool.get("input_schema"), tool["name"])
+        for tool in body.get("tools") or []
+        if (tool.get("name") or "").startswith(prefix)
+    ]
+    calls, results, last_is_result = set(), [], False
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        for block in blocks:
+            last_is_result = False
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use" and (block.get("name") or "").startswith(prefix):
+                calls.add(block.get("id"))
+            elif block.get("type") == "tool_result" and block.get("tool_use_id") in calls:
+                text = unwrap_result(flat_text(block.get("content")))
+                results.append({"text": text, "error": bool(block.get("is_error")), "prompt": False})
+                last_is_result = True
+            elif block.get("type") == "text" and (late := late_result(message.get("role"), block.get("text") or "")):
+                results.append(late)
+    return tools, results, last_is_result and DEFERRED_NOTE in results[-1]["text"]
+
+
+def responses_view(body):
+    """(client tools, results, waiting) of an OpenAI Responses request."""
+    namespace = MCP_PREFIX["responses"]
+    tools = []
+    for tool in body.get("tools") or []:
+        if tool.get("type") == "namespace" and tool.get("name") == namespace:
+            tools += [(child["name"], child.get("parameters"), {"namespace": namespace, "name": child["name"]}) for child in tool.get("tools") or []]
+        elif (tool.get("name") or "").startswith(namespace + "__"):
+            tools.append((tool["name"][len(namespace) + 2 :], tool.get("parameters"), {"name": tool["name"]}))
+    calls, results, last_is_result = set(), [], False
+    for item in body.get("input") or []:
+        last_is_result = False
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind == "function_call" and (item.get("namespace") == namespace or (item.get("name") or "").startswith(namespace + "__")):
+            calls.add(item.get("call_id"))
+        elif kind in ("function_call_output", "custom_tool_call_output") and item.get("call_id") in calls:
+            output = item.get("output")
+            text = output if isinstance(output, str) else flat_text(output)
+            # codex-acp's words for a call that failed (its limit, an MCP error).
+            results.append({"text": unwrap_result(text), "error": text.startswith("tool call error"), "prompt": False})
+            last_is_result = True
+        elif kind in ("message", None) and (late := late_result(item.get("role"), flat_text(item.get("content")))):
+            results.append(late)
+    return tools, results, last_is_result and DEFERRED_NOTE in results[-1]["text"]
+
+
+def gemini_view(body):
+    """(client tools, results, waiting) of a Gemini generateContent request."""
+    prefix = MCP_PREFIX["gemini"]
+    tools = [
+        (declared["name"][len(prefix) :], declared.get("parametersJsonSchema") or declared.get("parameters"), declared["name"])
+        for tool in body.get("tools") or []
+        for declared in tool.get("functionDeclarations") or []
+        if (declared.get("name") or "").startswith(prefix)
+    ]
+    results, last_is_result = [], False
+    for content in body.get("contents") or []:
+        for part in content.get("parts") or []:
+            last_is_result = False
+            response = part.get("functionResponse")
+            if response and (response.get("name") or "").startswith(prefix):
+                answer = response.get("response") or {}
+                if "error" in answer:
+                    results.append({"text": json.dumps(answer["error"]), "error": True, "prompt": False})
+                else:
+                    results.append({"text": unwrap_result(flat_text(answer.get("output"))), "error": False, "prompt": False})
+                last_is_result = True
+            elif (late := late_result(content.get("role"), part.get("text") or "")):
+                results.append(late)
+    return tools, results, last_is_result and DEFERRED_NOTE in results[-1]["text"]
 
 
 def script_of(conversation):
@@ -186,6 +388,23 @@ class ScriptedHandler(http.server.BaseHTTPRequestHandler):
             return script, None
         return "text", text_answer(conversation)
 
+    def client_script(self, rounds, conversation, view, session):
+        """(script, text or (call, arguments)) for the client-tool script `rounds` (the
+        marker's match in `conversation`), logged with what the request held."""
+        tools, results, waiting = view
+        script, answer = client_plan(int(rounds.group(1)), tools, results, waiting)
+        nonce = NONCE.search(conversation)
+        self.entry.update(
+            nonce=nonce and nonce.group(0),
+            session=session,
+            client_tools=sorted(shown(tool[2]) for tool in tools),
+            results=results,
+            at=time.monotonic(),
+        )
+        if not isinstance(answer, str):
+            self.entry["called"] = shown(answer[0])
+        return script, answer
+
     # Anthropic Messages (claude-agent-acp's Claude Code).
     def answer_messages(self, body):
         messages = body.get("messages") or []
@@ -196,11 +415,21 @@ class ScriptedHandler(http.server.BaseHTTPRequestHandler):
             content = results[-1].get("content")
             output = content if isinstance(content, str) else " ".join(part.get("text", "") for part in content or [])
         tool = None
+        conversation = json.dumps(messages)
+        rounds = CLIENT_ROUNDS.search(conversation)
         if (body.get("output_config") or {}).get("format"):
             # A side request for structured output (the session's title).
             script, text = "title", json.dumps({"title": "Scripted"})
+        elif rounds:
+            try:
+                session = json.loads((body.get("metadata") or {}).get("user_id") or "{}").get("session_id")
+            except ValueError:
+                session = None
+            script, text = self.client_script(rounds, conversation, messages_view(body), session)
+            if not isinstance(text, str):
+                tool, text = text, None
         else:
-            script, text = self.plan(json.dumps(messages), output)
+            script, text = self.plan(conversation, output)
             if text is None:
                 names = [declared.get("name") for declared in body.get("tools") or []]
                 if script == SCRIPT_READ:
@@ -219,7 +448,8 @@ class ScriptedHandler(http.server.BaseHTTPRequestHandler):
             stop = "end_turn"
         else:
             name, arguments = tool
-            events.append(("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_scripted", "name": name, "input": {}}}))
+            call = f"toolu_scripted_{secrets.token_hex(6)}" if script.startswith("client") else "toolu_scripted"
+            events.append(("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": call, "name": name, "input": {}}}))
             events.append(("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": json.dumps(arguments)}}))
             stop = "tool_use"
         events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
@@ -235,7 +465,16 @@ class ScriptedHandler(http.server.BaseHTTPRequestHandler):
         if last.get("type") in ("function_call_output", "custom_tool_call_output"):
             output = last.get("output")
             output = output if isinstance(output, str) else json.dumps(output)
-        script, text = self.plan(json.dumps(items), output)
+        conversation = json.dumps(items)
+        rounds = CLIENT_ROUNDS.search(conversation)
+        call = None
+        if rounds:
+            session = body.get("prompt_cache_key") or self.headers.get("session-id")
+            script, text = self.client_script(rounds, conversation, responses_view(body), session)
+            if not isinstance(text, str):
+                call, text = text, None
+        else:
+            script, text = self.plan(conversation, output)
         self.entry["script"] = script
         sequence = iter(range(1 << 30))
 
@@ -245,7 +484,12 @@ class ScriptedHandler(http.server.BaseHTTPRequestHandler):
 
         response = {"id": "resp_scripted", "object": "response", "created_at": int(time.time()), "status": "in_progress", "model": body.get("model", ""), "output": []}
         events = [event({"type": "response.created", "response": response}), event({"type": "response.in_progress", "response": response})]
-        if text is None:
+        if call is not None:
+            named, arguments = call
+            item = {"type": "function_call", "id": "fc_scripted", "call_id": f"call_scripted_{secrets.token_hex(6)}", **named, "arguments": json.dumps(arguments), "status": "completed"}
+            events.append(event({"type": "response.output_item.added", "output_index": 0, "item": dict(item, arguments="", status="in_progress")}))
+            events.append(event({"type": "response.output_item.done", "output_index": 0, "item": item}))
+        elif text is None:
             arguments = json.dumps({"cmd": "cat notes.txt" if script == SCRIPT_READ else command_of(script)})
             item = {"type": "function_call", "id": "fc_scripted", "call_id": "call_scripted", "name": "exec_command", "arguments": arguments, "status": "completed"}
             events.append(event({"type": "response.output_item.added", "output_index": 0, "item": dict(item, arguments="", status="in_progress")}))
@@ -279,9 +523,19 @@ class ScriptedHandler(http.server.BaseHTTPRequestHandler):
             candidate = {"content": {"role": "model", "parts": [{"text": json.dumps(choice)}]}, "finishReason": "STOP", "index": 0}
             return self.reply(200, {"candidates": [candidate], "usageMetadata": GEMINI_USAGE})
         output = json.dumps(responses[-1].get("response")) if responses else None
-        script, text = self.plan(json.dumps(contents), output)
+        conversation = json.dumps(contents)
+        rounds = CLIENT_ROUNDS.search(conversation)
+        call = None
+        if rounds:
+            script, text = self.client_script(rounds, conversation, gemini_view(body), None)
+            if not isinstance(text, str):
+                call, text = {"name": text[0], "args": text[1]}, None
+        else:
+            script, text = self.plan(conversation, output)
         self.entry["script"] = script
-        if text is None:
+        if call is not None:
+            parts = [[{"functionCall": call}]]
+        elif text is None:
             if script == SCRIPT_READ:
                 call = {"name": "read_file", "args": {"absolute_path": f"{self.owner.workspace}/notes.txt", "file_path": f"{self.owner.workspace}/notes.txt"}}
             else:

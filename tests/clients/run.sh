@@ -17,7 +17,10 @@
 # 4. The real ACP agents (claude-agent-acp, codex-acp, Gemini CLI) behind both proxies with
 #    --agent-protocol acp, each calling a scripted model server on loopback, through
 #    openai-python and anthropic-python (tests/agents/run.sh: text in every dialect, a tool
-#    the agent runs itself, a permission-gated command, a client hanging up).
+#    the agent runs itself, a permission-gated command, a client hanging up), and Claude
+#    Code, Codex and OpenCode doing multi-round tasks with their own tools, which the agent
+#    is given over MCP (one agent session per task; a client tool outlasting codex-acp's
+#    limit).
 #
 # Exits non-zero on any failure. Install the pinned clients first with tests/clients/install.sh.
 set -euo pipefail
@@ -57,5 +60,5 @@ echo "the AI SDK (openai-compatible) judges the output (offline)"
 echo "OpenCode with agentwire's plugin, from the packed JavaScript package (bindings/js/setup.sh installs what packing builds with)"
 bindings/js/setup.sh
 (cd tests/clients/opencode && node --test --test-reporter=spec plugin.test.mjs)
-echo "the real ACP agents against both proxies (--agent-protocol acp), through openai-python and anthropic-python"
+echo "the real ACP agents against both proxies (--agent-protocol acp), through openai-python, anthropic-python, Claude Code, Codex and OpenCode"
 tests/agents/run.sh

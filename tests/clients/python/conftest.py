@@ -13,8 +13,6 @@ import os
 import re
 import pathlib
 import secrets
-import signal
-import subprocess
 import sys
 import time
 import urllib.request
@@ -22,6 +20,7 @@ import urllib.request
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "support"))
+from client_process import run_client  # noqa: E402,F401  (shared with tests/agents; the tests import it from here)
 from proxy_process import ProxyProcess, built  # noqa: E402  (shared with tests/agents)
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -60,34 +59,6 @@ def descendants(pid):
                 found[child] = state
                 frontier.append(child)
     return found
-
-
-def run_client(command, cwd, env, timeout_s):
-    """Runs a client CLI in a process group of its own, with no stdin, killed outright (with
-    everything it started) after `timeout_s`; returns (exit code, stdout, stderr)."""
-    command = ["timeout", "-s", "KILL", str(timeout_s), *map(str, command)]
-    process = subprocess.Popen(
-        command,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    try:
-        # `timeout` kills the client; this only guards against a child keeping the pipes open.
-        stdout, stderr = process.communicate(timeout=timeout_s + 30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        stdout, stderr = process.communicate()
-    finally:
-        # Whatever the client started goes with it.
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return process.returncode, stdout.decode(), stderr.decode()
 
 
 def tool_result_block(prompt):
