@@ -14,6 +14,7 @@
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::Read;
+use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -24,6 +25,7 @@ use std::time::Duration;
 
 use agentwire::cursor::{ExitStatus, Invocation};
 use nix::errno::Errno;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{Signal as NixSignal, killpg};
 use nix::unistd::Pid;
 
@@ -324,11 +326,90 @@ fn process_table() -> Vec<(u32, u32, u32)> {
     table
 }
 
+/// Most bytes [`read_held`] takes from one pipe: as much as a Linux pipe holds at its
+/// largest (the default of `/proc/sys/fs/pipe-max-size`).
+pub const HELD_MAX: usize = 1024 * 1024;
+
+/// Reads what `pipe` holds now without waiting for more, handing each chunk (read into
+/// `buf`) to `each`: until end of file, until the pipe is empty though something (a
+/// descendant that left the agent's group) still holds it open, or after [`HELD_MAX`]
+/// bytes, so that a writer that keeps writing does not hold the caller.
+///
+/// This is how reading ends at the end of the exit drain
+/// ([`Action::StopReading`](crate::lifecycle::Action::StopReading)): whatever the leader
+/// wrote before it exited is in its pipes until read, so it is all taken however late the
+/// reader comes to it.
+pub fn read_held(pipe: impl AsFd, buf: &mut [u8], mut each: impl FnMut(&[u8])) {
+    let mut taken = 0;
+    while taken < HELD_MAX {
+        let mut fds = [PollFd::new(pipe.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::ZERO) {
+            Ok(_) if fds[0].revents().is_some_and(|r| !r.is_empty()) => {}
+            Err(Errno::EINTR) => continue,
+            // Empty (or unpollable): nothing more is held.
+            _ => return,
+        }
+        let want = buf.len().min(HELD_MAX - taken);
+        match nix::unistd::read(pipe.as_fd(), &mut buf[..want]) {
+            Ok(0) => return,
+            Ok(n) => {
+                taken += n;
+                each(&buf[..n]);
+            }
+            Err(Errno::EINTR) => {}
+            // Emptied meanwhile (a non-blocking pipe), or failed: nothing more to take.
+            Err(_) => return,
+        }
+    }
+}
+
 /// The exit status as the bridge takes it.
 pub fn exit_status(status: std::process::ExitStatus) -> ExitStatus {
     match (status.code(), status.signal()) {
         (Some(code), _) => ExitStatus::Code(code),
         (None, Some(signal)) => ExitStatus::Signal(signal),
         (None, None) => ExitStatus::Code(-1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs::File;
+    use std::io::Write;
+    use std::os::fd::OwnedFd;
+    use std::sync::Arc;
+
+    /// What `read_held` takes from `reader`, on a thread of its own: a call that waited
+    /// for the writer would fail the deadline instead of hanging the test.
+    fn held(reader: &Arc<OwnedFd>) -> Vec<u8> {
+        let (tx, rx) = mpsc::channel();
+        let reader = Arc::clone(reader);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 7];
+            let mut taken = Vec::new();
+            read_held(&*reader, &mut buf, |bytes| taken.extend_from_slice(bytes));
+            let _ = tx.send(taken);
+        });
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("read_held waited for more")
+    }
+
+    /// What a pipe holds is taken whole though its writer still holds it open (the call
+    /// returns instead of waiting for more), nothing is taken twice, and end of file ends
+    /// it too.
+    #[test]
+    fn read_held_takes_what_is_buffered_without_waiting_for_the_writer() {
+        let (reader, writer) = nix::unistd::pipe().unwrap();
+        let (reader, mut writer) = (Arc::new(reader), File::from(writer));
+        assert_eq!(held(&reader), b"", "an empty pipe, still open");
+        writer.write_all(b"the leader's last line\n").unwrap();
+        writer.write_all(b"and its result\n").unwrap();
+        assert_eq!(held(&reader), b"the leader's last line\nand its result\n");
+        assert_eq!(held(&reader), b"");
+        writer.write_all(b"late").unwrap();
+        drop(writer);
+        assert_eq!(held(&reader), b"late", "then end of file");
+        assert_eq!(held(&reader), b"");
     }
 }

@@ -79,6 +79,9 @@ const PIPE_CHUNKS: usize = 8;
 const HELPER_STACK: usize = 64 * 1024;
 /// Longest a blocked write waits before looking at the server's shutdown again.
 const WRITE_SLICE: Duration = Duration::from_millis(100);
+/// Longest the connection thread waits for the pipe thread to end once reading stops. It
+/// only takes what the pipes hold then, without waiting: a safety net.
+const PIPES_CLOSE: Duration = Duration::from_secs(5);
 
 struct Server {
     settings: Settings,
@@ -607,6 +610,8 @@ enum AgentEvent {
     StdoutEof,
     Stderr(Vec<u8>),
     StderrEof,
+    /// The pipe thread ended: everything it read was sent before.
+    PipesClosed,
     Exited(std::process::ExitStatus),
 }
 
@@ -1031,8 +1036,10 @@ struct Run<'a> {
 /// The agent process of a run; the child itself belongs to its waiter thread, its pipes
 /// to the pipe thread.
 struct Agent {
-    /// Dropping it stops the pipe thread, which closes the pipes.
+    /// Dropping it stops the pipe thread, which takes what the pipes hold and closes them.
     cancel: Option<OwnedFd>,
+    /// Whether the pipe thread may still send (until [`AgentEvent::PipesClosed`]).
+    pumping: bool,
 }
 
 impl Run<'_> {
@@ -1078,9 +1085,10 @@ impl Run<'_> {
                         let _ = stdin.write_all(&prompt);
                     });
                 }
+                let mut pumping = false;
                 if let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) {
                     let tx = events.clone();
-                    helper(move || pump(stdout, stderr, cancelled, &tx, generation));
+                    pumping = helper(move || pump(stdout, stderr, cancelled, &tx, generation));
                 }
                 let tx = events.clone();
                 helper(move || {
@@ -1091,6 +1099,7 @@ impl Run<'_> {
                 self.lifecycle.handle_spawned(group);
                 self.agent = Some(Agent {
                     cancel: Some(cancel),
+                    pumping,
                 });
             }
             Err(e) => {
@@ -1248,6 +1257,11 @@ impl Run<'_> {
             }
             AgentEvent::StdoutEof => self.lifecycle.handle_stdout_eof(),
             AgentEvent::StderrEof => self.lifecycle.handle_stderr_eof(),
+            AgentEvent::PipesClosed => {
+                if let Some(agent) = &mut self.agent {
+                    agent.pumping = false;
+                }
+            }
             AgentEvent::Exited(status) => {
                 let status = exit_status(status);
                 self.lifecycle.handle_exit(status, Instant::now());
@@ -1318,15 +1332,14 @@ impl Run<'_> {
             match action {
                 Action::Signal { group, signal } => signal_group(group, signal),
                 Action::StopReading => {
-                    // The leader is gone and its output with it; what still holds the
-                    // pipes (a descendant out of the group's reach) does not hold the
-                    // response. What the pipe thread already read is still the agent's.
+                    // The leader is gone; what still holds the pipes (a descendant out of
+                    // the group's reach) does not hold the response. What the leader wrote
+                    // is what the pipe thread read and what the pipes still hold: it takes
+                    // the latter and ends, however late it runs.
                     if let Some(agent) = &mut self.agent {
                         agent.cancel = None;
                     }
-                    while let Ok(event) = self.events.try_recv() {
-                        self.handle(event);
-                    }
+                    self.wait_pipes_closed();
                     fed = true;
                 }
                 Action::Stderr(text) => {
@@ -1340,6 +1353,22 @@ impl Run<'_> {
             }
         }
         fed
+    }
+
+    /// Handles the run's events until the pipe thread has sent everything it read and
+    /// ended (bounded by [`PIPES_CLOSE`]).
+    fn wait_pipes_closed(&mut self) {
+        let until = Instant::now() + PIPES_CLOSE;
+        while self.agent.as_ref().is_some_and(|agent| agent.pumping) {
+            let left = until.saturating_duration_since(Instant::now());
+            match self.events.recv_timeout(left) {
+                Ok(event) => self.handle(event),
+                Err(_) => {
+                    tracing::warn!("the agent's pipe thread did not end within {PIPES_CLOSE:?}");
+                    return;
+                }
+            }
+        }
     }
 
     /// After the response: stops the agent if it still runs, and reaps it.
@@ -1504,22 +1533,40 @@ fn is_stream(head: &Head) -> bool {
     head.content_type == "text/event-stream" && head.status == 200
 }
 
-/// Starts a small helper thread.
-fn helper(f: impl FnOnce() + Send + 'static) {
-    if let Err(e) = std::thread::Builder::new()
+/// Starts a small helper thread; whether it started.
+fn helper(f: impl FnOnce() + Send + 'static) -> bool {
+    match std::thread::Builder::new()
         .stack_size(HELPER_STACK)
         .spawn(f)
     {
-        tracing::warn!(%e, "cannot start a helper thread");
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!(%e, "cannot start a helper thread");
+            false
+        }
     }
 }
 
 /// Reads the agent's stdout and stderr until both end or `cancelled` is closed (its
-/// other end dropped), sending each chunk as the agent process `generation`'s.
+/// other end dropped), sending each chunk as the agent process `generation`'s, then
+/// [`AgentEvent::PipesClosed`]. Cancelled, it first takes what the pipes hold at that
+/// moment ([`agent::read_held`]): all the leader wrote before its exit that was not read.
 fn pump(
     stdout: ChildStdout,
     stderr: ChildStderr,
     cancelled: OwnedFd,
+    events: &SyncSender<Event>,
+    generation: u32,
+) {
+    read_pipes(stdout, stderr, &cancelled, events, generation);
+    let _ = events.send(Event::Agent(generation, AgentEvent::PipesClosed));
+}
+
+/// [`pump`]'s reading.
+fn read_pipes(
+    stdout: ChildStdout,
+    stderr: ChildStderr,
+    cancelled: &OwnedFd,
     events: &SyncSender<Event>,
     generation: u32,
 ) {
@@ -1547,6 +1594,18 @@ fn pump(
             }
             let ready = |fd: &PollFd<'_>| fd.revents().is_some_and(|r| !r.is_empty());
             if ready(&fds[0]) {
+                if let Some(pipe) = &stdout {
+                    agent::read_held(pipe, &mut out_buf, |bytes| {
+                        let chunk = AgentEvent::Stdout(bytes.to_vec());
+                        let _ = events.send(Event::Agent(generation, chunk));
+                    });
+                }
+                if let Some(pipe) = &stderr {
+                    agent::read_held(pipe, &mut err_buf, |bytes| {
+                        let chunk = AgentEvent::Stderr(bytes.to_vec());
+                        let _ = events.send(Event::Agent(generation, chunk));
+                    });
+                }
                 return;
             }
             let out_ready = stdout.is_some() && ready(&fds[1]);

@@ -1360,12 +1360,23 @@ impl Run {
             match action {
                 Action::Signal { group, signal } => signal_group(group, signal),
                 Action::StopReading => {
-                    // The leader is gone and its output with it; what still holds the
-                    // pipes (a descendant out of the group's reach) does not hold the
-                    // response.
+                    // The leader is gone; what still holds the pipes (a descendant out of
+                    // the group's reach) does not hold the response. What the leader wrote
+                    // before its exit and was not read yet is still in the pipes: it is
+                    // taken now, without waiting for more, however late this runs.
                     if let Some(agent) = &mut self.agent {
-                        agent.stdout = None;
-                        agent.stderr = None;
+                        let bridge = &mut self.bridge;
+                        if let Some(stdout) = agent.stdout.take() {
+                            agent::read_held(&stdout, &mut agent.out_buf, |bytes| {
+                                let _ = bridge.push_stdout(bytes, now);
+                            });
+                        }
+                        if let Some(stderr) = agent.stderr.take() {
+                            agent::read_held(&stderr, &mut agent.err_buf, |bytes| {
+                                let _ = bridge.push_stderr(bytes, now);
+                            });
+                        }
+                        fed = true;
                     }
                 }
                 Action::Stderr(text) => {
