@@ -501,7 +501,7 @@ mod tests {
             .unwrap();
         assert_eq!(refused, -404.0);
         assert!(connection.drain_mcp(1.0).is_empty());
-        assert!(!connection.is_mcp_server_open(1.0));
+        assert!(!connection.has_mcp_server(1.0));
         let stats: serde_json::Value =
             serde_json::from_str(&connection.conversation_stats()).unwrap();
         assert_eq!(stats["resumed"], 0);
