@@ -106,7 +106,8 @@ else
     (cd "$scratch" && npm pack --silent --loglevel=error "$package@$version" >/dev/null)
     mkdir -p "opencode/$version"
     tar -xzf "$scratch"/*.tgz -C "opencode/$version" --strip-components=1
-    if [ "$("$bin" --version)" != "$version" ]; then
+    # OpenCode (a Bun executable) writes into TMPDIR: the scratch directory, removed.
+    if [ "$(TMPDIR="$scratch" "$bin" --version)" != "$version" ]; then
         echo "tests/clients/install.sh: $bin --version is not $version" >&2
         exit 1
     fi

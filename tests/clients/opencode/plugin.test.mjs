@@ -49,6 +49,7 @@ const scratch = mkdtempSync(join(tmpdir(), 'agentwire-opencode-'));
 const home = join(scratch, 'home');
 const project = join(scratch, 'project');
 const logs = join(scratch, 'agent-logs');
+const tmp = join(scratch, 'tmp');
 const times = [];
 let tarball;
 let documented;
@@ -77,7 +78,7 @@ before(() => {
   }
   [tarball] = readdirSync(packs).map((name) => join(packs, name));
   assert.match(tarball, /agentwire-\d+\.\d+\.\d+\.tgz$/);
-  for (const dir of [project, logs, join(home, '.config/opencode')]) mkdirSync(dir, { recursive: true });
+  for (const dir of [project, logs, tmp, join(home, '.config/opencode')]) mkdirSync(dir, { recursive: true });
   copyFileSync(join(SCENARIO, 'notes.txt'), join(project, 'notes.txt'));
 });
 
@@ -113,6 +114,9 @@ async function opencode(what, args) {
     XDG_DATA_HOME: join(home, '.local/share'),
     XDG_CACHE_HOME: join(home, '.cache'),
     XDG_STATE_HOME: join(home, '.local/state'),
+    // OpenCode (a Bun executable) unpacks native libraries and its own files into TMPDIR:
+    // the scratch directory, removed with it.
+    TMPDIR: tmp,
     AGENTWIRE_E2E_LOGS: logs,
   });
   const started = performance.now();
