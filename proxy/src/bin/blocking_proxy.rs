@@ -764,19 +764,7 @@ impl AcpTurn<'_> {
     /// Writes the turn's outputs as they come until its end; a client gone (hung up, or
     /// a write failed or stalled past `--write-timeout-ms`) cancels the session.
     fn serve(mut self) {
-        let gone = Arc::new(AtomicBool::new(false));
-        // A hang-up is seen as end of stream on the socket (the request was read whole).
-        if let (Ok(mut watch), Some(warm)) = (self.stream.try_clone(), self.server.warm.clone()) {
-            let _ = watch.set_read_timeout(None);
-            let gone = Arc::clone(&gone);
-            let ticket = self.ticket;
-            helper(move || {
-                let mut sink = [0u8; 512];
-                while matches!(watch.read(&mut sink), Ok(n) if n > 0) {}
-                gone.store(true, Ordering::SeqCst);
-                warm.wake(&ticket);
-            });
-        }
+        let gone = watch_hang_up(&self.stream, self.server.warm.clone(), self.ticket);
         let _ = self
             .stream
             .set_write_timeout(Some(self.server.settings.write_timeout));
@@ -883,19 +871,7 @@ impl McpAnswer<'_> {
     /// Writes the exchange's outputs as they come until its end; the agent hanging up
     /// (or a write failing or stalling past `--write-timeout-ms`) gives up its call.
     fn serve(mut self) {
-        let gone = Arc::new(AtomicBool::new(false));
-        // A hang-up is seen as end of stream on the socket (the request was read whole).
-        if let (Ok(mut watch), Some(warm)) = (self.stream.try_clone(), self.server.warm.clone()) {
-            let _ = watch.set_read_timeout(None);
-            let gone = Arc::clone(&gone);
-            let ticket = self.ticket;
-            helper(move || {
-                let mut sink = [0u8; 512];
-                while matches!(watch.read(&mut sink), Ok(n) if n > 0) {}
-                gone.store(true, Ordering::SeqCst);
-                warm.wake(&ticket);
-            });
-        }
+        let gone = watch_hang_up(&self.stream, self.server.warm.clone(), self.ticket);
         let _ = self
             .stream
             .set_write_timeout(Some(self.server.settings.write_timeout));
@@ -1531,6 +1507,24 @@ fn recv_until(events: &Receiver<Event>, due: Option<Instant>) -> Result<Event, R
 
 fn is_stream(head: &Head) -> bool {
     head.content_type == "text/event-stream" && head.status == 200
+}
+
+/// Watches `stream` for its peer hanging up, on a helper thread: the request was read
+/// whole, so end of stream is a hang-up. Then the flag it returns is set and the waiter
+/// of `ticket` on the warm agent is woken.
+fn watch_hang_up(stream: &TcpStream, warm: Option<Arc<Warm>>, ticket: Ticket) -> Arc<AtomicBool> {
+    let gone = Arc::new(AtomicBool::new(false));
+    if let (Ok(mut watch), Some(warm)) = (stream.try_clone(), warm) {
+        let _ = watch.set_read_timeout(None);
+        let flag = Arc::clone(&gone);
+        helper(move || {
+            let mut sink = [0u8; 512];
+            while matches!(watch.read(&mut sink), Ok(n) if n > 0) {}
+            flag.store(true, Ordering::SeqCst);
+            warm.wake(&ticket);
+        });
+    }
+    gone
 }
 
 /// Starts a small helper thread; whether it started.
