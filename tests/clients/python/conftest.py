@@ -63,7 +63,8 @@ def descendants(pid):
 
 def tool_result_block(prompt):
     """The part of an agent's prompt from its first tool result on (agentwire renders a
-    tool result as `tool result for <id> (<name>)`), or None when it holds none."""
+    tool result as `tool result for <id> (<name>)`, and in a resumed chat's prompt as
+    `tool result for <id> (<name> <arguments>)`), or None when it holds none."""
     at = prompt.find("tool result for")
     return None if at < 0 else prompt[at:]
 
@@ -75,7 +76,7 @@ def assert_tool_round(runs, tool, content, secret):
     assert len(runs) == 2, [run["prompt"][-300:] for run in runs]
     assert tool_result_block(runs[0]["prompt"]) is None
     block = tool_result_block(runs[1]["prompt"])
-    assert block and f"({tool})" in block, runs[1]["prompt"]
+    assert block and re.search(rf"\({re.escape(tool)}[ )]", block), runs[1]["prompt"]
     assert all(line in block for line in content.splitlines()), block
     assert not any(secret in run["prompt"] or secret in " ".join(run["argv"]) for run in runs)
 
