@@ -190,12 +190,12 @@ test('the first run installs the plugin from the tarball: a read tool round, the
   assert.deepEqual(run.events.filter((e) => e.type === 'step_finish').map((e) => e.part.reason), ['tool-calls', 'stop']);
   assert.ok(printed(run.events).includes(resultOf(join(SCENARIO, 'turn-2.jsonl'))), run.report);
   // The second prompt holds the file's content (every line) as the read's result; the first
-  // holds no result.
+  // holds no result (a resumed chat labels it with the call's name and arguments).
   const reads = agentRuns('e2e-read');
   assert.equal(reads.length, 2);
   assert.ok(!reads[0].prompt.includes('tool result for'));
   const result = reads[1].prompt.slice(reads[1].prompt.indexOf('tool result for'));
-  assert.match(result, /^tool result for \S+ \(read\)/);
+  assert.match(result, /^tool result for \S+ \(read[ )]/);
   for (const line of readFileSync(join(project, 'notes.txt'), 'utf8').trim().split('\n')) assert.ok(result.includes(line), result);
   // The title request went to smallModel, with no tools.
   assert.deepEqual(
