@@ -713,7 +713,7 @@ fn memory_report(workload: &Workload, counts: &[usize]) {
     drop(values);
     let schemas = schemas.len();
     println!(
-        "  what dominates an ACP session: its own mcp::Server for the request's {} tools ({schemas} bytes of JSON in the request): {built} bytes once built (the tools with their schemas as serde_json values, and the tools/list answer, {list_bytes} bytes, written once), {served} after serving initialize, tools/list and one call (buffers kept at the size of the tools/list answer)",
+        "  an mcp::Server for the request's {} tools ({schemas} bytes of JSON in the request): {built} bytes once built (the tools with their schemas as serde_json values, and the tools/list answer, {list_bytes} bytes, written once), {served} after serving initialize, tools/list and one call; the sessions of a connection that offer the same tools share what is built (mcp::ToolSet), so a parked session holds its own state only",
         tools.len(),
     );
     println!(

@@ -132,6 +132,11 @@ enum Taken {
     Batch,
 }
 
+/// Most reply-buffer capacity a server keeps between inputs: replies to the calls an agent
+/// makes while it works (`ping`, a call's acknowledgement) fit, a `tools/list` answer is
+/// given back.
+const KEPT_REPLY_CAPACITY: usize = 4096;
+
 /// An MCP server (JSON-RPC 2.0, MCP revisions 2025-03-26, 2025-06-18 and 2025-11-25)
 /// offering one agent session the client's tools, over Streamable HTTP or stdio (one
 /// server serves one transport; calls are answered where they came from). It answers
@@ -311,7 +316,10 @@ impl Server {
     /// The input's replies were taken: the buffer keeps no peak between inputs (a
     /// `tools/list` answer is tens of kilobytes, and a parked session's server waits long).
     fn release_replies(&mut self) {
-        framing::reclaim(&mut self.replies);
+        self.replies.clear();
+        if self.replies.capacity() > KEPT_REPLY_CAPACITY {
+            self.replies = Vec::new();
+        }
         self.reply_ends.clear();
     }
 
@@ -972,5 +980,64 @@ impl fmt::Debug for Server {
             .field("exchanges", &self.exchanges.len())
             .field("pending_calls", &self.calls.len())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn post<'a>(session: Option<&'a str>, body: &'a str) -> HttpRequest<'a> {
+        HttpRequest {
+            method: "POST",
+            accept: Some("application/json, text/event-stream"),
+            content_type: Some("application/json"),
+            session_id: session,
+            protocol_version: session.map(|_| "2025-11-25"),
+            body: body.as_bytes(),
+        }
+    }
+
+    /// A server parked with a call pending keeps no buffer the size of the `tools/list`
+    /// answer it served: with many sessions parked, that peak would be most of their memory.
+    #[test]
+    fn a_served_tools_list_leaves_no_buffer_of_its_size() {
+        let description = "x".repeat(40_000);
+        let tools = [ToolSpec::function(
+            "bash",
+            &description,
+            json!({"type": "object"}),
+        )];
+        let mut server = Server::new(&tools, &Config::default(), "0".repeat(16));
+        let session = server.session_id().to_owned();
+        let mut answered = 0;
+        for (body, session) in [
+            (
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#,
+                None,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+                Some(session.as_str()),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bash","arguments":{}}}"#,
+                Some(session.as_str()),
+            ),
+        ] {
+            let exchange = server.handle_http(&post(session, body), 0);
+            while let Some(output) = server.poll_exchange(exchange) {
+                if let ExchangeOutput::Body(bytes) = output {
+                    answered += bytes.len();
+                }
+            }
+            while server.poll_event().is_some() {}
+        }
+        assert!(
+            answered > description.len(),
+            "the tools/list answer was served"
+        );
+        assert_eq!(server.pending_calls(), 1);
+        assert!(server.replies.capacity() <= KEPT_REPLY_CAPACITY);
     }
 }
