@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 use support::acp::{acp_events, acp_events_all, acp_groups, acp_proxy_with, two_prompts};
 use support::both;
 use support::client::{Conn, raw, raw_to};
-use support::messages::check_stream as check_messages_stream;
 use support::processes::{assert_groups_gone, pids_in, processes, zombies_of};
+use support::tool_loop::{Answer, MessagesClient, TASK, command, output_of};
 use support::{Kind, Proxy, Scratch, example, wait_until};
 
 both!(
@@ -35,8 +35,6 @@ both!(
     acp_a_messages_tool_loop_resumes_by_claude_codes_session_header,
 );
 
-const TASK: &str = "Find the failing test and fix it.";
-
 /// A proxy whose warm agent plays `rounds` tool rounds per session, with `agent` flags
 /// for the stand-in and `proxy` flags for the proxy.
 fn tool_proxy(kind: Kind, scratch: &Scratch, rounds: u32, agent: &[&str], proxy: &[&str]) -> Proxy {
@@ -50,23 +48,6 @@ fn tool_proxy(kind: Kind, scratch: &Scratch, rounds: u32, agent: &[&str], proxy:
     ];
     flags.extend_from_slice(agent);
     acp_proxy_with(kind, scratch, &two_prompts(), &flags, proxy)
-}
-
-/// What a round answered: the command of the client's `bash` call, or the final text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Answer {
-    Tool(String),
-    Text(String),
-}
-
-/// The call of round `round`.
-fn command(round: u32) -> Answer {
-    Answer::Tool(format!("echo round-{round}"))
-}
-
-/// What the client's `bash` prints for `command`.
-fn output_of(command: &str) -> String {
-    format!("{} (exit 0)", command.trim_start_matches("echo "))
 }
 
 /// The agent's answer after `rounds` rounds, the last of which printed `last`.
@@ -655,16 +636,12 @@ fn acp_the_mcp_endpoint_admits_only_its_sessions_secret(kind: Kind) {
 }
 
 /// A Messages request for `messages`, as Claude Code sends them (its `Bash` tool).
-fn messages_body(messages: &[Value], stream: bool) -> Value {
-    json!({
-        "model": "auto",
-        "max_tokens": 1024,
-        "stream": stream,
-        "system": "You are Claude Code.",
-        "messages": messages,
-        "tools": [{"name": "Bash", "description": "Run a shell command.",
-            "input_schema": {"type": "object", "properties": {"command": {"type": "string"}, "timeout": {"type": "number"}}, "required": ["command"]}}],
-    })
+/// The Messages client of the loop, as Claude Code sends it.
+fn client() -> MessagesClient {
+    MessagesClient {
+        system: "You are Claude Code.".to_owned(),
+        bash_properties: json!({"command": {"type": "string"}, "timeout": {"type": "number"}}),
+    }
 }
 
 fn acp_a_messages_tool_loop_resumes_by_claude_codes_session_header(kind: Kind) {
@@ -681,30 +658,7 @@ fn acp_a_messages_tool_loop_resumes_by_claude_codes_session_header(kind: Kind) {
         "x-claude-code-session-id",
         "6f0c1d8e-2b4a-4c3d-9e5f-7a8b9c0d1e2f",
     );
-    let mut messages = vec![json!({"role": "user", "content": TASK})];
-    let mut answers = Vec::new();
-    for _ in 0..=ROUNDS {
-        let body = messages_body(&messages, true);
-        let reply = proxy.post_json("/v1/messages", &[session], &body);
-        assert_eq!(reply.status, 200, "{}", reply.text());
-        let stream = check_messages_stream(&reply.body, "auto");
-        messages.push(json!({"role": "assistant", "content": stream.content}));
-        match stream.stop_reason.as_deref() {
-            Some("tool_use") => {
-                let uses = stream.tool_uses();
-                assert_eq!(uses.len(), 1);
-                let (id, name, input) = &uses[0];
-                assert_eq!(name, "Bash");
-                let command = input["command"].as_str().unwrap().to_owned();
-                messages.push(json!({"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": id, "content": output_of(&command)},
-                ]}));
-                answers.push(Answer::Tool(command));
-            }
-            Some("end_turn") => answers.push(Answer::Text(stream.text())),
-            other => panic!("stop_reason {other:?}"),
-        }
-    }
+    let (mut messages, answers) = client().run(&proxy, &[session], ROUNDS);
     let expected: Vec<Answer> = (0..ROUNDS)
         .map(command)
         .chain([done(ROUNDS, Some(ROUNDS - 1))])
@@ -717,7 +671,7 @@ fn acp_a_messages_tool_loop_resumes_by_claude_codes_session_header(kind: Kind) {
     // A follow-up without the header is another conversation's: fresh; with it, the
     // session (undisturbed) continues.
     messages.push(json!({"role": "user", "content": "Thanks. Anything else?"}));
-    let body = messages_body(&messages, false);
+    let body = client().body(&messages, false);
     for (headers, resumes) in [(&[][..], false), (&[session][..], true)] {
         let reply = proxy.post_json("/v1/messages", headers, &body);
         assert_eq!(reply.status, 200, "{}", reply.text());

@@ -14,8 +14,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::both;
 use support::client::raw;
-use support::messages::check_stream as check_messages_stream;
 use support::processes::{assert_groups_gone, zombies_of};
+use support::tool_loop::{Answer, MessagesClient, TASK, command, output_of};
 use support::{AgentRun, Kind, Proxy, Scratch, wait_until};
 
 both!(
@@ -42,8 +42,6 @@ fn system_text() -> String {
     "You are a careful coding agent working in a large repository. ".repeat(40)
 }
 
-const TASK: &str = "Find the failing test and fix it.";
-
 /// An agent playing a tool loop of `rounds` tool rounds, its chats in the scratch
 /// directory; `extra` flags after.
 fn loop_agent(scratch: &Scratch, rounds: u32, extra: &[&str]) -> std::path::PathBuf {
@@ -62,26 +60,9 @@ fn loop_agent(scratch: &Scratch, rounds: u32, extra: &[&str]) -> std::path::Path
     scratch.agent(&flags)
 }
 
-/// What a round answered: the command of the client's `bash` call, or the final text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Answer {
-    Tool(String),
-    Text(String),
-}
-
-/// The command round `round` of the loop asks the client to run.
-fn command(round: u32) -> Answer {
-    Answer::Tool(format!("echo round-{round}"))
-}
-
 /// The answer after `rounds` tool rounds.
 fn done(rounds: u32) -> Answer {
     Answer::Text(format!("Done after {rounds} tool rounds."))
-}
-
-/// What the client's `bash` prints for `command`.
-fn output_of(command: &str) -> String {
-    format!("{} (exit 0)", command.trim_start_matches("echo "))
 }
 
 /// A Chat Completions client in a tool loop: it sends its whole conversation each round,
@@ -481,16 +462,12 @@ fn shutdown_with_parked_chats_exits_cleanly_and_leaves_no_agent(kind: Kind) {
 }
 
 /// A Messages request for `messages`, as Claude Code sends them (its `Bash` tool).
-fn messages_body(messages: &[Value], stream: bool) -> Value {
-    json!({
-        "model": "auto",
-        "max_tokens": 1024,
-        "stream": stream,
-        "system": system_text(),
-        "messages": messages,
-        "tools": [{"name": "Bash", "description": "Run a shell command.",
-            "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}],
-    })
+/// The Messages client of the loop, as Claude Code sends it.
+fn client() -> MessagesClient {
+    MessagesClient {
+        system: system_text(),
+        bash_properties: json!({"command": {"type": "string"}}),
+    }
 }
 
 fn a_messages_tool_loop_resumes_by_claude_codes_session_header(kind: Kind) {
@@ -502,30 +479,7 @@ fn a_messages_tool_loop_resumes_by_claude_codes_session_header(kind: Kind) {
         "x-claude-code-session-id",
         "6f0c1d8e-2b4a-4c3d-9e5f-7a8b9c0d1e2f",
     );
-    let mut messages = vec![json!({"role": "user", "content": TASK})];
-    let mut answers = Vec::new();
-    for _ in 0..=ROUNDS {
-        let body = messages_body(&messages, true);
-        let reply = proxy.post_json("/v1/messages", &[session], &body);
-        assert_eq!(reply.status, 200, "{}", reply.text());
-        let stream = check_messages_stream(&reply.body, "auto");
-        messages.push(json!({"role": "assistant", "content": stream.content}));
-        match stream.stop_reason.as_deref() {
-            Some("tool_use") => {
-                let uses = stream.tool_uses();
-                assert_eq!(uses.len(), 1);
-                let (id, name, input) = &uses[0];
-                assert_eq!(name, "Bash");
-                let command = input["command"].as_str().unwrap().to_owned();
-                messages.push(json!({"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": id, "content": output_of(&command)},
-                ]}));
-                answers.push(Answer::Tool(command));
-            }
-            Some("end_turn") => answers.push(Answer::Text(stream.text())),
-            other => panic!("stop_reason {other:?}"),
-        }
-    }
+    let (mut messages, answers) = client().run(&proxy, &[session], ROUNDS);
     let expected: Vec<Answer> = (0..ROUNDS).map(command).chain([done(ROUNDS)]).collect();
     assert_eq!(answers, expected);
     let runs = scratch.runs();
@@ -543,7 +497,7 @@ fn a_messages_tool_loop_resumes_by_claude_codes_session_header(kind: Kind) {
     // A follow-up without the header is another conversation's: it does not resume; with
     // it, the chat (undisturbed) does.
     messages.push(json!({"role": "user", "content": "Thanks. Anything else?"}));
-    let body = messages_body(&messages, false);
+    let body = client().body(&messages, false);
     for (headers, resumes) in [(&[][..], None), (&[session][..], Some(chat.as_str()))] {
         let reply = proxy.post_json("/v1/messages", headers, &body);
         assert_eq!(reply.status, 200, "{}", reply.text());

@@ -12,6 +12,7 @@ pub mod acp;
 pub mod client;
 pub mod processes;
 pub mod seed;
+pub mod tool_loop;
 
 /// The library's own test support: the chunk and Responses stream checkers, what a
 /// transcript answers, the real captures.
