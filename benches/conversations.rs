@@ -15,8 +15,7 @@
 //!    rounds 1 (fresh), 2, 10, 20 and 100 (each with its neighbours): the resumed request
 //!    whole (`Bridge::in_conversation`, `Connection::start_conversation_turn` with the
 //!    MCP answer it writes), the work a resumed request adds, part by part (the
-//!    registry's decision with the transcript's digests, the continuation's render, the
-//!    fallback kept for a failed resume), and baselines on the same body in the same
+//!    registry's decision with the transcript's digests, the continuation's render), and baselines on the same body in the same
 //!    loop: `serde_json` validating it, the dialect parsing it, and a fresh request for it
 //!    (the whole render). On the wall clock and on the thread's CPU time, which leaves
 //!    out the time the thread waited for a core (`support/stopwatch.rs`).
@@ -417,16 +416,16 @@ fn parsed(bodies: &[Vec<u8>]) -> Parsed {
 }
 
 /// The work a resumed stream-json request does that a fresh one does not, part by part:
-/// the registry's decision (the transcript's digests included), the continuation's
-/// render, and the fallback a failed resume would run (the conversation cloned, its tool
-/// plan built).
+/// the registry's decision (the transcript's digests included) and the continuation's
+/// render. The fallback a failed resume would run costs nothing until it runs: the
+/// bridge keeps the parsed conversation itself and builds its tool plan only then.
 fn added_work(
     registry: &mut Registry,
     keys: &ConversationKeys<'_>,
     request: &Request,
     now: u64,
-) -> ([Lap; 4], Decision) {
-    let mut parts = [Lap::default(); 4];
+) -> ([Lap; 2], Decision) {
+    let mut parts = [Lap::default(); 2];
     let started = Stopwatch::start();
     let decision = registry.decide(Owner::LOCAL, keys, request, now);
     parts[0] = started.lap();
@@ -435,12 +434,6 @@ fn added_work(
         let from = continuation_from(request, resume.delta, resume.shape.results);
         black_box(render_continuation(&request.conversation, from));
         parts[1] = started.lap();
-        let started = Stopwatch::start();
-        let fallback = black_box(request.conversation.clone());
-        parts[2] = started.lap();
-        let started = Stopwatch::start();
-        black_box(ToolPlan::new(&fallback.tools, ToolStrategy::default()));
-        parts[3] = started.lap();
     }
     (parts, decision)
 }
@@ -493,11 +486,9 @@ fn time_report(workload: &Workload, reps: usize) {
 
     let names = [
         "stream-json resumed: Bridge::in_conversation",
-        "  what it adds: decide + continuation + fallback",
+        "  what it adds: decide + continuation",
         "    decide (digests, lookup, delta check)",
         "    render_continuation",
-        "    fallback: the conversation cloned",
-        "    fallback: its ToolPlan built",
         "stream-json fresh, same body: Bridge::new",
         "ACP resumed: start_conversation_turn + MCP answer",
         "  less its parse (the rest of the request)",
@@ -521,11 +512,11 @@ fn time_report(workload: &Workload, reps: usize) {
             samples[0].add(round, given.core);
             let started = Stopwatch::start();
             black_box(Bridge::new(tool_loop::DIALECT, body, &config, params()));
-            samples[6].add(round, started.lap());
+            samples[4].add(round, started.lap());
             let started = Stopwatch::start();
             black_box(serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok());
-            samples[10].add(round, started.lap());
-            samples[11].add(round, parse_lap(body));
+            samples[8].add(round, started.lap());
+            samples[9].add(round, parse_lap(body));
         }
         // What a resumed request adds, alone, on the parsed requests.
         let mut registry = Registry::new(on());
@@ -545,14 +536,14 @@ fn time_report(workload: &Workload, reps: usize) {
         for (round, body) in acp_bodies.iter().enumerate() {
             let (given, _) = acp.round(0, round, body, caller);
             assert_eq!(given.resumed, round > 0);
-            samples[7].add(round, given.core);
-            samples[8].add(round, given.core.saturating_sub(parse_lap(body)));
+            samples[5].add(round, given.core);
+            samples[6].add(round, given.core.saturating_sub(parse_lap(body)));
         }
         // ACP without conversations: a session, MCP server and whole prompt each round.
         let mut acp = Acp::new(off(), &workload.model);
         for (round, body) in acp_bodies.iter().enumerate() {
             let (given, _) = acp.round(0, round, body, caller);
-            samples[9].add(round, given.core);
+            samples[7].add(round, given.core);
         }
     }
     let body_kb = |from: usize, to: usize| {
