@@ -12,7 +12,7 @@ use std::path::Path;
 use acp_replay::{
     Outcome, Split, load, project_fixtures, recorded_answers, replay, shared_recordings,
 };
-use agentwire::acp::{AcpConfig, Connection, Decision, PermissionChoice};
+use agentwire::acp::{AcpConfig, Connection, Decision, NativeTools, PermissionChoice};
 use agentwire::bridge::{BridgeParams, Config, Dialect, Output};
 use agentwire_testkit::messages;
 use serde_json::{Value, json};
@@ -385,6 +385,35 @@ fn client_tools_are_a_400_naming_tools_and_nothing_is_sent() {
     let error: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(error["error"]["param"], "tools");
     assert!(written(&mut connection).is_empty());
+}
+
+#[test]
+fn native_tools_off_is_asked_per_session_only_of_an_agent_that_takes_it() {
+    let claude = r#"{"protocolVersion":1,"agentInfo":{"name":"@zed-industries/claude-agent-acp","version":"0.23.1"}}"#;
+    let codex = r#"{"protocolVersion":1,"agentInfo":{"name":"codex-acp","version":"0.16.0"}}"#;
+    let meta_of = |result: &str, native_tools: NativeTools| {
+        let config = AcpConfig {
+            native_tools,
+            ..AcpConfig::default()
+        };
+        let mut connection = ready_with(config, result);
+        let sent = written(&mut connection);
+        assert_eq!(sent[0]["method"], "session/new");
+        assert_eq!(sent[0]["params"]["mcpServers"], json!([]));
+        sent[0]["params"]["_meta"].clone()
+    };
+    // Claude's own tools off in a session without the client's tools: none at all.
+    assert_eq!(
+        meta_of(claude, NativeTools::Off),
+        json!({"claudeCode": {"options": {"tools": []}}})
+    );
+    assert_eq!(meta_of(claude, NativeTools::Keep), Value::Null);
+    // Codex takes it at launch only (`launch_without_native_tools`).
+    assert_eq!(meta_of(codex, NativeTools::Off), Value::Null);
+    assert_eq!(
+        meta_of(r#"{"protocolVersion":1}"#, NativeTools::Off),
+        Value::Null
+    );
 }
 
 #[test]

@@ -19,6 +19,25 @@ named!(PermissionChoice, "permission choice" {
     RejectOnce => "reject_once",
 });
 
+/// Whether the agent's own tools (its shell, file edits, web search, …) are offered to its
+/// model. The client's tools, given as an MCP server, are offered either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NativeTools {
+    /// Kept, except in sessions given the client's tools by an agent that turns them off
+    /// per session (claude-agent-acp): a request's client tools are then the only tools.
+    Keep,
+    /// Off in every session: per session where the agent takes that (claude-agent-acp),
+    /// and at launch where only its configuration can (codex-acp, Gemini CLI): the adapter
+    /// starts the agent as [`launch_without_native_tools`](super::launch_without_native_tools)
+    /// says.
+    Off,
+}
+
+named!(NativeTools, "native tools setting" {
+    Keep => "keep",
+    Off => "off",
+});
+
 /// How agent→client requests other than permission requests (`fs/*`, `terminal/*`,
 /// extension methods such as `cursor/create_plan`) are answered. agentwire advertises
 /// no client capability, so none of them is served.
@@ -47,6 +66,9 @@ pub struct AcpConfig {
     pub permission: PermissionChoice,
     /// Answers to other agent requests. Default [`ExtensionPolicy::MethodNotFound`].
     pub extensions: ExtensionPolicy,
+    /// Whether the agent's own tools are offered to its model. Default
+    /// [`NativeTools::Keep`].
+    pub native_tools: NativeTools,
     /// Fresh sessions kept ready ahead of need, to hide `session/new`'s latency. Default 1.
     pub pool_size: usize,
     /// Prompts running at once; more wait in a queue. Default 4 (concurrency inside one
@@ -103,6 +125,7 @@ impl Default for AcpConfig {
             client_version: env!("CARGO_PKG_VERSION").into(),
             permission: PermissionChoice::AllowOnce,
             extensions: ExtensionPolicy::MethodNotFound,
+            native_tools: NativeTools::Keep,
             pool_size: 1,
             max_concurrent_prompts: 4,
             queue_timeout_ms: 30_000,

@@ -30,12 +30,15 @@
 //! - `update.rs`: `session/update` notifications as neutral events; `usage.rs`: the
 //!   usage each agent reports;
 //! - `permission.rs`: the agent's requests, answered by policy; `config.rs`: the
-//!   settings ([`AcpConfig`]).
+//!   settings ([`AcpConfig`]);
+//! - `profile.rs`: what differs between agents given a client's tools; `launch.rs`: how
+//!   to start one with its own tools off.
 
 mod config;
 mod connection;
 mod conversations;
 mod handshake;
+mod launch;
 mod mcp_link;
 mod message;
 mod permission;
@@ -50,7 +53,8 @@ mod turn;
 mod update;
 mod usage;
 
-pub use config::{AcpConfig, ExtensionPolicy, PermissionChoice};
+pub use config::{AcpConfig, ExtensionPolicy, NativeTools, PermissionChoice};
 pub use connection::{Connection, ConnectionError, Decision};
 pub use conversations::{McpExchange, McpRefusal};
+pub use launch::{AgentLaunch, LaunchError, SettingsFile, launch_without_native_tools};
 pub use turn::TurnId;

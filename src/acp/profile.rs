@@ -13,7 +13,7 @@
 //! | tool name the model sees | `mcp__<server>__<tool>` | `<tool>` in namespace `mcp__<server>` | `mcp_<server>_<tool>` |
 //! | permission request for it | title `mcp__<server>__<tool>` | `rawInput.server_name`, `codex_approval_kind: mcp_tool_call` | tool call id `mcp_<server>_<tool>__…` |
 //! | tool-call update for it | title `mcp__<server>__<tool>` | `rawInput.server` | tool call id `mcp_<server>_<tool>__…` |
-//! | native tools off, per session | `_meta.claudeCode.options.tools: []` | no (its config only) | no (its settings only) |
+//! | native tools off, per session | `_meta.claudeCode.options.tools: []` | no (its config only: `launch.rs`) | no (its settings only: `launch.rs`) |
 //! | permission skipped, per session | `_meta.claudeCode.options.allowedTools` | no | no |
 //! | longest wait in one call, HTTP | none seen up to 330 s with an SSE answer and keep-alives | 120 s | none seen up to 330 s with an SSE answer and keep-alives |
 
@@ -59,6 +59,16 @@ impl Profile {
                     .collect();
                 Some(json!({"claudeCode": {"options": {"tools": [], "allowedTools": allowed}}}))
             }
+            Profile::Codex | Profile::Gemini | Profile::Generic => None,
+        }
+    }
+
+    /// The `_meta` of a `session/new` without the client's tools whose agent's own tools are
+    /// off ([`NativeTools::Off`](super::NativeTools::Off)), where the agent takes that per
+    /// session; `None` where it does not (its launch does it: `launch.rs`).
+    pub(crate) fn no_tools_meta(self) -> Option<Value> {
+        match self {
+            Profile::Claude => Some(json!({"claudeCode": {"options": {"tools": []}}})),
             Profile::Codex | Profile::Gemini | Profile::Generic => None,
         }
     }

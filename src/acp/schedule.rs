@@ -9,6 +9,7 @@
 
 use serde_json::json;
 
+use super::config::NativeTools;
 use super::connection::Connection;
 use super::handshake::Handshake;
 use super::prompt::prompt_params;
@@ -65,12 +66,16 @@ impl Connection {
             .count();
         let wanted = queued.min(slots) + self.config.pool_size;
         let creating = self.rpc.awaiting(PendingKind::NewSession);
+        let meta = match self.config.native_tools {
+            NativeTools::Keep => None,
+            NativeTools::Off => self.agent.and_then(|agent| agent.profile.no_tools_meta()),
+        };
         for _ in (self.pool.len() + creating)..wanted {
             let deadline = now_ms.saturating_add(self.config.new_session_timeout_ms);
             self.rpc.request(
                 PendingKind::NewSession,
                 "session/new",
-                Session::new_params(&self.config.cwd),
+                Session::new_params(&self.config.cwd, meta.clone()),
                 Some(deadline),
             );
         }

@@ -26,9 +26,14 @@ pub(super) struct Session {
 }
 
 impl Session {
-    /// The `session/new` params: the working directory, and no MCP server.
-    pub(super) fn new_params(cwd: &str) -> Value {
-        json!({"cwd": cwd, "mcpServers": []})
+    /// The `session/new` params: the working directory, no MCP server, and the agent's own
+    /// `_meta` for the session, if any.
+    pub(super) fn new_params(cwd: &str, meta: Option<Value>) -> Value {
+        let mut params = json!({"cwd": cwd, "mcpServers": []});
+        if let Some(meta) = meta {
+            params["_meta"] = meta;
+        }
+        params
     }
 
     /// The `session/new` params of a session given the client's tools: the working
