@@ -100,7 +100,7 @@ pub fn launch_without_native_tools(
         .chain(args.iter().map(String::as_str))
         .map(file_name)
         .collect();
-    let named = |wanted: &str| names.iter().any(|name| *name == wanted);
+    let named = |wanted: &str| names.contains(&wanted);
     if named("claude-agent-acp") {
         return Ok(AgentLaunch::default());
     }
