@@ -44,7 +44,9 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use agentwire::acp::{AcpConfig, Connection, Decision, McpExchange, McpRefusal, TurnId};
+use agentwire::acp::{
+    AcpConfig, Connection, Decision, McpExchange, McpRefusal, SettingsFile, TurnId,
+};
 use agentwire::api::{ErrorKind, ErrorReply};
 use agentwire::bridge::{BridgeParams, Config, Dialect, Output};
 use agentwire::mcp::{ExchangeOutput, HttpRequest};
@@ -92,6 +94,8 @@ pub struct Warm {
     clock: Clock,
     program: AgentProgram,
     args: Vec<String>,
+    /// Environment the agent gets besides the proxy's (a settings file's variable).
+    env: Vec<(&'static str, std::path::PathBuf)>,
     config: AcpConfig,
     kill_grace: Duration,
 }
@@ -120,6 +124,46 @@ struct State {
     /// The connection has not met a process yet: the first one takes it over, with the
     /// turns that arrived before it was spawned.
     fresh: bool,
+    /// The private directory of the settings file the agent reads, removed once the
+    /// agent is stopped for good.
+    launch_files: Option<tempfile::TempDir>,
+}
+
+/// A settings file the agent reads in place of another ([`SettingsFile`]), in a private
+/// directory of the proxy's own.
+struct LaunchFile {
+    dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+    /// The variable naming it to the agent.
+    env: &'static str,
+}
+
+impl LaunchFile {
+    /// Writes `file`, the settings of the file it replaces kept (read now: a later change
+    /// of that file reaches the agent after the proxy's restart).
+    fn write(file: &SettingsFile) -> std::io::Result<LaunchFile> {
+        let replaced = match std::fs::read(&file.replaces) {
+            Ok(bytes) => Some(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(std::io::Error::other(format!("{}: {e}", file.replaces))),
+        };
+        let contents = file
+            .contents(replaced.as_deref())
+            .map_err(std::io::Error::other)?;
+        use std::os::unix::fs::PermissionsExt;
+        // Its own user's only: the agent's settings are nobody else's to read or change.
+        let dir = tempfile::Builder::new()
+            .prefix("agentwire-acp-settings-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()?;
+        let path = dir.path().join("settings.json");
+        std::fs::write(&path, contents)?;
+        Ok(LaunchFile {
+            dir,
+            path,
+            env: file.env,
+        })
+    }
 }
 
 /// How a request handler is woken when its turn (or MCP exchange) has output.
@@ -162,6 +206,24 @@ impl Warm {
         kill_grace: Duration,
         clock: Clock,
     ) -> std::io::Result<Arc<Warm>> {
+        Warm::start_launched(program, (args, None), config, kill_grace, clock)
+    }
+
+    /// [`start`](Self::start), with a settings file the agent reads (`launch`: the
+    /// arguments, and the file's directory with the variable naming the file to the
+    /// agent), kept until the agent is stopped for good.
+    fn start_launched(
+        program: AgentProgram,
+        launch: (Vec<String>, Option<LaunchFile>),
+        config: AcpConfig,
+        kill_grace: Duration,
+        clock: Clock,
+    ) -> std::io::Result<Arc<Warm>> {
+        let (args, file) = launch;
+        let (env, launch_files) = match file {
+            Some(file) => (vec![(file.env, file.path)], Some(file.dir)),
+            None => (Vec::new(), None),
+        };
         let connection = Connection::new(config.clone(), clock.now_ms());
         let warm = Arc::new(Warm {
             state: Mutex::new(State {
@@ -178,11 +240,13 @@ impl Warm {
                 stopped: false,
                 processes_started: 0,
                 fresh: true,
+                launch_files,
             }),
             changed: Condvar::new(),
             clock,
             program,
             args,
+            env,
             config,
             kill_grace,
         });
@@ -206,7 +270,15 @@ impl Warm {
         let mut config = acp.config;
         config.mcp_endpoint = Some(crate::mcp::endpoint(bound));
         let program = settings.agent.clone();
-        Warm::start(program, acp.args, config, settings.kill_grace, clock).map(Some)
+        let file = acp
+            .launch
+            .settings
+            .as_ref()
+            .map(LaunchFile::write)
+            .transpose()?;
+        let mut args = acp.args;
+        args.extend(acp.launch.args.iter().cloned());
+        Warm::start_launched(program, (args, file), config, settings.kill_grace, clock).map(Some)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -603,6 +675,11 @@ impl Warm {
             let served = self.run_process();
             let mut state = self.lock();
             if state.shutting_down {
+                if let Some(dir) = state.launch_files.take() {
+                    if let Err(e) = dir.close() {
+                        tracing::warn!("the agent's settings directory: {e}");
+                    }
+                }
                 state.stopped = true;
                 self.settle(&mut state);
                 return;
@@ -658,7 +735,8 @@ impl Warm {
         let generation = state.generation;
         // The waiter thread spawns the process and keeps its `Child`: a process is never
         // started without the thread that reaps it.
-        let command = self.program.acp_command(&self.args);
+        let mut command = self.program.acp_command(&self.args);
+        command.envs(self.env.iter().map(|(name, path)| (name, path)));
         let (spawned_tx, spawned) = mpsc::channel();
         let warm = Arc::clone(self);
         let waiter = thread("acp-waiter", move || {

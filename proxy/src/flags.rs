@@ -5,7 +5,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agentwire::acp::{AcpConfig, PermissionChoice};
+use agentwire::acp::{
+    AcpConfig, AgentLaunch, NativeTools, PermissionChoice, launch_without_native_tools,
+};
 use agentwire::bridge::Config;
 use agentwire::openai::chat::ReasoningField;
 use agentwire::registry::RegistryConfig;
@@ -97,6 +99,16 @@ pub struct Flags {
     /// --agent-protocol acp.
     #[arg(long, value_name = "DIR")]
     pub acp_cwd: Option<PathBuf>,
+
+    /// ACP: whether the agent's own tools (its shell, edits, web search) are offered to
+    /// its model. `off`: in every session, per session for claude-agent-acp, through its
+    /// launch for codex-acp (`-c` overrides) and `gemini --acp` (a system-defaults
+    /// settings file of the proxy's own, removed at exit); refused for an agent agentwire
+    /// cannot turn them off for. `keep` (the default): off only in sessions given the
+    /// client's tools by an agent that turns them off per session. Only with
+    /// --agent-protocol acp.
+    #[arg(long, value_enum, value_name = "SETTING")]
+    pub acp_native_tools: Option<NativeToolsFlag>,
 
     /// Workspace directory the agent works in (`--workspace`).
     #[arg(long, value_name = "DIR")]
@@ -250,6 +262,15 @@ pub enum LogFormat {
     Json,
 }
 
+/// `--acp-native-tools`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NativeToolsFlag {
+    /// The agent's own tools are kept where only its launch could turn them off.
+    Keep,
+    /// The agent's own tools are off in every session.
+    Off,
+}
+
 /// `--tool-strategy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ToolStrategyFlag {
@@ -364,6 +385,7 @@ struct AcpFlags {
     queue_timeout_ms: Option<u64>,
     initialize_timeout_ms: Option<u64>,
     allow_force: bool,
+    native_tools: NativeTools,
 }
 
 /// The warm agent `--agent-protocol acp` asks for.
@@ -375,6 +397,8 @@ pub struct AcpSettings {
     /// conversation flags over the connection's defaults). Its MCP endpoint is set once
     /// the listener is bound ([`mcp::endpoint`](crate::mcp::endpoint)).
     pub config: AcpConfig,
+    /// What its launch adds so that its own tools are off (`--acp-native-tools off`).
+    pub launch: AgentLaunch,
 }
 
 impl AcpSettings {
@@ -413,6 +437,7 @@ impl AcpSettings {
             initialize_timeout_ms: flags
                 .initialize_timeout_ms
                 .unwrap_or(defaults.initialize_timeout_ms),
+            native_tools: flags.native_tools,
             ..defaults
         })
     }
@@ -451,6 +476,10 @@ impl Flags {
             queue_timeout_ms: self.acp_queue_timeout_ms,
             initialize_timeout_ms: self.acp_initialize_timeout_ms,
             allow_force: self.allow_force,
+            native_tools: match self.acp_native_tools {
+                None | Some(NativeToolsFlag::Keep) => NativeTools::Keep,
+                Some(NativeToolsFlag::Off) => NativeTools::Off,
+            },
         };
         let acp_only = [
             ("--agent-arg", !self.agent_arg.is_empty()),
@@ -465,6 +494,7 @@ impl Flags {
                 self.acp_initialize_timeout_ms.is_some(),
             ),
             ("--acp-cwd", self.acp_cwd.is_some()),
+            ("--acp-native-tools", self.acp_native_tools.is_some()),
         ];
         let conversation_flags = ConversationFlags {
             conversations: self.conversations,
@@ -491,6 +521,7 @@ impl Flags {
                 Some(AcpSettings {
                     config,
                     args: self.agent_arg.clone(),
+                    launch: AgentLaunch::default(),
                 })
             }
             AgentProtocol::StreamJson => {
@@ -505,6 +536,16 @@ impl Flags {
         } else {
             AgentProgram::resolve(&self.agent_bin, hide)?
         };
+        let mut acp = acp;
+        if let Some(acp) = acp
+            .as_mut()
+            .filter(|a| a.config.native_tools == NativeTools::Off)
+        {
+            let program = agent.path.to_string_lossy();
+            acp.launch =
+                launch_without_native_tools(&program, &acp.args, &|name| std::env::var(name).ok())
+                    .map_err(|e| format!("--acp-native-tools off: {e}"))?;
+        }
         let mut config = Config {
             cursor_binary: agent.path.to_string_lossy().into_owned(),
             workspace: self.workspace.map(|p| p.to_string_lossy().into_owned()),
