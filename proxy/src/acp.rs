@@ -45,7 +45,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use agentwire::acp::{
-    AcpConfig, Connection, Decision, McpExchange, McpRefusal, SettingsFile, TurnId,
+    AcpConfig, Connection, Decision, LaunchFile, McpExchange, McpRefusal, TurnId,
 };
 use agentwire::api::{ErrorKind, ErrorReply};
 use agentwire::bridge::{BridgeParams, Config, Dialect, Output};
@@ -94,8 +94,6 @@ pub struct Warm {
     clock: Clock,
     program: AgentProgram,
     args: Vec<String>,
-    /// Environment the agent gets besides the proxy's (a settings file's variable).
-    env: Vec<(&'static str, std::path::PathBuf)>,
     config: AcpConfig,
     kill_grace: Duration,
 }
@@ -124,45 +122,32 @@ struct State {
     /// The connection has not met a process yet: the first one takes it over, with the
     /// turns that arrived before it was spawned.
     fresh: bool,
-    /// The private directory of the settings file the agent reads, removed once the
-    /// agent is stopped for good.
+    /// The private directory of a file the agent reads, removed once the agent is
+    /// stopped for good.
     launch_files: Option<tempfile::TempDir>,
 }
 
-/// A settings file the agent reads in place of another ([`SettingsFile`]), in a private
-/// directory of the proxy's own.
-struct LaunchFile {
+/// The private directory of a file the agent reads ([`LaunchFile`]).
+struct LaunchDir {
     dir: tempfile::TempDir,
-    path: std::path::PathBuf,
-    /// The variable naming it to the agent.
-    env: &'static str,
+    /// The arguments naming it, and those that follow.
+    args: Vec<String>,
 }
 
-impl LaunchFile {
-    /// Writes `file`, the settings of the file it replaces kept (read now: a later change
-    /// of that file reaches the agent after the proxy's restart).
-    fn write(file: &SettingsFile) -> std::io::Result<LaunchFile> {
-        let replaced = match std::fs::read(&file.replaces) {
-            Ok(bytes) => Some(bytes),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(std::io::Error::other(format!("{}: {e}", file.replaces))),
-        };
-        let contents = file
-            .contents(replaced.as_deref())
-            .map_err(std::io::Error::other)?;
+impl LaunchDir {
+    /// Writes `file` in a directory of the proxy's own.
+    fn write(file: &LaunchFile) -> std::io::Result<LaunchDir> {
         use std::os::unix::fs::PermissionsExt;
         // Its own user's only: the agent's settings are nobody else's to read or change.
         let dir = tempfile::Builder::new()
             .prefix("agentwire-acp-settings-")
             .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir()?;
-        let path = dir.path().join("settings.json");
-        std::fs::write(&path, contents)?;
-        Ok(LaunchFile {
-            dir,
-            path,
-            env: file.env,
-        })
+        let path = dir.path().join(file.name);
+        std::fs::write(&path, &file.contents)?;
+        let mut args = vec![file.flag.to_owned(), path.display().to_string()];
+        args.extend(file.after.iter().cloned());
+        Ok(LaunchDir { dir, args })
     }
 }
 
@@ -209,21 +194,19 @@ impl Warm {
         Warm::start_launched(program, (args, None), config, kill_grace, clock)
     }
 
-    /// [`start`](Self::start), with a settings file the agent reads (`launch`: the
-    /// arguments, and the file's directory with the variable naming the file to the
-    /// agent), kept until the agent is stopped for good.
+    /// [`start`](Self::start), with a file the agent reads, kept until the agent is
+    /// stopped for good.
     fn start_launched(
         program: AgentProgram,
-        launch: (Vec<String>, Option<LaunchFile>),
+        (mut args, file): (Vec<String>, Option<LaunchDir>),
         config: AcpConfig,
         kill_grace: Duration,
         clock: Clock,
     ) -> std::io::Result<Arc<Warm>> {
-        let (args, file) = launch;
-        let (env, launch_files) = match file {
-            Some(file) => (vec![(file.env, file.path)], Some(file.dir)),
-            None => (Vec::new(), None),
-        };
+        let launch_files = file.map(|file| {
+            args.extend(file.args);
+            file.dir
+        });
         let connection = Connection::new(config.clone(), clock.now_ms());
         let warm = Arc::new(Warm {
             state: Mutex::new(State {
@@ -246,7 +229,6 @@ impl Warm {
             clock,
             program,
             args,
-            env,
             config,
             kill_grace,
         });
@@ -270,12 +252,7 @@ impl Warm {
         let mut config = acp.config;
         config.mcp_endpoint = Some(crate::mcp::endpoint(bound));
         let program = settings.agent.clone();
-        let file = acp
-            .launch
-            .settings
-            .as_ref()
-            .map(LaunchFile::write)
-            .transpose()?;
+        let file = acp.launch.file.as_ref().map(LaunchDir::write).transpose()?;
         let mut args = acp.args;
         args.extend(acp.launch.args.iter().cloned());
         Warm::start_launched(program, (args, file), config, settings.kill_grace, clock).map(Some)
@@ -735,8 +712,7 @@ impl Warm {
         let generation = state.generation;
         // The waiter thread spawns the process and keeps its `Child`: a process is never
         // started without the thread that reaps it.
-        let mut command = self.program.acp_command(&self.args);
-        command.envs(self.env.iter().map(|(name, path)| (name, path)));
+        let command = self.program.acp_command(&self.args);
         let (spawned_tx, spawned) = mpsc::channel();
         let warm = Arc::clone(self);
         let waiter = thread("acp-waiter", move || {

@@ -102,8 +102,8 @@ pub struct Flags {
 
     /// ACP: whether the agent's own tools (its shell, edits, web search) are offered to
     /// its model. `off`: in every session, per session for claude-agent-acp, through its
-    /// launch for codex-acp (`-c` overrides) and `gemini --acp` (a system-defaults
-    /// settings file of the proxy's own, removed at exit); refused for an agent agentwire
+    /// launch for codex-acp (`-c` overrides) and `gemini --acp` (a policy file of the
+    /// proxy's own, removed at exit); refused for an agent agentwire
     /// cannot turn them off for. `keep` (the default): off only in sessions given the
     /// client's tools by an agent that turns them off per session. Only with
     /// --agent-protocol acp.

@@ -1,7 +1,7 @@
 //! `--acp-native-tools off`: the warm agent started with its own tools off, as each agent
-//! takes it — codex-acp through `-c` overrides, `gemini --acp` through a system-defaults
-//! settings file of the proxy's own, merged over the one it stands for and removed at
-//! exit — and a clear refusal to start for an agent agentwire cannot reach.
+//! takes it — codex-acp through `-c` overrides, `gemini --acp` through a policy file of
+//! the proxy's own, removed at exit — and a clear refusal to start for an agent agentwire
+//! cannot reach.
 
 mod support;
 
@@ -10,13 +10,12 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use serde_json::{Value, json};
 use support::acp::{acp_events, two_prompts};
 use support::{Kind, Proxy, Scratch, both, example, plain_body, wait_until};
 
 both!(
     acp_native_tools_off_reaches_codex_as_configuration_overrides,
-    acp_native_tools_off_gives_gemini_a_settings_file_removed_at_exit,
+    acp_native_tools_off_gives_gemini_a_policy_file_removed_at_exit,
     acp_native_tools_off_is_refused_for_an_agent_it_cannot_reach,
 );
 
@@ -67,16 +66,12 @@ fn acp_native_tools_off_reaches_codex_as_configuration_overrides(kind: Kind) {
     }
 }
 
-fn acp_native_tools_off_gives_gemini_a_settings_file_removed_at_exit(kind: Kind) {
+fn acp_native_tools_off_gives_gemini_a_policy_file_removed_at_exit(kind: Kind) {
     let scratch = Scratch::new("acp-native-gemini");
-    // The system defaults the user has: kept, with the tools turned off over them.
-    let defaults = scratch.path("system-defaults.json");
-    std::fs::write(&defaults, r#"{"ui":{"theme":"x"},"tools":{"core":["ls"]}}"#).unwrap();
-    let seen_path = scratch.path("seen.path");
-    let seen = scratch.path("seen.json");
+    let seen = scratch.path("seen.toml");
+    // The stand-in keeps a copy of the policy file its command line names first.
     let before = format!(
-        "printf '%s' \"$GEMINI_CLI_SYSTEM_DEFAULTS_PATH\" > '{}'\ncat \"$GEMINI_CLI_SYSTEM_DEFAULTS_PATH\" > '{}'",
-        seen_path.display(),
+        "for a; do case $prev in --policy) cp \"$a\" '{}'; break;; esac; prev=$a; done",
         seen.display()
     );
     let agent = agent_named(&scratch, "gemini", &before);
@@ -91,18 +86,35 @@ fn acp_native_tools_off_gives_gemini_a_settings_file_removed_at_exit(kind: Kind)
         ]
         .map(str::to_owned),
     );
-    let env = [(
-        "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
-        defaults.to_str().unwrap(),
-    )];
+    let home = scratch.path("home");
+    let env = [("HOME", home.to_str().unwrap())];
     let mut proxy = Proxy::launch(kind, &args, &scratch, &env, None);
     let reply = proxy.chat(&plain_body("Ask alpha"));
     assert_eq!(reply.status, 200, "{}", reply.text());
-    let given: Value = serde_json::from_slice(&std::fs::read(&seen).unwrap()).unwrap();
-    assert_eq!(given, json!({"ui": {"theme": "x"}, "tools": {"core": []}}));
-    let file = PathBuf::from(std::fs::read_to_string(&seen_path).unwrap());
-    assert_ne!(file, defaults, "a file of the proxy's own");
-    assert!(file.is_file());
+    let starts = acp_events(&scratch, "start");
+    assert_eq!(starts.len(), 1);
+    let argv: Vec<String> = serde_json::from_value(starts[0]["argv"].clone()).unwrap();
+    let policies: Vec<&str> = argv
+        .windows(2)
+        .filter(|pair| pair[0] == "--policy")
+        .map(|pair| pair[1].as_str())
+        .collect();
+    // Ours, then the user's own policies, which a `--policy` would otherwise replace.
+    assert_eq!(policies.len(), 2, "{argv:?}");
+    assert_eq!(
+        PathBuf::from(policies[1]),
+        home.join(".gemini").join("policies")
+    );
+    let file = PathBuf::from(policies[0]);
+    let policy = std::fs::read_to_string(&seen).unwrap();
+    assert!(
+        policy.contains("toolName = \"*\"\ndecision = \"deny\""),
+        "{policy}"
+    );
+    assert!(
+        policy.contains("mcpName = \"*\"\ndecision = \"ask_user\""),
+        "{policy}"
+    );
     let dir = file.parent().unwrap().to_owned();
     assert!(
         dir.file_name()
@@ -111,15 +123,11 @@ fn acp_native_tools_off_gives_gemini_a_settings_file_removed_at_exit(kind: Kind)
             .starts_with("agentwire-acp-settings-"),
         "{dir:?}"
     );
+    assert!(file.is_file());
     // Nobody else may read or change it.
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700, "{mode:o}");
-    assert_eq!(
-        std::fs::read_to_string(&defaults).unwrap(),
-        r#"{"ui":{"theme":"x"},"tools":{"core":["ls"]}}"#,
-        "the user's file untouched"
-    );
     assert!(proxy.stop().success());
     assert!(!dir.exists(), "{dir:?} removed at exit");
 }

@@ -56,5 +56,5 @@ mod usage;
 pub use config::{AcpConfig, ExtensionPolicy, NativeTools, PermissionChoice};
 pub use connection::{Connection, ConnectionError, Decision};
 pub use conversations::{McpExchange, McpRefusal};
-pub use launch::{AgentLaunch, LaunchError, SettingsFile, launch_without_native_tools};
+pub use launch::{AgentLaunch, LaunchError, LaunchFile, launch_without_native_tools};
 pub use turn::TurnId;
