@@ -39,7 +39,6 @@ mod connection;
 mod conversations;
 mod handshake;
 mod launch;
-mod mcp_link;
 mod message;
 mod permission;
 mod pool;
