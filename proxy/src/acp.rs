@@ -47,7 +47,6 @@ use std::time::{Duration, Instant};
 use agentwire::acp::{
     AcpConfig, Connection, Decision, LaunchFile, McpExchange, McpRefusal, TurnId,
 };
-use agentwire::api::{ErrorKind, ErrorReply};
 use agentwire::bridge::{BridgeParams, Config, Dialect, Output};
 use agentwire::mcp::{ExchangeOutput, HttpRequest};
 
@@ -274,15 +273,7 @@ impl Warm {
         params: BridgeParams,
         caller: &CallerIds,
     ) -> Result<(Ticket, Continuation), Reply> {
-        let entropy = entropy().map_err(|e| {
-            tracing::error!(%e, "cannot read /dev/urandom");
-            let error = ErrorReply::new(
-                ErrorKind::Internal,
-                "The server could not draw the random secret of an agent session.",
-                "server_error",
-            );
-            Reply::error(500, error)
-        })?;
+        let entropy = crate::mcp::entropy()?;
         let mut state = self.lock();
         if state.shutting_down {
             return Err(http::shutting_down());
@@ -1022,13 +1013,6 @@ fn write_stdin(mut stdin: ChildStdin, bytes: &mpsc::Receiver<Vec<u8>>) {
             return;
         }
     }
-}
-
-/// 32 bytes of the operating system's randomness: a session's MCP path and secret.
-fn entropy() -> std::io::Result<[u8; 32]> {
-    let mut bytes = [0; 32];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(bytes)
 }
 
 fn thread(name: &str, f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {

@@ -9,6 +9,7 @@ use agentwire::acp::{
     AcpConfig, AgentLaunch, NativeTools, PermissionChoice, launch_without_native_tools,
 };
 use agentwire::bridge::Config;
+use agentwire::live_chat::LiveConfig;
 use agentwire::openai::chat::ReasoningField;
 use agentwire::registry::RegistryConfig;
 use agentwire::tools::ToolStrategy;
@@ -217,6 +218,16 @@ pub struct Flags {
     #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::On, hide_possible_values = true)]
     pub conversations: Switch,
 
+    /// cursor-agent (stream-json) with the client's tools as real MCP tools: writes
+    /// `.cursor/mcp.json` and `.cursor/cli.json` into the workspace (--workspace, else the
+    /// proxy's working directory; refused if either exists with other content; removed at
+    /// exit), runs cursor-agent with `--approve-mcps`, and keeps the agent running inside
+    /// a client tool call until the next request brings its result (a parked agent, not
+    /// counted in --max-concurrent, stopped when its conversation expires). Needs
+    /// conversations on.
+    #[arg(long)]
+    pub cursor_mcp: bool,
+
     /// How long an agent chat waits for its conversation's next request before it is let
     /// go (the next request is then fresh) [default: 1800].
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=7 * 24 * 3600))]
@@ -376,6 +387,19 @@ pub struct Settings {
     /// `--max-parked-per-owner`, for the per-request path (over the registry's defaults;
     /// the warm ACP agent's are in the `config` of [`AcpSettings`]).
     pub conversations: RegistryConfig,
+    /// `--cursor-mcp`: the client's tools given to cursor-agent as MCP tools, in live
+    /// chats.
+    pub live: Option<LiveSettings>,
+}
+
+/// `--cursor-mcp`: where cursor-agent finds the proxy's MCP server, and the live chats'
+/// settings.
+#[derive(Debug, Clone)]
+pub struct LiveSettings {
+    /// The workspace whose `.cursor/` gets the configuration files.
+    pub workspace: PathBuf,
+    /// The live chats' settings.
+    pub config: LiveConfig,
 }
 
 /// The `--acp-*` values (and `--allow-force`) a connection's settings are made of.
@@ -546,6 +570,34 @@ impl Flags {
                 launch_without_native_tools(&program, &acp.args, &|name| std::env::var(name).ok())
                     .map_err(|e| format!("--acp-native-tools off: {e}"))?;
         }
+        let live = match (self.cursor_mcp, &acp, conversations.enabled) {
+            (false, _, _) => None,
+            (true, Some(_), _) => {
+                return Err("--cursor-mcp is for cursor-agent's stream-json: drop --agent-protocol acp (ACP agents get the client's tools as MCP tools anyway)".into());
+            }
+            (true, None, false) => {
+                return Err("--cursor-mcp keeps the agent inside a tool call for the conversation's next request: it needs --conversations on".into());
+            }
+            (true, None, true) => {
+                let workspace = match &self.workspace {
+                    Some(dir) => dir.clone(),
+                    None => std::env::current_dir()
+                        .map_err(|e| format!("the working directory: {e}; give --workspace"))?,
+                };
+                let workspace = std::path::absolute(&workspace)
+                    .map_err(|e| format!("--workspace {}: {e}", workspace.display()))?;
+                if !workspace.is_dir() {
+                    return Err(format!(
+                        "--cursor-mcp: {} is not a directory (its .cursor/ gets the MCP configuration)",
+                        workspace.display()
+                    ));
+                }
+                Some(LiveSettings {
+                    workspace,
+                    config: LiveConfig::default(),
+                })
+            }
+        };
         let mut config = Config {
             cursor_binary: agent.path.to_string_lossy().into_owned(),
             workspace: self.workspace.map(|p| p.to_string_lossy().into_owned()),
@@ -598,6 +650,7 @@ impl Flags {
             model_aliases: ModelAliases::new(&self.model_alias)?,
             acp,
             conversations,
+            live,
         })
     }
 }
