@@ -337,13 +337,19 @@ mod tests {
         let url = "http://127.0.0.1:9/mcp/cursor";
         let files = LiveFiles::write(dir.path(), url, &config).unwrap();
         let mcp = dir.path().join(".cursor/mcp.json");
-        assert_eq!(std::fs::read_to_string(&mcp).unwrap(), mcp_json(url, &config));
+        assert_eq!(
+            std::fs::read_to_string(&mcp).unwrap(),
+            mcp_json(url, &config)
+        );
         // The same files again: taken as they are (and left at exit by the second).
         let again = LiveFiles::write(dir.path(), url, &config).unwrap();
         drop(again);
         assert!(mcp.exists());
         drop(files);
-        assert!(!dir.path().join(".cursor").exists(), "removed with its directory");
+        assert!(
+            !dir.path().join(".cursor").exists(),
+            "removed with its directory"
+        );
         // A file of the user's.
         std::fs::create_dir(dir.path().join(".cursor")).unwrap();
         std::fs::write(dir.path().join(".cursor/cli.json"), "{}").unwrap();
@@ -367,7 +373,10 @@ mod tests {
         assert_eq!(table.parked_chat("chat-1"), Some(1));
         assert_eq!(table.parked(), 1);
         table.remove("t1");
-        assert_eq!((table.by_token("t1"), table.parked_chat("chat-1")), (None, None));
+        assert_eq!(
+            (table.by_token("t1"), table.parked_chat("chat-1")),
+            (None, None)
+        );
         assert_eq!(table.parked(), 0);
     }
 }

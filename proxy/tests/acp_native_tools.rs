@@ -5,13 +5,12 @@
 
 mod support;
 
-use std::io::Read;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use support::acp::{acp_events, two_prompts};
-use support::{Kind, Proxy, Scratch, both, example, plain_body, wait_until};
+use support::processes::run_bounded;
+use support::{Kind, Proxy, Scratch, both, example, plain_body};
 
 both!(
     acp_native_tools_off_reaches_codex_as_configuration_overrides,
@@ -146,33 +145,16 @@ fn acp_native_tools_off_is_refused_for_an_agent_it_cannot_reach(kind: Kind) {
         ),
     ];
     for (flags, said) in cases {
-        let mut child = Command::new(kind.binary())
-            .args(["--listen", "127.0.0.1:0", "--agent-bin"])
-            .arg(&agent)
-            .args(flags)
-            .env_remove("AGENTWIRE_API_KEY")
-            .env("AGENTWIRE_REPLAY_LOG", scratch.log())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut status = None;
-        assert!(
-            wait_until(Duration::from_secs(10), || {
-                status = child.try_wait().unwrap();
-                status.is_some()
-            }),
-            "the proxy refuses at once"
-        );
-        assert!(!status.unwrap().success());
-        let mut stderr = String::new();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut stderr)
-            .unwrap();
+        let mut args = vec![
+            "--listen".to_owned(),
+            "127.0.0.1:0".to_owned(),
+            "--agent-bin".to_owned(),
+        ];
+        args.push(agent.display().to_string());
+        args.extend(flags.iter().map(|f| (*f).to_owned()));
+        let output = run_bounded(kind.binary(), &args, Duration::from_secs(10));
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains(said), "{stderr}");
         assert!(
             acp_events(&scratch, "start").is_empty(),

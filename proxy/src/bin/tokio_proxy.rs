@@ -804,7 +804,12 @@ async fn run(
                 Decided::Invalid(bridge) => {
                     record.conversation = Some(Continuation::Invalid);
                     let driven = Driven::Bridge(bridge);
-                    Answering::Run(Box::new(Run::start(Arc::clone(server), driven, permit, record)))
+                    Answering::Run(Box::new(Run::start(
+                        Arc::clone(server),
+                        driven,
+                        permit,
+                        record,
+                    )))
                 }
                 Decided::Parsed {
                     prepared,
@@ -933,7 +938,12 @@ async fn live_run(
         entropy,
     );
     let driven = Driven::Live(Box::new(chat));
-    Ok(Box::new(Run::start(Arc::clone(server), driven, permit, record)))
+    Ok(Box::new(Run::start(
+        Arc::clone(server),
+        driven,
+        permit,
+        record,
+    )))
 }
 
 /// What answers a request: an agent of its own, or a turn on the warm ACP agent.
@@ -1445,7 +1455,8 @@ struct LiveLink {
     state: Arc<LiveState>,
     token: String,
     inputs: mpsc::UnboundedReceiver<LiveInput>,
-    exchanges: std::collections::HashMap<ExchangeId, (mpsc::UnboundedSender<McpStep>, ResponseContext)>,
+    exchanges:
+        std::collections::HashMap<ExchangeId, (mpsc::UnboundedSender<McpStep>, ResponseContext)>,
 }
 
 impl Run {
@@ -1747,7 +1758,9 @@ impl Run {
             let mut ended = false;
             while let Some(output) = chat.poll_mcp_output(exchange) {
                 let step = match output {
-                    ExchangeOutput::Head(head) => McpStep::Head(mcp::ResponseHead::of(&head, context)),
+                    ExchangeOutput::Head(head) => {
+                        McpStep::Head(mcp::ResponseHead::of(&head, context))
+                    }
                     ExchangeOutput::Body(bytes) => McpStep::Body(Bytes::copy_from_slice(bytes)),
                     ExchangeOutput::End => {
                         ended = true;
