@@ -39,7 +39,7 @@
 //! request's client tools: [`agentwire_proxy::mcp`]) are served the same way, an SSE
 //! answer written chunk by chunk as the core gives it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsFd, OwnedFd};
@@ -50,15 +50,19 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use agentwire::acp::McpRefusal;
-use agentwire::bridge::{Bridge, Dialect, Head, Output};
-use agentwire::mcp::ExchangeOutput;
+use agentwire::api::{ErrorKind, ErrorReply};
+use agentwire::bridge::{Bridge, BridgeParams, Dialect, Head, Output, Prepared};
+use agentwire::live_chat::{LiveChat, NotAttached};
+use agentwire::mcp::{ExchangeId, ExchangeOutput};
+use agentwire::registry::Decision;
 use agentwire_proxy::acp::{Ticket, Warm};
 use agentwire_proxy::agent::{self, exit_status, signal_group};
 use agentwire_proxy::connections::{Admitted, Connections, Lane, OVERFLOW_TIMEOUT};
-use agentwire_proxy::conversations::{CallerIds, Continuation, Conversations};
+use agentwire_proxy::conversations::{CallerIds, Continuation, Conversations, Decided};
 use agentwire_proxy::framing::{BodyDecoder, BodyLength, Version, body_length};
 use agentwire_proxy::http::{self, Outcome, Reply, RequestHead, ResponseContext, Target};
 use agentwire_proxy::lifecycle::{Action, Lifecycle};
+use agentwire_proxy::live::{self, Driven, LiveFiles, LiveTable};
 use agentwire_proxy::mcp;
 use agentwire_proxy::models::ModelCache;
 use agentwire_proxy::record::{AgentEnd, RequestRecord, ResponseEnd};
@@ -87,15 +91,47 @@ struct Server {
     settings: Settings,
     clock: Clock,
     ids: RequestIds,
-    slots: Slots,
+    slots: Arc<Slots>,
     models: ModelCache,
     shutting_down: AtomicBool,
-    /// Every run in progress, to tell it about shutdown.
+    /// Every run in progress (parked live chats' included), to tell it about shutdown.
     runs: Mutex<HashMap<u64, SyncSender<Event>>>,
     /// With `--agent-protocol acp`: the warm agent every request runs on.
     warm: Option<Arc<Warm>>,
     /// The agent chats parked between the requests of their conversations.
     conversations: Conversations,
+    /// With `--cursor-mcp`: the live chats.
+    live: Option<Arc<LiveState>>,
+}
+
+/// The live chats (`--cursor-mcp`): each a run, answering a request or parked inside a
+/// tool call, reached through its [`Inbox`].
+struct LiveState {
+    table: LiveTable<Inbox>,
+    /// Taken to signal `ended`, after the table changed.
+    ending: Mutex<()>,
+    /// Signalled when a live chat's run ends.
+    ended: Condvar,
+    /// The configuration files in the workspace, removed at exit.
+    files: Mutex<Option<LiveFiles>>,
+}
+
+impl LiveState {
+    /// A run left the table.
+    fn run_ended(&self) {
+        let _ending = self.ending.lock().unwrap_or_else(|e| e.into_inner());
+        self.ended.notify_all();
+    }
+
+    /// Waits until every live chat's run has ended; false if `limit` passed first.
+    fn wait_empty(&self, limit: Duration) -> bool {
+        let ending = self.ending.lock().unwrap_or_else(|e| e.into_inner());
+        let _ending = self
+            .ended
+            .wait_timeout_while(ending, limit, |_| !self.table.is_empty())
+            .unwrap_or_else(|e| e.into_inner());
+        self.table.is_empty()
+    }
 }
 
 fn main() -> ExitCode {
@@ -111,6 +147,25 @@ fn main() -> ExitCode {
         }
     };
     let bound = listener.local_addr().unwrap_or(settings.listen);
+    // Before the banner: a client told the proxy is up finds the files in place.
+    let live = match &settings.live {
+        Some(live) => {
+            let url = live::url(&mcp::endpoint(bound));
+            match LiveFiles::write(&live.workspace, &url, &live.config) {
+                Ok(files) => Some(Arc::new(LiveState {
+                    table: LiveTable::default(),
+                    ending: Mutex::new(()),
+                    ended: Condvar::new(),
+                    files: Mutex::new(Some(files)),
+                })),
+                Err(e) => {
+                    eprintln!("blocking_proxy: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+        None => None,
+    };
     println!("{}", settings.banner(bound));
     let _ = io::stdout().flush();
     let connections = Connections::new(settings.max_connections);
@@ -123,7 +178,7 @@ fn main() -> ExitCode {
         }
     };
     let server = Arc::new(Server {
-        slots: Slots::new(settings.max_concurrent),
+        slots: Arc::new(Slots::new(settings.max_concurrent)),
         models: ModelCache::new(settings.models_ttl),
         conversations: Conversations::new(settings.conversations.clone(), clock),
         settings,
@@ -132,7 +187,16 @@ fn main() -> ExitCode {
         shutting_down: AtomicBool::new(false),
         runs: Mutex::new(HashMap::new()),
         warm,
+        live,
     });
+    if let Some(live) = server.live.clone() {
+        // A chat the registry lets go (expired, evicted) has its parked agent stopped.
+        server.conversations.on_released(Box::new(move |chat| {
+            if let Some(inbox) = live.table.parked_chat(chat) {
+                let _ = inbox.push(LiveInput::Release, |input| input);
+            }
+        }));
+    }
     if let Err(e) = watch_signals(Arc::clone(&server), bound) {
         eprintln!("blocking_proxy: cannot install signal handlers: {e}");
         return ExitCode::FAILURE;
@@ -181,6 +245,13 @@ fn main() -> ExitCode {
         if !warm.wait_stopped(limit) {
             tracing::warn!("the ACP agent still running after {limit:?}");
         }
+    }
+    if let Some(live) = &server.live {
+        // Parked agents hold no slot: their runs end once they are stopped and reaped.
+        if !live.wait_empty(limit) {
+            tracing::warn!("parked agents still running after {limit:?}");
+        }
+        drop(live.files.lock().unwrap_or_else(|e| e.into_inner()).take());
     }
     // Every run has ended its turn: the chats still parked are let go.
     server.conversations.clear();
@@ -232,7 +303,7 @@ struct Slots {
 }
 
 /// A taken slot, given back when dropped.
-struct Slot<'a>(&'a Slots);
+struct Slot(Arc<Slots>);
 
 impl Slots {
     fn new(max: u32) -> Slots {
@@ -243,13 +314,13 @@ impl Slots {
         }
     }
 
-    fn try_take(&self) -> Option<Slot<'_>> {
+    fn try_take(self: &Arc<Self>) -> Option<Slot> {
         let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
         if *used >= self.max {
             return None;
         }
         *used += 1;
-        Some(Slot(self))
+        Some(Slot(Arc::clone(self)))
     }
 
     fn in_flight(&self) -> u32 {
@@ -267,7 +338,7 @@ impl Slots {
     }
 }
 
-impl Drop for Slot<'_> {
+impl Drop for Slot {
     fn drop(&mut self) {
         let mut used = self.0.used.lock().unwrap_or_else(|e| e.into_inner());
         *used -= 1;
@@ -311,7 +382,7 @@ struct Answer {
     context: ResponseContext,
 }
 
-fn connection(server: &Server, mut stream: TcpStream, admitted: Admitted) {
+fn connection(server: &Arc<Server>, mut stream: TcpStream, admitted: Admitted) {
     let lane = admitted.lane();
     let settings = &server.settings;
     let _ = stream.set_nodelay(true);
@@ -365,7 +436,7 @@ fn connection(server: &Server, mut stream: TcpStream, admitted: Admitted) {
                 deadline,
                 answer,
             };
-            return run(server, arriving, dialect, &caller, record);
+            return run(server, arriving, dialect, &caller, record, admitted);
         }
         Outcome::CountTokens => {
             let mut arriving = Arriving {
@@ -399,13 +470,22 @@ fn connection(server: &Server, mut stream: TcpStream, admitted: Admitted) {
                 deadline,
                 answer,
             };
+            if let (live::TOKEN, Some(live)) = (token.as_str(), &server.live) {
+                return live_mcp(server, live, arriving, fields, record);
+            }
             return mcp_exchange(server, arriving, &token, &fields, record);
         }
         Outcome::Health { detailed } => {
             let warm = Warm::health_of(server.warm.as_ref(), detailed);
             let conversations = detailed.then(|| match &server.warm {
                 Some(warm) => warm.conversations_health(),
-                None => server.conversations.health(),
+                None => {
+                    let mut health = server.conversations.health();
+                    if let Some(live) = &server.live {
+                        live::add_health(&mut health, &live.table);
+                    }
+                    health
+                }
             });
             let in_flight = server.slots.in_flight();
             http::health(settings, detailed, in_flight, warm, conversations)
@@ -600,8 +680,116 @@ enum Event {
     /// From the run's agent process of this generation (0, then 1 for the fresh run that
     /// replaces a resumed chat the agent could not continue).
     Agent(u32, AgentEvent),
-    ClientGone,
+    /// The client of the request of this number hung up.
+    ClientGone(u64),
     Shutdown,
+    /// A live chat's run has inputs in its [`Inbox`].
+    Live,
+}
+
+/// What reaches a live chat's run from outside it.
+enum LiveInput {
+    /// A request of its agent to the MCP endpoint; its outputs go to `reply`.
+    Mcp {
+        fields: mcp::Fields,
+        body: Vec<u8>,
+        context: ResponseContext,
+        reply: mpsc::Sender<McpStep>,
+    },
+    /// The agent hung up on this exchange.
+    McpGone(ExchangeId),
+    /// The conversation's next request, for a parked chat.
+    Attach(Box<Attach>),
+    /// The registry let the chat go: a parked agent is stopped.
+    Release,
+}
+
+/// The conversation's next request, handed to the parked run of its chat.
+struct Attach {
+    dialect: Dialect,
+    prepared: Prepared,
+    decision: Decision,
+    params: BridgeParams,
+    slot: Slot,
+    record: RequestRecord,
+    /// The run, now answering the request (the connection's thread serves it); or the
+    /// request back, to run on its own.
+    reply: mpsc::Sender<Result<Box<Run>, Box<Rejected>>>,
+}
+
+/// A request a parked run did not take (its agent stopped and reaped first).
+struct Rejected {
+    back: NotAttached,
+    slot: Slot,
+    record: RequestRecord,
+}
+
+/// One output of a live chat's MCP exchange, for the connection that writes it.
+enum McpStep {
+    /// The chat took the request as this exchange.
+    Opened(ExchangeId),
+    Head(mcp::ResponseHead),
+    Body(Vec<u8>),
+    End,
+    /// Answered with this instead.
+    Refused(Reply),
+}
+
+/// Where a live chat's run takes inputs from other threads: they queue here, and the run
+/// is woken on its channel. Closed (each input handed back) once the run ends.
+#[derive(Clone)]
+struct Inbox(Arc<InboxShared>);
+
+struct InboxShared {
+    queue: Mutex<Queue>,
+    wake: SyncSender<Event>,
+}
+
+struct Queue {
+    closed: bool,
+    inputs: VecDeque<LiveInput>,
+}
+
+impl Inbox {
+    fn new(wake: SyncSender<Event>) -> Inbox {
+        Inbox(Arc::new(InboxShared {
+            queue: Mutex::new(Queue {
+                closed: false,
+                inputs: VecDeque::new(),
+            }),
+            wake,
+        }))
+    }
+
+    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.0.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues `value` (as `input(value)`) for the run and wakes it; `value` back once the
+    /// run has ended. Never blocks.
+    fn push<T>(&self, value: T, input: impl FnOnce(T) -> LiveInput) -> Result<(), T> {
+        let mut queue = self.queue();
+        if queue.closed {
+            return Err(value);
+        }
+        queue.inputs.push_back(input(value));
+        drop(queue);
+        // A full channel holds events the run takes first; it looks here after each.
+        let _ = self.0.wake.try_send(Event::Live);
+        Ok(())
+    }
+
+    /// The next input.
+    fn take(&self) -> Option<LiveInput> {
+        self.queue().inputs.pop_front()
+    }
+
+    /// Closes the inbox: what is still queued, to answer.
+    fn close(&self) -> VecDeque<LiveInput> {
+        let mut queue = self.queue();
+        queue.closed = true;
+        std::mem::take(&mut queue.inputs)
+    }
 }
 
 /// What an agent process's helper threads report.
@@ -655,11 +843,12 @@ impl Arriving<'_> {
 
 /// An agent run for a request in `dialect` from `caller`.
 fn run(
-    server: &Server,
+    server: &Arc<Server>,
     mut arriving: Arriving<'_>,
     dialect: Dialect,
     caller: &CallerIds,
     mut record: RequestRecord,
+    admitted: Admitted,
 ) {
     let body = arriving.read(server, server.settings.config.request_limits.max_body_bytes);
     let Arriving {
@@ -700,53 +889,162 @@ fn run(
         return;
     }
     let config = &server.settings.config;
-    let (bridge, how) = server
-        .conversations
-        .bridge(dialect, &body, config, params, caller);
-    record.conversation = Some(how);
-    let (events_tx, events) = mpsc::sync_channel(PIPE_CHUNKS);
-    let number = record.number;
-    server
-        .runs
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(number, events_tx.clone());
-    let mut run = Run {
-        server,
-        bridge,
-        stream,
-        answer,
-        lifecycle: Lifecycle::new(server.settings.kill_grace),
-        agent: None,
-        generation: 0,
-        // Only a resumed chat may be replaced by a fresh run.
-        respawn_events: (how == Continuation::Resumed).then(|| events_tx.clone()),
-        events,
-        record,
-        sink: Sink::default(),
-        written: 0,
-        stalled_since: None,
-        ended: false,
-        client_gone: false,
-        shutting_down: false,
+    let (driven, slot, record) =
+        match server
+            .conversations
+            .decide(dialect, &body, config, params, caller)
+        {
+            Decided::Invalid(bridge) => {
+                record.conversation = Some(Continuation::Invalid);
+                (Driven::Bridge(bridge), slot, record)
+            }
+            Decided::Parsed {
+                prepared,
+                decision,
+                how,
+            } => {
+                record.conversation = Some(how);
+                match &server.live {
+                    Some(live) if LiveChat::serves(&prepared) => {
+                        let arriving = (dialect, prepared, decision, params);
+                        match live_chat(server, live, arriving, slot, record) {
+                            Live::Attached(mut run) => {
+                                run.resume(stream, answer, admitted);
+                                return answer_request(run);
+                            }
+                            Live::Own(chat, slot, record) => (Driven::Live(chat), slot, record),
+                            Live::Failed(reply, mut record) => {
+                                return write_reply(&mut stream, reply, false, &answer, &mut record);
+                            }
+                        }
+                    }
+                    _ => {
+                        let bridge = Bridge::continuing(dialect, prepared, decision, config, params);
+                        (Driven::Bridge(bridge), slot, record)
+                    }
+                }
+            }
+        };
+    let run = Run::start(server, driven, stream, answer, record, slot, admitted);
+    answer_request(run);
+}
+
+/// How a request with client tools under `--cursor-mcp` goes on.
+enum Live {
+    /// The parked run of its chat took it, and answers it from now on.
+    Attached(Box<Run>),
+    /// A live chat of its own (fresh, or resuming the chat with `--resume`).
+    Own(Box<LiveChat>, Slot, RequestRecord),
+    /// Answered with this instead.
+    Failed(Reply, RequestRecord),
+}
+
+/// A request with client tools under `--cursor-mcp`: the parked run of its chat goes on
+/// into it when it can (its results answer the calls the agent waits in); otherwise a
+/// live chat of its own starts, once a parked agent that could not take it has been
+/// stopped and reaped (two processes must not hold one chat).
+fn live_chat(
+    server: &Arc<Server>,
+    live: &LiveState,
+    (dialect, prepared, decision, params): (Dialect, Prepared, Decision, BridgeParams),
+    slot: Slot,
+    record: RequestRecord,
+) -> Live {
+    let parked = match &decision {
+        Decision::Resume { resume, .. } => live.table.parked_chat(&resume.agent_session),
+        _ => None,
     };
-    run.start(&events_tx);
-    drop(events_tx);
+    let (prepared, decision, slot, record) = match parked {
+        None => (prepared, decision, slot, record),
+        Some(inbox) => {
+            let (reply, answered) = mpsc::channel();
+            let (number, route) = (record.number, record.route.clone());
+            let attach = Box::new(Attach {
+                dialect,
+                prepared,
+                decision,
+                params,
+                slot,
+                record,
+                reply,
+            });
+            match inbox.push(attach, LiveInput::Attach) {
+                // The run ended meanwhile: the request runs on its own.
+                Err(attach) => {
+                    let Attach {
+                        prepared,
+                        decision,
+                        slot,
+                        record,
+                        ..
+                    } = *attach;
+                    (prepared, decision, slot, record)
+                }
+                // The run answers every attach it takes, within its bounded waits.
+                Ok(()) => match answered.recv_timeout(attach_limit(&server.settings)) {
+                    Ok(Ok(run)) => return Live::Attached(run),
+                    Ok(Err(rejected)) => {
+                        let Rejected { back, slot, record } = *rejected;
+                        (back.prepared, back.decision, slot, record)
+                    }
+                    Err(_) => {
+                        tracing::warn!("a parked agent's run did not take a request in time");
+                        let mut record = RequestRecord::new(number, "-", "-");
+                        record.route = route;
+                        let error = ErrorReply::new(
+                            ErrorKind::Unavailable,
+                            "The agent of this conversation did not answer in time. Retry shortly.",
+                            "agent_unavailable",
+                        );
+                        return Live::Failed(Reply::error(503, error), record);
+                    }
+                },
+            }
+        }
+    };
+    let entropy = match mcp::entropy() {
+        Ok(entropy) => entropy,
+        Err(reply) => return Live::Failed(reply, record),
+    };
+    let settings = &server.settings;
+    let live_config = &settings.live.as_ref().expect("live chats are on").config;
+    let chat = LiveChat::start(
+        dialect,
+        prepared,
+        decision,
+        &settings.config,
+        live_config,
+        params,
+        entropy,
+    );
+    Live::Own(Box::new(chat), slot, record)
+}
+
+/// The longest a parked run takes to answer an attach: the tail of its last response
+/// written, its agent stopped and reaped, its pipes closed.
+fn attach_limit(settings: &Settings) -> Duration {
+    settings.write_timeout + settings.kill_grace * 2 + PIPES_CLOSE + Duration::from_secs(5)
+}
+
+/// Answers the run's request to its end. A live chat's run whose agent waits inside the
+/// client's tool calls then parks on this thread; any other run stops and reaps its
+/// agent, frees its slot and ends.
+fn answer_request(mut run: Box<Run>) {
     run.serve();
     // The response is over (or its client gone): the chat is parked for the
-    // conversation's next request, or let go — before the client can have the end.
-    server.conversations.end_turn(&mut run.bridge);
+    // conversation's next request, or let go — before the client can have the end. A
+    // live chat's run parks with it, also before: a client sending its next request at
+    // once finds it.
+    if run.end_turn() && run.parks() {
+        return run.park();
+    }
     // What the client can take now goes before the agent is reaped and the slot freed
     // (once the slot is free, a server shutting down may exit); the rest after.
     run.write_ready();
     run.finish_agent();
-    server
-        .runs
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(&number);
-    drop(slot);
-    run.finish_response();
+    run.unregister();
+    run.slot = None;
+    run.close_connection();
 }
 
 /// One request's turn on the warm ACP agent, on the connection's thread.
@@ -764,7 +1062,12 @@ impl AcpTurn<'_> {
     /// Writes the turn's outputs as they come until its end; a client gone (hung up, or
     /// a write failed or stalled past `--write-timeout-ms`) cancels the session.
     fn serve(mut self) {
-        let gone = watch_hang_up(&self.stream, self.server.warm.clone(), self.ticket);
+        let (warm, ticket) = (self.server.warm.clone(), self.ticket);
+        let gone = watch_hang_up(&self.stream, move || {
+            if let Some(warm) = warm {
+                warm.wake(&ticket);
+            }
+        });
         let _ = self
             .stream
             .set_write_timeout(Some(self.server.settings.write_timeout));
@@ -841,10 +1144,7 @@ fn mcp_exchange(
         stream,
         answer,
         record,
-        head: None,
-        streaming: false,
-        body: Vec::new(),
-        out: Vec::new(),
+        frames: McpFrames::default(),
     };
     exchange.serve();
 }
@@ -857,21 +1157,19 @@ struct McpAnswer<'a> {
     stream: TcpStream,
     answer: Answer,
     record: RequestRecord,
-    /// The head of a whole answer, held until its body is complete.
-    head: Option<mcp::ResponseHead>,
-    /// The head of an SSE stream went: body bytes are written as they come.
-    streaming: bool,
-    /// A whole answer's body.
-    body: Vec<u8>,
-    /// Bytes for the agent.
-    out: Vec<u8>,
+    frames: McpFrames,
 }
 
 impl McpAnswer<'_> {
     /// Writes the exchange's outputs as they come until its end; the agent hanging up
     /// (or a write failing or stalling past `--write-timeout-ms`) gives up its call.
     fn serve(mut self) {
-        let gone = watch_hang_up(&self.stream, self.server.warm.clone(), self.ticket);
+        let (warm, ticket) = (self.server.warm.clone(), self.ticket);
+        let gone = watch_hang_up(&self.stream, move || {
+            if let Some(warm) = warm {
+                warm.wake(&ticket);
+            }
+        });
         let _ = self
             .stream
             .set_write_timeout(Some(self.server.settings.write_timeout));
@@ -889,7 +1187,7 @@ impl McpAnswer<'_> {
             });
             for output in outputs {
                 started |= matches!(output, McpOutput::Head(..));
-                self.frame(output);
+                self.frames.frame(output, &self.answer, &mut self.record);
             }
             if ended && !started {
                 // Its session ended before it was answered.
@@ -899,11 +1197,12 @@ impl McpAnswer<'_> {
             }
             if ended {
                 // Ended by its server going: the body as it stands.
-                self.frame(McpOutput::End);
+                self.frames
+                    .frame(McpOutput::End, &self.answer, &mut self.record);
             }
-            if !self.out.is_empty() {
-                let written = self.stream.write_all(&self.out);
-                self.out.clear();
+            if !self.frames.out.is_empty() {
+                let written = self.stream.write_all(&self.frames.out);
+                self.frames.out.clear();
                 if written.is_err() && !ended {
                     self.gone();
                     break;
@@ -922,13 +1221,33 @@ impl McpAnswer<'_> {
         self.record.log();
     }
 
-    /// Adds one output to what goes to the agent: an SSE stream's head and chunks as
-    /// they come, a whole answer at its end.
-    fn frame(&mut self, output: McpOutput) {
-        let chunked = self.answer.version == Version::Http11;
+    fn gone(&mut self) {
+        self.record.end = ResponseEnd::ClientGone;
+        self.warm.mcp_gone(&self.ticket);
+    }
+}
+
+/// An MCP answer as bytes for the agent: an SSE stream's head and chunks as they come, a
+/// whole answer at its end.
+#[derive(Default)]
+struct McpFrames {
+    /// The head of a whole answer, held until its body is complete.
+    head: Option<mcp::ResponseHead>,
+    /// The head of an SSE stream went: body bytes are written as they come.
+    streaming: bool,
+    /// A whole answer's body.
+    body: Vec<u8>,
+    /// Bytes for the agent.
+    out: Vec<u8>,
+}
+
+impl McpFrames {
+    /// Adds one output to what goes to the agent.
+    fn frame(&mut self, output: McpOutput, answer: &Answer, record: &mut RequestRecord) {
+        let chunked = answer.version == Version::Http11;
         match output {
             McpOutput::Head(head) => {
-                self.record.status = head.status;
+                record.status = head.status;
                 if head.stream {
                     self.streaming = true;
                     self.out
@@ -943,7 +1262,7 @@ impl McpAnswer<'_> {
                 }
             }
             McpOutput::Body(bytes) if self.streaming => {
-                self.record.bytes_out += bytes.len() as u64;
+                record.bytes_out += bytes.len() as u64;
                 if chunked {
                     let size = format!("{:x}\r\n", bytes.len());
                     self.out.extend_from_slice(size.as_bytes());
@@ -961,7 +1280,7 @@ impl McpAnswer<'_> {
                     let length = format!("content-length: {}\r\n\r\n", self.body.len());
                     self.out.extend_from_slice(length.as_bytes());
                     self.out.extend_from_slice(&self.body);
-                    self.record.bytes_out = self.body.len() as u64;
+                    record.bytes_out = self.body.len() as u64;
                 } else if self.streaming && chunked {
                     self.streaming = false;
                     self.out.extend_from_slice(b"0\r\n\r\n");
@@ -969,11 +1288,101 @@ impl McpAnswer<'_> {
             }
         }
     }
+}
 
-    fn gone(&mut self) {
-        self.record.end = ResponseEnd::ClientGone;
-        self.warm.mcp_gone(&self.ticket);
+/// A request of a live chat's agent to the MCP endpoint (`/mcp/cursor`), found by its
+/// bearer token's chat part and answered by the chat's run (which checks the secret):
+/// whole, or an SSE stream written chunk by chunk as the run hands it over, open while a
+/// call waits (bounded like the warm agent's: keep-alives, the chat's end,
+/// `--write-timeout-ms` every write). The agent hanging up gives up its exchange.
+fn live_mcp(
+    server: &Server,
+    live: &LiveState,
+    mut arriving: Arriving<'_>,
+    fields: mcp::Fields,
+    mut record: RequestRecord,
+) {
+    let body = arriving.read(server, mcp::body_limit(&server.settings));
+    let Arriving {
+        mut stream, answer, ..
+    } = arriving;
+    let body = match body {
+        Ok(body) => body,
+        Err(ReadError::Gone) => return,
+        Err(ReadError::Reply(reply)) => {
+            return write_reply(&mut stream, reply, false, &answer, &mut record);
+        }
+    };
+    let Some(token) = live::token_of(fields.authorization.as_deref()) else {
+        let reply = mcp::refused(McpRefusal::Unauthorized);
+        return write_reply(&mut stream, reply, false, &answer, &mut record);
+    };
+    let Some(inbox) = live.table.by_token(token) else {
+        let reply = mcp::refused(McpRefusal::NotFound);
+        return write_reply(&mut stream, reply, false, &answer, &mut record);
+    };
+    let (reply, steps) = mpsc::channel();
+    let input = LiveInput::Mcp {
+        fields,
+        body,
+        context: answer.context.clone(),
+        reply,
+    };
+    if inbox.push(input, |input| input).is_err() {
+        // Its run ended meanwhile.
+        let reply = mcp::refused(McpRefusal::NotFound);
+        return write_reply(&mut stream, reply, false, &answer, &mut record);
     }
+    let gone = watch_hang_up(&stream, || {});
+    let _ = stream.set_write_timeout(Some(server.settings.write_timeout));
+    let mut frames = McpFrames::default();
+    let mut exchange = None;
+    let mut started = false;
+    loop {
+        let mut ended = false;
+        match steps.recv_timeout(WRITE_SLICE) {
+            Ok(McpStep::Opened(id)) => exchange = Some(id),
+            Ok(McpStep::Refused(reply)) => {
+                return write_reply(&mut stream, reply, false, &answer, &mut record);
+            }
+            Ok(McpStep::Head(head)) => {
+                started = true;
+                frames.frame(McpOutput::Head(head), &answer, &mut record);
+            }
+            Ok(McpStep::Body(bytes)) => frames.frame(McpOutput::Body(bytes), &answer, &mut record),
+            Ok(McpStep::End) => {
+                frames.frame(McpOutput::End, &answer, &mut record);
+                ended = true;
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            // The chat ended: before answering, no server; after, the body as it stands.
+            Err(RecvTimeoutError::Disconnected) if !started => {
+                let reply = mcp::refused(McpRefusal::NotFound);
+                return write_reply(&mut stream, reply, false, &answer, &mut record);
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                frames.frame(McpOutput::End, &answer, &mut record);
+                ended = true;
+            }
+        }
+        let mut failed = false;
+        if !frames.out.is_empty() {
+            failed = stream.write_all(&frames.out).is_err();
+            frames.out.clear();
+        }
+        if ended {
+            break;
+        }
+        if failed || gone.load(Ordering::SeqCst) {
+            record.end = ResponseEnd::ClientGone;
+            if let Some(exchange) = exchange {
+                let _ = inbox.push(LiveInput::McpGone(exchange), |input| input);
+            }
+            break;
+        }
+    }
+    let _ = stream.shutdown(Shutdown::Both);
+    record.log();
 }
 
 /// An MCP exchange's output, owned.
@@ -983,12 +1392,22 @@ enum McpOutput {
     End,
 }
 
-/// One request's agent and bridge, on the connection's thread.
-struct Run<'a> {
-    server: &'a Server,
-    bridge: Bridge,
+/// One request's agent and bridge (or live chat), on the connection's thread. A live
+/// chat's run outlives its request while the agent waits inside a tool call
+/// ([`park`](Run::park)), and then answers the conversation's next request on that
+/// request's thread.
+struct Run {
+    server: Arc<Server>,
+    driven: Driven,
+    /// The connection of the request being answered.
     stream: TcpStream,
     answer: Answer,
+    /// Its place among the connections.
+    admitted: Option<Admitted>,
+    /// Its slot, freed once its response is over.
+    slot: Option<Slot>,
+    /// Its key in [`Server::runs`].
+    key: u64,
     /// The agent process's life: what to signal, when its exit goes to the bridge.
     lifecycle: Lifecycle,
     agent: Option<Agent>,
@@ -1007,6 +1426,27 @@ struct Run<'a> {
     ended: bool,
     client_gone: bool,
     shutting_down: bool,
+    /// The request's record was logged.
+    logged: bool,
+    /// The agent was stopped (if still running) and reaped.
+    reaped: bool,
+    /// A live chat's inbox and MCP exchanges.
+    live: Option<LiveLink>,
+    /// Parked: its response ended inside a tool call; the agent waits for the next
+    /// request.
+    parked: bool,
+    /// The conversation's next request, taken by a parked run.
+    attaching: Option<Box<Attach>>,
+}
+
+/// A live chat's run: its registration, its inputs, and the MCP exchanges it answers.
+struct LiveLink {
+    state: Arc<LiveState>,
+    token: String,
+    inbox: Inbox,
+    /// Where the helpers of the connection it answers next report.
+    events: SyncSender<Event>,
+    exchanges: HashMap<ExchangeId, (mpsc::Sender<McpStep>, ResponseContext)>,
 }
 
 /// The agent process of a run; the child itself belongs to its waiter thread, its pipes
@@ -1018,22 +1458,111 @@ struct Agent {
     pumping: bool,
 }
 
-impl Run<'_> {
-    /// Spawns the agent and its helper threads, and the client watcher.
-    fn start(&mut self, events: &SyncSender<Event>) {
-        if let Some(invocation) = self.bridge.invocation() {
-            self.record.set_model(invocation);
+impl Run {
+    /// A run of `driven` for the request of `record`, registered (to hear of shutdown,
+    /// and a live chat's in the table): its agent and helper threads spawned, and the
+    /// client watcher.
+    fn start(
+        server: &Arc<Server>,
+        driven: Driven,
+        stream: TcpStream,
+        answer: Answer,
+        mut record: RequestRecord,
+        slot: Slot,
+        admitted: Admitted,
+    ) -> Box<Run> {
+        if let Some(invocation) = driven.invocation() {
+            record.set_model(invocation);
         }
-        self.spawn(events);
-        // A hang-up is seen as end of stream on the socket (the request was read whole).
+        let (events_tx, events) = mpsc::sync_channel(PIPE_CHUNKS);
+        let key = record.number;
+        server
+            .runs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, events_tx.clone());
+        let mut driven = driven;
+        let live = match (driven.live(), &server.live) {
+            (Some(chat), Some(state)) => {
+                let inbox = Inbox::new(events_tx.clone());
+                state.table.insert(chat.token(), inbox.clone());
+                Some(LiveLink {
+                    state: Arc::clone(state),
+                    token: chat.token().to_owned(),
+                    inbox,
+                    events: events_tx.clone(),
+                    exchanges: HashMap::new(),
+                })
+            }
+            _ => None,
+        };
+        // Only a resumed chat may be replaced by a fresh run.
+        let resumed = record.conversation == Some(Continuation::Resumed);
+        let mut run = Box::new(Run {
+            server: Arc::clone(server),
+            driven,
+            stream,
+            answer,
+            admitted: Some(admitted),
+            slot: Some(slot),
+            key,
+            lifecycle: Lifecycle::new(server.settings.kill_grace),
+            agent: None,
+            generation: 0,
+            respawn_events: resumed.then(|| events_tx.clone()),
+            events,
+            record,
+            sink: Sink::default(),
+            written: 0,
+            stalled_since: None,
+            ended: false,
+            client_gone: false,
+            shutting_down: false,
+            logged: false,
+            reaped: false,
+            live,
+            parked: false,
+            attaching: None,
+        });
+        run.spawn(&events_tx);
+        run.watch_client(&events_tx);
+        drop(events_tx);
+        // Registered after the shutdown was told: it is told now.
+        if server.shutting_down.load(Ordering::SeqCst) {
+            run.shutdown();
+        }
+        run.drain();
+        run
+    }
+
+    /// Watches the client of the request being answered for a hang-up, seen as end of
+    /// stream on the socket (the request was read whole).
+    fn watch_client(&self, events: &SyncSender<Event>) {
         if let Ok(mut watch) = self.stream.try_clone() {
             let _ = watch.set_read_timeout(None);
             let tx = events.clone();
+            let request = self.record.number;
             helper(move || {
                 let mut sink = [0u8; 512];
                 while matches!(watch.read(&mut sink), Ok(n) if n > 0) {}
-                let _ = tx.send(Event::ClientGone);
+                let _ = tx.send(Event::ClientGone(request));
             });
+        }
+    }
+
+    /// Takes over the request a parked run took (see [`park`](Run::park)): its response is
+    /// written to `stream`, on this thread.
+    fn resume(&mut self, stream: TcpStream, answer: Answer, admitted: Admitted) {
+        self.stream = stream;
+        self.answer = answer;
+        self.admitted = Some(admitted);
+        self.sink = Sink::default();
+        self.written = 0;
+        self.stalled_since = None;
+        self.client_gone = false;
+        if let Some(link) = &self.live {
+            let events = link.events.clone();
+            self.watch_client(&events);
         }
         self.drain();
     }
@@ -1042,7 +1571,7 @@ impl Run<'_> {
     /// process group of its own, with a lifecycle of its own and helper threads that
     /// report to `events` under the run's current generation.
     fn spawn(&mut self, events: &SyncSender<Event>) {
-        let Some(invocation) = self.bridge.invocation() else {
+        let Some(invocation) = self.driven.invocation() else {
             return;
         };
         self.lifecycle = Lifecycle::new(self.server.settings.kill_grace);
@@ -1121,7 +1650,7 @@ impl Run<'_> {
                     Err(RecvTimeoutError::Timeout) => self.timers(),
                     Err(RecvTimeoutError::Disconnected) => {
                         // Nothing can report any more (no agent): end by the bridge's rules.
-                        self.bridge.client_gone(self.server.clock.now_ms());
+                        self.driven.client_gone(self.server.clock.now_ms());
                         self.client_gone = true;
                     }
                 }
@@ -1193,7 +1722,7 @@ impl Run<'_> {
     /// The earliest of the bridge's deadline and the lifecycle's.
     fn next_due(&self) -> Option<Instant> {
         let bridge = self
-            .bridge
+            .driven
             .poll_timeout()
             .map(|ms| self.server.clock.instant(ms));
         [bridge, self.lifecycle.poll_timeout()]
@@ -1209,15 +1738,22 @@ impl Run<'_> {
 
     /// Serves the bridge's deadline and the lifecycle's, if they have passed.
     fn timers(&mut self) {
-        self.bridge.handle_timeout(self.server.clock.now_ms());
+        self.driven.handle_timeout(self.server.clock.now_ms());
         self.lifecycle.handle_timeout(Instant::now());
     }
 
     fn handle(&mut self, event: Event) {
         let now = self.server.clock.now_ms();
         let event = match event {
-            Event::ClientGone => return self.gone(),
+            // A client whose response was over (before the run parked) is not a client
+            // gone.
+            Event::ClientGone(request) if request == self.record.number && !self.parked => {
+                return self.gone();
+            }
+            Event::ClientGone(_) => return,
             Event::Shutdown => return self.shutdown(),
+            // Taken by `drain`.
+            Event::Live => return,
             // A process this run replaced: it is done with.
             Event::Agent(generation, _) if generation != self.generation => return,
             Event::Agent(_, event) => event,
@@ -1226,10 +1762,10 @@ impl Run<'_> {
             // Read before the pipes were closed, after the exit was reported: dropped.
             AgentEvent::Stdout(_) | AgentEvent::Stderr(_) if !self.lifecycle.wants_output() => {}
             AgentEvent::Stdout(bytes) => {
-                let _ = self.bridge.push_stdout(&bytes, now);
+                let _ = self.driven.push_stdout(&bytes, now);
             }
             AgentEvent::Stderr(bytes) => {
-                let _ = self.bridge.push_stderr(&bytes, now);
+                let _ = self.driven.push_stderr(&bytes, now);
             }
             AgentEvent::StdoutEof => self.lifecycle.handle_stdout_eof(),
             AgentEvent::StderrEof => self.lifecycle.handle_stderr_eof(),
@@ -1253,8 +1789,8 @@ impl Run<'_> {
         self.shutting_down = true;
         self.record.end = ResponseEnd::Shutdown;
         // The bridge ends the response (in-band after the head, 503 before it) and asks
-        // for the agent to be stopped.
-        self.bridge.shutdown(self.server.clock.now_ms());
+        // for the agent to be stopped (a parked chat's is stopped).
+        self.driven.shutdown(self.server.clock.now_ms());
     }
 
     /// The client hung up, a write to it failed, or it stopped reading.
@@ -1268,16 +1804,18 @@ impl Run<'_> {
         if self.record.end == ResponseEnd::Complete {
             self.record.end = ResponseEnd::ClientGone;
         }
-        self.bridge.client_gone(self.server.clock.now_ms());
+        self.driven.client_gone(self.server.clock.now_ms());
         self.drain();
     }
 
-    /// Takes every output of the bridge, as bytes for the client, and carries out what
-    /// the lifecycle asks, until neither has more.
+    /// Takes a live chat's inputs and every output of the bridge, as bytes for the client
+    /// (and its MCP exchanges'), and carries out what the lifecycle asks, until none has
+    /// more.
     fn drain(&mut self) {
         loop {
+            self.take_inputs();
             let (mut stop, mut respawn) = (false, false);
-            while let Some(output) = self.bridge.poll_output() {
+            while let Some(output) = self.driven.poll_output() {
                 let framed =
                     self.sink
                         .frame(output, &self.answer, &mut self.record, self.client_gone);
@@ -1294,6 +1832,7 @@ impl Run<'_> {
             if respawn {
                 self.respawn();
             }
+            self.pump_mcp();
             if !self.act() {
                 return;
             }
@@ -1319,11 +1858,11 @@ impl Run<'_> {
                     fed = true;
                 }
                 Action::Stderr(text) => {
-                    let _ = self.bridge.push_stderr(text.as_bytes(), now);
+                    let _ = self.driven.push_stderr(text.as_bytes(), now);
                     fed = true;
                 }
                 Action::Exited(status) => {
-                    let _ = self.bridge.agent_exited(status, now);
+                    let _ = self.driven.agent_exited(status, now);
                     fed = true;
                 }
             }
@@ -1347,8 +1886,12 @@ impl Run<'_> {
         }
     }
 
-    /// After the response: stops the agent if it still runs, and reaps it.
+    /// After the response (or the park): stops the agent if it still runs, and reaps it.
+    /// Once; later calls do nothing.
     fn finish_agent(&mut self) {
+        if std::mem::replace(&mut self.reaped, true) {
+            return;
+        }
         if let Some(agent) = &mut self.agent {
             // Nobody reads the pipes any more.
             agent.cancel = None;
@@ -1389,7 +1932,7 @@ impl Run<'_> {
 
     /// Writes what is left for the client (it has `--write-timeout-ms` between
     /// progress), closes the connection and logs the request.
-    fn finish_response(mut self) {
+    fn close_connection(&mut self) {
         if !self.client_gone && self.written < self.sink.out.len() {
             let _ = self
                 .stream
@@ -1402,8 +1945,305 @@ impl Run<'_> {
                 self.record.end = ResponseEnd::ClientGone;
             }
         }
+        self.sink = Sink::default();
+        self.written = 0;
         let _ = self.stream.shutdown(Shutdown::Both);
-        self.record.log();
+        self.admitted = None;
+        if !std::mem::replace(&mut self.logged, true) {
+            self.record.log();
+        }
+    }
+
+    /// The response ended: the request's turn in its conversation ends (the chat parked
+    /// or let go; a live chat's run is named by its chat); whether a live chat was
+    /// parked. Later calls do nothing.
+    fn end_turn(&mut self) -> bool {
+        let conversations = &self.server.conversations;
+        match &mut self.driven {
+            Driven::Bridge(bridge) => {
+                conversations.end_turn(bridge);
+                false
+            }
+            Driven::Live(chat) => {
+                let parked = conversations.end_live_turn(chat);
+                if let (Some(link), Some(id)) = (&self.live, chat.chat_id()) {
+                    link.state.table.name(&link.token, id);
+                }
+                parked
+            }
+        }
+    }
+
+    /// Whether the response ended inside the client's tool calls with the agent waiting
+    /// in them: the run parks instead of ending (not once the server shuts down).
+    fn parks(&mut self) -> bool {
+        self.ended
+            && self.live.is_some()
+            && !self.shutting_down
+            && !self.server.shutting_down.load(Ordering::SeqCst)
+            && self.driven.live().is_some_and(|chat| chat.is_suspended())
+    }
+
+    /// A parked live chat's run, on the thread of the request it answered last: its
+    /// response ended inside the client's tool calls, the agent waits in them. The request
+    /// is over (its slot freed, its connection closed, its line logged); the run goes on
+    /// serving the agent's pipes, its MCP requests and the chat's deadlines until the
+    /// conversation's next request takes it — the run then goes to that request's thread,
+    /// which answers it —, or the agent ends (stopped when the registry lets the chat go,
+    /// at shutdown, or when it cannot take a request's results).
+    fn park(mut self: Box<Self>) {
+        self.parked = true;
+        if let Some(link) = &self.live {
+            link.state.table.set_parked(&link.token, true);
+        }
+        self.write_ready();
+        self.slot = None;
+        self.close_connection();
+        let mut rejected = Vec::new();
+        loop {
+            if let Some(attach) = self.attaching.take() {
+                let Attach {
+                    dialect,
+                    prepared,
+                    decision,
+                    params,
+                    slot,
+                    record,
+                    reply,
+                } = *attach;
+                let server = Arc::clone(&self.server);
+                let chat = self.driven.live().expect("a parked run is a live chat's");
+                let config = &server.settings.config;
+                match chat.attach(dialect, prepared, decision, config, params) {
+                    Ok(()) => {
+                        self.parked = false;
+                        if let Some(link) = &self.live {
+                            link.state.table.set_parked(&link.token, false);
+                        }
+                        self.slot = Some(slot);
+                        self.record = record;
+                        self.logged = false;
+                        self.ended = false;
+                        answer_rejected(rejected);
+                        // A request that stopped waiting drops the run: it ends as its
+                        // client gone.
+                        let _ = reply.send(Ok(self));
+                        return;
+                    }
+                    Err(back) => {
+                        // This process cannot take it: it is stopped before the request
+                        // runs on its own (two processes must not hold one chat).
+                        self.driven.shutdown(server.clock.now_ms());
+                        self.drain();
+                        rejected.push((reply, back, slot, record));
+                    }
+                }
+            }
+            let exited = self.lifecycle.agent_end().is_some() || self.agent.is_none();
+            if exited && self.attaching.is_none() {
+                break;
+            }
+            self.wait_parked();
+        }
+        self.finish_agent();
+        self.unregister();
+        answer_rejected(rejected);
+    }
+
+    /// One step of a parked run: a deadline served, or the next event handled.
+    fn wait_parked(&mut self) {
+        if self.overdue() {
+            self.timers();
+        } else {
+            self.lifecycle.resume_reading(Instant::now());
+            match recv_until(&self.events, self.next_due()) {
+                Ok(event) => self.handle(event),
+                Err(RecvTimeoutError::Timeout) => self.timers(),
+                // The inbox holds a sender for as long as the run is registered.
+                Err(RecvTimeoutError::Disconnected) => {}
+            }
+        }
+        self.drain();
+    }
+
+    /// The inputs from outside a live chat's run: its agent's MCP requests, the
+    /// conversation's next request (taken by [`park`](Run::park)), the registry letting
+    /// the chat go.
+    fn take_inputs(&mut self) {
+        while let Some(input) = self.live.as_ref().and_then(|link| link.inbox.take()) {
+            self.take_input(input);
+        }
+    }
+
+    fn take_input(&mut self, input: LiveInput) {
+        let now = self.server.clock.now_ms();
+        match input {
+            LiveInput::Mcp {
+                fields,
+                body,
+                context,
+                reply,
+            } => {
+                let (Some(link), Driven::Live(chat)) = (&mut self.live, &mut self.driven) else {
+                    let _ = reply.send(McpStep::Refused(mcp::refused(McpRefusal::NotFound)));
+                    return;
+                };
+                let request = fields.request(&body);
+                match chat.handle_mcp(fields.authorization.as_deref(), &request, now) {
+                    Ok(exchange) => {
+                        let _ = reply.send(McpStep::Opened(exchange));
+                        link.exchanges.insert(exchange, (reply, context));
+                    }
+                    Err(_) => {
+                        let refused = mcp::refused(McpRefusal::Unauthorized);
+                        let _ = reply.send(McpStep::Refused(refused));
+                    }
+                }
+            }
+            LiveInput::McpGone(exchange) => {
+                let (Some(link), Driven::Live(chat)) = (&mut self.live, &mut self.driven) else {
+                    return;
+                };
+                if link.exchanges.remove(&exchange).is_some() {
+                    chat.mcp_exchange_gone(exchange, now);
+                }
+            }
+            LiveInput::Attach(attach) => {
+                if self.parked && self.attaching.is_none() {
+                    self.attaching = Some(attach);
+                } else {
+                    refuse_attach(attach);
+                }
+            }
+            LiveInput::Release => {
+                if self.parked {
+                    self.driven.shutdown(now);
+                }
+            }
+        }
+    }
+
+    /// Hands the live chat's MCP outputs to the connections waiting for them; an exchange
+    /// whose agent hung up is told to the chat.
+    fn pump_mcp(&mut self) {
+        let (Some(link), Driven::Live(chat)) = (&mut self.live, &mut self.driven) else {
+            return;
+        };
+        let mut gone = Vec::new();
+        while let Some(exchange) = chat.poll_mcp_ready() {
+            let Some((reply, context)) = link.exchanges.get(&exchange) else {
+                while chat.poll_mcp_output(exchange).is_some() {}
+                continue;
+            };
+            let mut ended = false;
+            while let Some(output) = chat.poll_mcp_output(exchange) {
+                let step = match output {
+                    ExchangeOutput::Head(head) => {
+                        McpStep::Head(mcp::ResponseHead::of(&head, context))
+                    }
+                    ExchangeOutput::Body(bytes) => McpStep::Body(bytes.to_vec()),
+                    ExchangeOutput::End => {
+                        ended = true;
+                        McpStep::End
+                    }
+                };
+                if reply.send(step).is_err() {
+                    gone.push(exchange);
+                    break;
+                }
+            }
+            if ended {
+                link.exchanges.remove(&exchange);
+            }
+        }
+        let now = self.server.clock.now_ms();
+        for exchange in gone {
+            link.exchanges.remove(&exchange);
+            chat.mcp_exchange_gone(exchange, now);
+        }
+    }
+
+    /// The run ends: it hears of shutdown no more, and a live chat's leaves the table —
+    /// what was on its way to it is answered (a request handed back, an MCP request
+    /// refused), its MCP exchanges end.
+    fn unregister(&mut self) {
+        self.server
+            .runs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.key);
+        let Some(link) = self.live.take() else {
+            return;
+        };
+        link.state.table.remove(&link.token);
+        for input in link.inbox.close() {
+            match input {
+                LiveInput::Attach(attach) => refuse_attach(attach),
+                LiveInput::Mcp { reply, .. } => {
+                    let _ = reply.send(McpStep::Refused(mcp::refused(McpRefusal::NotFound)));
+                }
+                LiveInput::McpGone(_) | LiveInput::Release => {}
+            }
+        }
+        if let Some(attach) = self.attaching.take() {
+            refuse_attach(attach);
+        }
+        link.state.run_ended();
+    }
+}
+
+impl Drop for Run {
+    /// Every path ends here, once: a run dropped before its response's end (a request that
+    /// stopped waiting for the parked run that took it) ends as its client gone.
+    fn drop(&mut self) {
+        if !self.ended && !self.client_gone {
+            self.driven.client_gone(self.server.clock.now_ms());
+            if !self.shutting_down {
+                self.record.end = ResponseEnd::ClientGone;
+            }
+        }
+        let _ = self.end_turn();
+        self.finish_agent();
+        self.unregister();
+        self.slot = None;
+        self.close_connection();
+    }
+}
+
+/// Hands an attach back untaken: the request runs on its own.
+fn refuse_attach(attach: Box<Attach>) {
+    let Attach {
+        prepared,
+        decision,
+        slot,
+        record,
+        reply,
+        ..
+    } = *attach;
+    let rejected = Rejected {
+        back: NotAttached { prepared, decision },
+        slot,
+        record,
+    };
+    let _ = reply.send(Err(Box::new(rejected)));
+}
+
+/// Hands back the attaches a parked run could not take, once its agent is stopped.
+type Untaken = Vec<(
+    mpsc::Sender<Result<Box<Run>, Box<Rejected>>>,
+    Box<NotAttached>,
+    Slot,
+    RequestRecord,
+)>;
+
+fn answer_rejected(rejected: Untaken) {
+    for (reply, back, slot, record) in rejected {
+        let rejected = Rejected {
+            back: *back,
+            slot,
+            record,
+        };
+        let _ = reply.send(Err(Box::new(rejected)));
     }
 }
 
@@ -1510,18 +2350,18 @@ fn is_stream(head: &Head) -> bool {
 }
 
 /// Watches `stream` for its peer hanging up, on a helper thread: the request was read
-/// whole, so end of stream is a hang-up. Then the flag it returns is set and the waiter
-/// of `ticket` on the warm agent is woken.
-fn watch_hang_up(stream: &TcpStream, warm: Option<Arc<Warm>>, ticket: Ticket) -> Arc<AtomicBool> {
+/// whole, so end of stream is a hang-up. Then the flag it returns is set and `wake` is
+/// called (to wake the thread that looks at the flag).
+fn watch_hang_up(stream: &TcpStream, wake: impl FnOnce() + Send + 'static) -> Arc<AtomicBool> {
     let gone = Arc::new(AtomicBool::new(false));
-    if let (Ok(mut watch), Some(warm)) = (stream.try_clone(), warm) {
+    if let Ok(mut watch) = stream.try_clone() {
         let _ = watch.set_read_timeout(None);
         let flag = Arc::clone(&gone);
         helper(move || {
             let mut sink = [0u8; 512];
             while matches!(watch.read(&mut sink), Ok(n) if n > 0) {}
             flag.store(true, Ordering::SeqCst);
-            warm.wake(&ticket);
+            wake();
         });
     }
     gone
