@@ -573,7 +573,9 @@ impl Flags {
         let live = match (self.cursor_mcp, &acp, conversations.enabled) {
             (false, _, _) => None,
             (true, _, _) if self.demo => {
-                return Err("--demo answers from a transcript without tools: drop --cursor-mcp".into());
+                return Err(
+                    "--demo answers from a transcript without tools: drop --cursor-mcp".into(),
+                );
             }
             (true, Some(_), _) => {
                 return Err("--cursor-mcp is for cursor-agent's stream-json: drop --agent-protocol acp (ACP agents get the client's tools as MCP tools anyway)".into());

@@ -1680,15 +1680,19 @@ impl Run {
     }
 
     /// The response ended: the request's turn in its conversation ends (the chat parked
-    /// or let go). Once; later calls do nothing.
-    fn end_turn(&mut self) {
+    /// or let go); whether it was parked. Once; later calls do nothing.
+    fn end_turn(&mut self) -> bool {
         match &mut self.driven {
-            Driven::Bridge(bridge) => self.server.conversations.end_turn(bridge),
+            Driven::Bridge(bridge) => {
+                self.server.conversations.end_turn(bridge);
+                false
+            }
             Driven::Live(chat) => {
-                self.server.conversations.end_live_turn(chat);
+                let parked = self.server.conversations.end_live_turn(chat);
                 if let (Some(link), Some(id)) = (&self.live, chat.chat_id()) {
                     link.state.table.name(&link.token, id);
                 }
+                parked
             }
         }
     }
@@ -1835,7 +1839,17 @@ async fn next_input(live: &mut Option<LiveLink>) -> Option<LiveInput> {
 /// A run whose response ended: parked when its live chat's agent waits in the client's
 /// tool calls, else let go (its agent stopped and reaped, its slot freed).
 fn finish(mut run: Box<Run>) {
-    if run.parks() {
+    // Parked before the last bytes reach the client, so that a client sending its next
+    // request at once finds the chat; a chat the registry did not park is let go.
+    if run.parks() && run.end_turn() {
+        if let Some(record) = run.out.record.take() {
+            record.log();
+        }
+        run.permit = None;
+        run.parked = true;
+        if let Some(link) = &run.live {
+            link.state.table.set_parked(&link.token, true);
+        }
         tokio::spawn(park(run));
     } else {
         drop(run);
@@ -1867,15 +1881,6 @@ fn refuse_attach(attach: Box<Attach>) {
 /// the registry lets the chat go, at shutdown, or when it could no longer take the
 /// results).
 async fn park(mut run: Box<Run>) {
-    run.end_turn();
-    if let Some(record) = run.out.record.take() {
-        record.log();
-    }
-    run.permit = None;
-    run.parked = true;
-    if let Some(link) = &run.live {
-        link.state.table.set_parked(&link.token, true);
-    }
     let mut rejected = Vec::new();
     loop {
         if let Some(attach) = run.attaching.take() {
@@ -1964,7 +1969,7 @@ impl Drop for Run {
         // The response is over (every path ends here, once): the chat is parked for the
         // conversation's next request, or let go. Before the last bytes reach the client,
         // so a client that sends its next request at once finds it parked.
-        self.end_turn();
+        let _ = self.end_turn();
         if let Some(mut link) = self.live.take() {
             // The run ends: nothing reaches it any more. What was on its way is answered.
             link.state.table.remove(&link.token);
