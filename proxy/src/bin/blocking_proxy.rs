@@ -38,6 +38,27 @@
 //! outputs; the agent's requests to the MCP endpoint (`/mcp/<token>`, where it calls a
 //! request's client tools: [`agentwire_proxy::mcp`]) are served the same way, an SSE
 //! answer written chunk by chunk as the core gives it.
+//!
+//! With `--cursor-mcp` ([`agentwire_proxy::live`]), a request with client tools drives a
+//! live chat ([`LiveChat`]) instead of a bridge: the same run, whose agent calls the tools
+//! through the MCP endpoint (`/mcp/cursor`). A response that ends inside those calls
+//! leaves the agent waiting in them, and the run **parks** on its connection's thread: the
+//! chat is parked in the registry and the run in the table before the client can see the
+//! end (a client sending its next request at once finds it), then the request is over —
+//! its slot freed, its connection closed, its line logged — while the thread goes on
+//! reading the agent's pipes into the chat, serving its MCP requests and deadlines. The
+//! conversation's next request is handed to it (with its slot and record); the run
+//! attaches it and moves — agent, lifecycle, channel, helper threads reporting on it — to
+//! that request's thread, which answers it and, at its end, may park in turn. A request
+//! the chat cannot take is handed back once the agent is stopped and reaped, and runs as a
+//! live chat of its own (two processes must not hold one chat). A parked agent is stopped
+//! when the registry lets its chat go, at shutdown, or ends by itself; its run then leaves
+//! the table, answering what was still on its way to it. Other threads reach a live chat's
+//! run through its inbox (a queue, and a wake-up on the run's channel that never blocks the
+//! sender): the agent's MCP requests, whose outputs go back to their connection threads
+//! to be written as the warm agent's are; the attach; the release. Parked agents hold no
+//! slot, so shutdown also waits (bounded) for every live chat's run to end before the
+//! configuration files it wrote into the workspace are removed.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
@@ -889,42 +910,41 @@ fn run(
         return;
     }
     let config = &server.settings.config;
-    let (driven, slot, record) =
-        match server
-            .conversations
-            .decide(dialect, &body, config, params, caller)
-        {
-            Decided::Invalid(bridge) => {
-                record.conversation = Some(Continuation::Invalid);
-                (Driven::Bridge(bridge), slot, record)
-            }
-            Decided::Parsed {
-                prepared,
-                decision,
-                how,
-            } => {
-                record.conversation = Some(how);
-                match &server.live {
-                    Some(live) if LiveChat::serves(&prepared) => {
-                        let arriving = (dialect, prepared, decision, params);
-                        match live_chat(server, live, arriving, slot, record) {
-                            Live::Attached(mut run) => {
-                                run.resume(stream, answer, admitted);
-                                return answer_request(run);
-                            }
-                            Live::Own(chat, slot, record) => (Driven::Live(chat), slot, record),
-                            Live::Failed(reply, mut record) => {
-                                return write_reply(&mut stream, reply, false, &answer, &mut record);
-                            }
+    let (driven, slot, record) = match server
+        .conversations
+        .decide(dialect, &body, config, params, caller)
+    {
+        Decided::Invalid(bridge) => {
+            record.conversation = Some(Continuation::Invalid);
+            (Driven::Bridge(bridge), slot, record)
+        }
+        Decided::Parsed {
+            prepared,
+            decision,
+            how,
+        } => {
+            record.conversation = Some(how);
+            match &server.live {
+                Some(live) if LiveChat::serves(&prepared) => {
+                    let arriving = (dialect, prepared, decision, params);
+                    match live_chat(server, live, arriving, slot, record) {
+                        Live::Attached(mut run) => {
+                            run.resume(stream, answer, admitted);
+                            return answer_request(run);
+                        }
+                        Live::Own(chat, slot, record) => (Driven::Live(chat), slot, record),
+                        Live::Failed(reply, mut record) => {
+                            return write_reply(&mut stream, reply, false, &answer, &mut record);
                         }
                     }
-                    _ => {
-                        let bridge = Bridge::continuing(dialect, prepared, decision, config, params);
-                        (Driven::Bridge(bridge), slot, record)
-                    }
+                }
+                _ => {
+                    let bridge = Bridge::continuing(dialect, prepared, decision, config, params);
+                    (Driven::Bridge(bridge), slot, record)
                 }
             }
-        };
+        }
+    };
     let run = Run::start(server, driven, stream, answer, record, slot, admitted);
     answer_request(run);
 }
