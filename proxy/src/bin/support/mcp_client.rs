@@ -262,4 +262,3 @@ fn dechunk(mut body: &[u8]) -> Result<Vec<u8>, String> {
         body = &body[size + 2..];
     }
 }
-
