@@ -3,9 +3,10 @@
 //! benchmarks and end-to-end runs use it in place of the real CLI.
 //!
 //! ```text
-//! replay_agent [--transcript FILE | --scenario DIR | --chat-dir DIR [--tool-rounds N]]
-//!              [--lost-chat new-id|fail] [--hang-on-resume] [--delay-ms N] [--stderr FILE]
-//!              [--exit CODE] [--hang] [--spawn-child] [--version] [cursor-agent flags…]
+//! replay_agent [--transcript FILE | --scenario DIR | --chat-dir DIR [--tool-rounds N]
+//!               | --mcp-rounds N] [--lost-chat new-id|fail] [--hang-on-resume]
+//!              [--delay-ms N] [--stderr FILE] [--exit CODE] [--hang] [--spawn-child]
+//!              [--version] [cursor-agent flags…]
 //! ```
 //!
 //! - `--transcript FILE` (or env `AGENTWIRE_REPLAY_TRANSCRIPT`): the NDJSON to replay.
@@ -23,6 +24,24 @@
 //!   answer with text and a `result`. A fresh run (no `--resume`) starts a new chat whose
 //!   round is the number of tool results in its prompt (a whole conversation); a resumed
 //!   one takes the round its chat is at. A `--resume` of a chat not in DIR is a lost chat.
+//! - `--mcp-rounds N`: plays cursor-agent with a model, given the client's tools as an MCP
+//!   server. With `--approve-mcps` on the command line, the first server of
+//!   `WORKSPACE/.cursor/mcp.json` (`--workspace`, else the working directory) is connected
+//!   to before anything is written: its `url`, and its `headers` with `${env:VAR}`
+//!   expanded (a variable not set, a bad `mcp.json` or a server that cannot be reached:
+//!   an error on stderr and exit 1). Plain HTTP/1.1 on a connection per request:
+//!   `initialize`, `notifications/initialized`, `tools/list`. The run answers under the
+//!   `--resume` chat, else a new id: `system/init`, the prompt as a `user` line, then for
+//!   each round K from 1 to N a text line (``Running `echo round-K`.``), an
+//!   `mcpToolCall` started, a `tools/call` of the first listed tool (every string
+//!   parameter it requires set to `echo round-K`, other required ones a default of
+//!   their type), its answer read from the SSE stream (or JSON) however long it takes,
+//!   and the `mcpToolCall` completed with the answer's text (a call that fails: an error
+//!   on stderr and exit 1); then
+//!   `Done after N tool rounds. Last result: …` and a `result`. Rounds the prompt quotes
+//!   (`echo round-K`, up to the largest K: a resumed chat's or a whole conversation's) count
+//!   as played. Without `--approve-mcps`, a server or a tool, no round is played. Every
+//!   other mode's flags are then ignored.
 //! - `--lost-chat new-id|fail`: what a lost chat does — every `--resume` without
 //!   `--chat-dir`, one of a chat not in DIR with it. `new-id` (what cursor-agent does, and
 //!   the default with `--chat-dir`) answers under a new chat id; `fail` writes
@@ -43,7 +62,12 @@
 //! `{"pid":…,"child_pid":…|null,"argv":[…],"prompt":"…","stdin_bytes":…,"chat_id":…|null}`,
 //! written after the whole prompt was read and before the first line is replayed.
 //! `chat_id` is the chat the run answers under (`null` for a transcript's own, and for a
-//! lost chat that fails).
+//! lost chat that fails). With `--mcp-rounds`, events follow it:
+//! `{"event":"mcp_session","pid":…,"url":…,"authorization":…|null,"tools":[…]}` once the
+//! server is connected to (`"error":…` instead of `tools` when there is none to use or it
+//! failed), `{"event":"tool_call","pid":…,"round":…,"name":…,"arguments":…}` per
+//! `tools/call` and `{"event":"tool_result","pid":…,"round":…,"text":…,"is_error":…}` per
+//! answer (`"error":…` when the call failed).
 //!
 //! With env `AGENTWIRE_REPLAY_TIMES=FILE`, each run appends
 //! `{"pid":…,"started_unix_ns":…,"first_line_unix_ns":…}` once its first line is out: when
@@ -56,9 +80,15 @@ use std::hash::{DefaultHasher, Hasher};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use agentwire::cursor::prompt::read_blocks;
+use serde_json::{Value, json};
+
+#[path = "support/mcp_client.rs"]
+mod mcp_client;
+
+use mcp_client::{McpClient, arguments_for};
 
 /// What `models` prints: the CLI's listing format, markers included.
 const MODELS: &str = "Available models\n\nauto - Auto (default)\ncomposer-2.5 - Composer 2.5 (current)\ngpt-5 - GPT-5\nsonnet-4.5-thinking - Claude 4.5 Sonnet (Thinking)\n\nTip: use --model <id> to switch.\n";
@@ -81,6 +111,12 @@ struct Args {
     tool_rounds: u32,
     lost_chat: Option<LostChat>,
     hang_on_resume: bool,
+    /// `--mcp-rounds`: the tool rounds to play through the workspace's MCP server.
+    mcp_rounds: Option<u32>,
+    /// `--approve-mcps` (cursor-agent's own flag): the MCP servers configured may be used.
+    approve_mcps: bool,
+    /// `--workspace` (cursor-agent's own flag): where `.cursor/mcp.json` is.
+    workspace: Option<PathBuf>,
 }
 
 /// What a run resuming a chat the agent does not know does.
@@ -116,6 +152,9 @@ fn parse_args(argv: &[String]) -> Result<Parsed, String> {
         tool_rounds: 0,
         lost_chat: None,
         hang_on_resume: false,
+        mcp_rounds: None,
+        approve_mcps: false,
+        workspace: None,
     };
     // The `models` subcommand, wherever wrapper flags put it (not a `--model` value).
     let subcommand = argv
@@ -164,14 +203,24 @@ fn parse_args(argv: &[String]) -> Result<Parsed, String> {
                 })
             }
             "--hang-on-resume" => args.hang_on_resume = true,
+            "--mcp-rounds" => {
+                let n = value("--mcp-rounds")?;
+                args.mcp_rounds = Some(n.parse().map_err(|e| format!("--mcp-rounds {n}: {e}"))?);
+            }
+            "--approve-mcps" => args.approve_mcps = true,
+            "--workspace" => args.workspace = Some(value("--workspace")?.into()),
             // cursor-agent's own flags and their values.
             _ => {}
         }
     }
-    if args.transcript.is_none() && args.scenario.is_none() && args.chat_dir.is_none() && !args.hang
+    if args.transcript.is_none()
+        && args.scenario.is_none()
+        && args.chat_dir.is_none()
+        && args.mcp_rounds.is_none()
+        && !args.hang
     {
         return Err(
-            "nothing to replay: give --transcript FILE (or AGENTWIRE_REPLAY_TRANSCRIPT), --scenario DIR, --chat-dir DIR or --hang"
+            "nothing to replay: give --transcript FILE (or AGENTWIRE_REPLAY_TRANSCRIPT), --scenario DIR, --chat-dir DIR, --mcp-rounds N or --hang"
                 .into(),
         );
     }
@@ -362,6 +411,12 @@ enum Chat {
 }
 
 fn chat_for(args: &Args) -> Chat {
+    if args.mcp_rounds.is_some() {
+        return Chat::Id {
+            id: args.resume.clone().unwrap_or_else(new_chat_id),
+            resumed: args.resume.is_some(),
+        };
+    }
     let Some(resumed) = &args.resume else {
         return match args.chat_dir {
             Some(_) => Chat::Id {
@@ -432,6 +487,286 @@ fn tool_loop_lines(chat: &str, round: u32, rounds: u32) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// `--mcp-rounds`: the MCP server the run may use, or why there is none.
+enum McpConfig {
+    Server(McpServer),
+    Unused(String),
+}
+
+/// A server of `.cursor/mcp.json`, its `${env:VAR}`s expanded.
+struct McpServer {
+    name: String,
+    url: String,
+    headers: Vec<(String, String)>,
+}
+
+/// The server of the workspace's `.cursor/mcp.json` a run with `--approve-mcps` uses: the
+/// first one; an error for a file that cannot be used or a variable not set.
+fn mcp_config(args: &Args) -> Result<McpConfig, String> {
+    if !args.approve_mcps {
+        return Ok(McpConfig::Unused("no --approve-mcps".into()));
+    }
+    let workspace = match &args.workspace {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?,
+    };
+    let path = workspace.join(".cursor").join("mcp.json");
+    let bad = |what: &dyn std::fmt::Display| format!("{}: {what}", path.display());
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Ok(McpConfig::Unused(bad(&"not found")));
+        }
+        Err(e) => return Err(bad(&e)),
+    };
+    let document: std::collections::HashMap<String, Box<serde_json::value::RawValue>> =
+        serde_json::from_str(&text).map_err(|e| bad(&e))?;
+    let Some(servers) = document.get("mcpServers") else {
+        return Ok(McpConfig::Unused(bad(&"no mcpServers")));
+    };
+    let listed: serde_json::Map<String, Value> =
+        serde_json::from_str(servers.get()).map_err(|e| bad(&format!("mcpServers: {e}")))?;
+    // The first as written: a map gives its keys back sorted.
+    let Some((name, server)) = first_key(servers.get()).and_then(|n| listed.get_key_value(&n))
+    else {
+        return Ok(McpConfig::Unused(bad(&"no server in mcpServers")));
+    };
+    let not_set = |what: &str, var: String| {
+        bad(&format!(
+            "server {name}: {what}: ${{env:{var}}} is not set in the environment"
+        ))
+    };
+    let url = server["url"]
+        .as_str()
+        .ok_or_else(|| bad(&format!("server {name}: no url")))?;
+    let url = expand_env(url).map_err(|var| not_set("url", var))?;
+    let mut headers = Vec::new();
+    for (header, value) in server["headers"].as_object().into_iter().flatten() {
+        let value = value
+            .as_str()
+            .ok_or_else(|| bad(&format!("server {name}: header {header} is not a string")))?;
+        let value = expand_env(value).map_err(|var| not_set(&format!("header {header}"), var))?;
+        headers.push((header.clone(), value));
+    }
+    Ok(McpConfig::Server(McpServer {
+        name: name.clone(),
+        url,
+        headers,
+    }))
+}
+
+/// The first key of the JSON object `object`.
+fn first_key(object: &str) -> Option<String> {
+    let rest = object.trim_start().strip_prefix('{')?;
+    serde_json::Deserializer::from_str(rest)
+        .into_iter::<String>()
+        .next()?
+        .ok()
+}
+
+/// `text` with every `${env:VAR}` replaced by VAR's value; the name of one not set.
+fn expand_env(text: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("${env:") {
+        let Some(end) = rest[at..].find('}') else {
+            break;
+        };
+        let name = &rest[at + "${env:".len()..at + end];
+        out.push_str(&rest[..at]);
+        out.push_str(&std::env::var(name).map_err(|_| name.to_owned())?);
+        rest = &rest[at + end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The largest K of the `echo round-K` a prompt quotes: the rounds its conversation played.
+fn largest_round_quoted(text: &str) -> u32 {
+    text.split("echo round-")
+        .skip(1)
+        .filter_map(|rest| {
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            rest[..digits].parse().ok()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Appends `event` to `AGENTWIRE_REPLAY_LOG`, if set.
+fn log_event(event: &Value) {
+    let Some(path) = std::env::var_os("AGENTWIRE_REPLAY_LOG") else {
+        return;
+    };
+    let mut line = event.to_string();
+    line.push('\n');
+    // One write of the whole line: concurrent runs append whole lines.
+    if let Ok(mut file) = OpenOptions::new().create(true).append(true).open(path) {
+        let _ = file.write_all(line.as_bytes());
+    }
+}
+
+/// How a `--mcp-rounds` run fails.
+enum Failure {
+    /// Writing stdout.
+    Io(io::Error),
+    /// The MCP server or its configuration: the message for stderr.
+    Run(String),
+}
+
+impl From<io::Error> for Failure {
+    fn from(e: io::Error) -> Failure {
+        Failure::Io(e)
+    }
+}
+
+/// A `--mcp-rounds` run: its stream-json lines, under `chat`.
+struct McpRun<'a> {
+    chat: &'a str,
+    /// The workspace, as `system/init` reports it.
+    cwd: PathBuf,
+    delay: Duration,
+    times: Option<&'a Times>,
+    started: Instant,
+    /// Whether a line was written yet.
+    written: bool,
+}
+
+impl McpRun<'_> {
+    /// Connects to the server of `config`, then plays the rounds left of `rounds`.
+    fn play(
+        mut self,
+        config: Result<McpConfig, String>,
+        rounds: u32,
+        prompt: &str,
+    ) -> Result<(), Failure> {
+        let pid = std::process::id();
+        let server = match config {
+            Ok(McpConfig::Server(server)) => Some(server),
+            Ok(McpConfig::Unused(why)) => {
+                log_event(&json!({"event": "mcp_session", "pid": pid, "error": why}));
+                None
+            }
+            Err(e) => {
+                log_event(&json!({"event": "mcp_session", "pid": pid, "error": e}));
+                return Err(Failure::Run(e));
+            }
+        };
+        let mut connected = None;
+        if let Some(server) = server {
+            let authorization = server
+                .headers
+                .iter()
+                .find(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+                .map(|(_, value)| value.clone());
+            let mut entry = json!({"event": "mcp_session", "pid": pid, "url": server.url,
+                "authorization": authorization});
+            match McpClient::connect(&server.url, server.headers, "replay_agent") {
+                Ok(client) => {
+                    entry["tools"] = json!(client.tools.iter().map(|(n, _)| n).collect::<Vec<_>>());
+                    log_event(&entry);
+                    connected = Some((server.name, client));
+                }
+                Err(e) => {
+                    entry["error"] = json!(e);
+                    log_event(&entry);
+                    let message = format!("MCP server {} at {}: {e}", server.name, server.url);
+                    return Err(Failure::Run(message));
+                }
+            }
+        }
+        let chat = self.chat;
+        self.write(
+            &json!({"type": "system", "subtype": "init", "apiKeySource": "login",
+            "cwd": self.cwd, "session_id": chat,
+            "model": "Auto", "permissionMode": "default"}),
+        )?;
+        self.write(&json!({"type": "user", "message": {"role": "user",
+            "content": [{"type": "text", "text": prompt}]}, "session_id": chat}))?;
+        let mut played = largest_round_quoted(prompt);
+        let mut last_result = None;
+        let tool = connected
+            .as_ref()
+            .and_then(|(server, client)| Some((server, client, client.tools.first()?)));
+        if let Some((server, client, (tool, schema))) = tool {
+            for round in played + 1..=rounds {
+                let command = format!("echo round-{round}");
+                self.text(&format!("Running `{command}`."))?;
+                let arguments = arguments_for(schema, &command);
+                let call = format!("call-{chat}-{round}");
+                let args = json!({"name": format!("{server}-{tool}"), "args": arguments,
+                    "toolCallId": call, "providerIdentifier": server, "toolName": tool,
+                    "serverIdentifier": server});
+                self.write(
+                    &json!({"type": "tool_call", "subtype": "started", "call_id": call,
+                    "tool_call": {"mcpToolCall": {"args": args}}, "session_id": chat}),
+                )?;
+                log_event(&json!({"event": "tool_call", "pid": pid, "round": round,
+                    "name": tool, "arguments": arguments}));
+                let (text, is_error) = match client.call(round, tool, &arguments, None) {
+                    Ok(answer) => answer,
+                    Err(e) => {
+                        log_event(&json!({"event": "tool_result", "pid": pid, "round": round,
+                            "error": e}));
+                        return Err(Failure::Run(format!("tools/call {tool}: {e}")));
+                    }
+                };
+                log_event(&json!({"event": "tool_result", "pid": pid, "round": round,
+                    "text": text, "is_error": is_error}));
+                let success = json!({"content": [{"text": {"text": text}}], "isError": is_error});
+                self.write(
+                    &json!({"type": "tool_call", "subtype": "completed", "call_id": call,
+                    "tool_call": {"mcpToolCall": {"args": args, "result": {"success": success}}},
+                    "session_id": chat}),
+                )?;
+                played = round;
+                last_result = Some(text);
+            }
+        }
+        let answer = format!(
+            "Done after {played} tool rounds. Last result: {}",
+            last_result.as_deref().unwrap_or("(none)")
+        );
+        self.text(&answer)?;
+        let ms = self.started.elapsed().as_millis() as u64;
+        self.write(
+            &json!({"type": "result", "subtype": "success", "duration_ms": ms,
+            "duration_api_ms": ms, "is_error": false, "result": answer, "session_id": chat,
+            "usage": {"inputTokens": 30, "outputTokens": 7}}),
+        )?;
+        Ok(())
+    }
+
+    /// Writes an assistant line of `text`.
+    fn text(&mut self, text: &str) -> io::Result<()> {
+        self.write(
+            &json!({"type": "assistant", "message": {"role": "assistant",
+            "content": [{"type": "text", "text": text}]}, "session_id": self.chat}),
+        )
+    }
+
+    /// Writes `line`, `--delay-ms` after the one before.
+    fn write(&mut self, line: &Value) -> io::Result<()> {
+        if self.written && !self.delay.is_zero() {
+            std::thread::sleep(self.delay);
+        }
+        let mut bytes = line.to_string().into_bytes();
+        bytes.push(b'\n');
+        let at = unix_ns();
+        let stdout = io::stdout();
+        let mut out = stdout.lock();
+        out.write_all(&bytes)?;
+        out.flush()?;
+        if !self.written
+            && let Some(times) = self.times
+        {
+            times.first_line(at)?;
+        }
+        self.written = true;
+        Ok(())
+    }
+}
+
 /// Plays the run; its exit code.
 fn run(args: &Args, argv: &[String], times: Option<&Times>) -> Result<u8, String> {
     let mut stdin = Vec::new();
@@ -466,6 +801,24 @@ fn run(args: &Args, argv: &[String], times: Option<&Times>) -> Result<u8, String
         Chat::Lost(id) => {
             let _ = writeln!(io::stderr(), "Error: chat {id} not found");
             return Ok(1);
+        }
+        Chat::Id { id, .. } if args.mcp_rounds.is_some() => {
+            let run = McpRun {
+                chat: id,
+                cwd: match &args.workspace {
+                    Some(dir) => dir.clone(),
+                    None => std::env::current_dir().unwrap_or_default(),
+                },
+                delay: args.delay,
+                times,
+                started: Instant::now(),
+                written: false,
+            };
+            match run.play(mcp_config(args), args.mcp_rounds.unwrap_or(0), &prompt) {
+                Ok(()) => Ok(false),
+                Err(Failure::Io(e)) => Err(e),
+                Err(Failure::Run(message)) => return Err(message),
+            }
         }
         Chat::Id { id, resumed } if args.chat_dir.is_some() => {
             let dir = args.chat_dir.as_deref().expect("checked");
