@@ -43,10 +43,10 @@
 //! live chat ([`LiveChat`]) instead of a bridge: the same run, whose agent calls the tools
 //! through the MCP endpoint (`/mcp/cursor`). A response that ends inside those calls
 //! leaves the agent waiting in them, and the run **parks** on its connection's thread: the
-//! chat is parked in the registry and the run in the table before the client can see the
-//! end (a client sending its next request at once finds it), then the request is over —
-//! its slot freed, its connection closed, its line logged — while the thread goes on
-//! reading the agent's pipes into the chat, serving its MCP requests and deadlines. The
+//! chat is parked in the registry, the run in the table and its slot freed before the
+//! client can see the end (a client sending its next request at once finds it so), then
+//! the request is over — its connection closed, its line logged — while the thread goes
+//! on reading the agent's pipes into the chat, serving its MCP requests and deadlines. The
 //! conversation's next request is handed to it (with its slot and record); the run
 //! attaches it and moves — agent, lifecycle, channel, helper threads reporting on it — to
 //! that request's thread, which answers it and, at its end, may park in turn. A request
@@ -2012,11 +2012,12 @@ impl Run {
     /// which answers it —, or the agent ends (stopped when the registry lets the chat go,
     /// at shutdown, or when it cannot take a request's results).
     fn park(mut self: Box<Self>) {
+        // Parked, holding no slot, before the client can have the end: a client asking
+        // at once finds it so. (Shutdown waits for the run, which writes the end first.)
         self.parked = true;
         if let Some(link) = &self.live {
             link.state.table.set_parked(&link.token, true);
         }
-        self.write_ready();
         self.slot = None;
         self.close_connection();
         let mut rejected = Vec::new();
