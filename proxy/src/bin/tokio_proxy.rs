@@ -202,17 +202,7 @@ async fn serve(settings: Settings) -> ExitCode {
         }
     };
     let bound = listener.local_addr().unwrap_or(settings.listen);
-    println!("{}", settings.banner(bound));
-    let (shutdown_tx, shutdown) = watch::channel(false);
-    let max = settings.max_concurrent;
-    let clock = Clock::new();
-    let warm = match Warm::for_settings(&settings, bound, clock) {
-        Ok(warm) => warm,
-        Err(e) => {
-            eprintln!("tokio_proxy: cannot start the ACP agent's supervisor: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    // Before the banner: once it is out, an agent may be started.
     let live = match &settings.live {
         Some(live) => {
             let url = live::url(&mcp::endpoint(bound));
@@ -229,6 +219,17 @@ async fn serve(settings: Settings) -> ExitCode {
             }
         }
         None => None,
+    };
+    println!("{}", settings.banner(bound));
+    let (shutdown_tx, shutdown) = watch::channel(false);
+    let max = settings.max_concurrent;
+    let clock = Clock::new();
+    let warm = match Warm::for_settings(&settings, bound, clock) {
+        Ok(warm) => warm,
+        Err(e) => {
+            eprintln!("tokio_proxy: cannot start the ACP agent's supervisor: {e}");
+            return ExitCode::FAILURE;
+        }
     };
     let server = Arc::new(Server {
         slots: Arc::new(Semaphore::new(max as usize)),
