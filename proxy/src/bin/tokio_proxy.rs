@@ -45,6 +45,17 @@
 //! last bytes reach the client. A resumed chat the agent cannot continue is stopped and
 //! reaped like any run, and the bridge's fresh run (`Output::Respawn`) takes its place in
 //! the same loop. A task lets parked chats expire at the registry's deadline.
+//!
+//! With `--cursor-mcp` a request with client tools is a live chat's
+//! ([`agentwire_proxy::live`]): its run is the same loop, which also takes the agent's
+//! requests to `/mcp/cursor` (found by their bearer token, handed to the run through a
+//! channel, answered through another). A response that ends inside the client's tool
+//! calls does not stop the agent: the run is parked — its request logged, its slot freed,
+//! its chat parked in the registry before the last bytes leave — and a task keeps it going
+//! (pipes, deadlines, MCP requests) until the conversation's next request is handed to it
+//! and it answers that request, or its agent is stopped (the chat let go by the registry,
+//! shutdown, or a request it cannot take, which then runs on its own once the agent is
+//! reaped).
 
 use std::convert::Infallible;
 use std::io;
