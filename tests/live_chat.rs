@@ -565,3 +565,233 @@ fn the_configuration_files_name_the_server_and_allow_its_calls() {
     let cli: Value = serde_json::from_str(&cli_json(&config)).unwrap();
     assert_eq!(cli["permissions"]["allow"], json!(["Mcp(agentwire:*)"]));
 }
+
+mod props {
+    //! For any interleaving of the agent's output (the scripted lines in any chunking,
+    //! garbage), its MCP requests (valid, hostile, with a wrong bearer), time, a client
+    //! gone, the agent's exit and the conversation's next requests, a live chat never
+    //! panics, every response keeps its output contract (its head first and once, one end,
+    //! nothing after it), the agent is stopped at most once per process, and a parked
+    //! chat's next request is taken only while the agent waits in its calls.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// The next `n` bytes of the agent's scripted output.
+        Stdout(usize),
+        /// Bytes that are no JSON line.
+        Garbage(Vec<u8>),
+        /// An MCP request of template `t`, with the right bearer or not.
+        Mcp(usize, bool),
+        /// The agent's MCP session (if it has none yet), then a call, then the batch
+        /// window's end.
+        Call,
+        /// Time passes to the next deadline, or by this much.
+        Wait(Option<u64>),
+        ClientGone,
+        Exit,
+        /// The conversation's next request: the result of the last call made, or a
+        /// result of a call never made.
+        Next(bool),
+        Shutdown,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => (1usize..200).prop_map(Op::Stdout),
+            1 => proptest::collection::vec(any::<u8>(), 0..40).prop_map(Op::Garbage),
+            5 => (0usize..5, any::<bool>()).prop_map(|(t, ok)| Op::Mcp(t, ok || t > 2)),
+            6 => Just(Op::Call),
+            3 => proptest::option::of(0u64..70_000).prop_map(Op::Wait),
+            1 => Just(Op::ClientGone),
+            1 => Just(Op::Exit),
+            3 => any::<bool>().prop_map(Op::Next),
+            1 => Just(Op::Shutdown),
+        ]
+    }
+
+    /// The agent's whole scripted output: two rounds, then the answer.
+    fn script() -> Vec<u8> {
+        let lines = [
+            init(CHAT),
+            text(CHAT, "Listing."),
+            own_call(CHAT, "mcp-1", "agentwire", "started"),
+            own_call(CHAT, "mcp-1", "agentwire", "completed"),
+            text(CHAT, "Again."),
+            own_call(CHAT, "mcp-2", "agentwire", "started"),
+            own_call(CHAT, "mcp-2", "agentwire", "completed"),
+            text(CHAT, "Done."),
+            result(CHAT, "Done."),
+        ];
+        lines
+            .iter()
+            .flat_map(|l| format!("{l}\n").into_bytes())
+            .collect()
+    }
+
+    /// What the current response did, and its body.
+    #[derive(Default)]
+    struct Contract {
+        head: bool,
+        ended: bool,
+        stops: usize,
+        body: Vec<u8>,
+    }
+
+    fn check(chat: &mut LiveChat, contract: &mut Contract) {
+        while let Some(output) = chat.poll_output() {
+            match output {
+                Output::Head(_) => {
+                    assert!(!contract.head, "a second head");
+                    assert!(!contract.ended, "a head after the end");
+                    contract.head = true;
+                }
+                Output::Body(bytes) => {
+                    assert!(contract.head, "body before the head");
+                    assert!(!contract.ended, "body after the end");
+                    contract.body.extend_from_slice(bytes);
+                }
+                Output::End => {
+                    assert!(!contract.ended, "a second end");
+                    contract.ended = true;
+                }
+                Output::StopAgent => {
+                    contract.stops += 1;
+                    assert_eq!(contract.stops, 1, "stopped twice");
+                }
+                Output::Respawn => contract.stops = 0,
+            }
+        }
+    }
+
+    fn mcp_message(t: usize, id: usize) -> Value {
+        match t {
+            0 => {
+                json!({"jsonrpc":"2.0","id":id,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})
+            }
+            1 => {
+                json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"bash","arguments":{"command":"ls"}}})
+            }
+            2 => json!({"jsonrpc":"2.0","id":id,"method":"tools/list"}),
+            3 => json!({"jsonrpc":"1.0","id":id,"method":"tools/call","params":{"name":"nope"}}),
+            _ => json!([{"jsonrpc":"2.0","id":id,"result":{}}]),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn any_interleaving_keeps_the_contracts(ops in proptest::collection::vec(op(), 1..60)) {
+            let mut registry = Registry::new(RegistryConfig::default());
+            let mut chat = start(&mut registry, &first_messages(), 0);
+            let bearer = chat.bearer();
+            let script = script();
+            let mut at = 0;
+            let mut now = 1;
+            let mut session: Option<String> = None;
+            let mut exited = false;
+            let mut contract = Contract::default();
+            let mut messages = first_messages();
+            for (n, op) in ops.into_iter().enumerate() {
+                match op {
+                    Op::Stdout(count) if !exited => {
+                        let end = (at + count).min(script.len());
+                        let _ = chat.push_stdout(&script[at..end], now);
+                        at = end;
+                    }
+                    Op::Garbage(bytes) if !exited => {
+                        let _ = chat.push_stdout(&bytes, now);
+                    }
+                    Op::Mcp(t, right) => {
+                        let key = if right { bearer.clone() } else { format!("{}.x", chat.token()) };
+                        match mcp(&mut chat, &key, session.as_deref(), mcp_message(t, n), now) {
+                            Ok(exchange) => {
+                                if t == 0 && exchange.session.is_some() {
+                                    session = exchange.session;
+                                }
+                            }
+                            Err(McpDenied::Unauthorized) => prop_assert!(!right),
+                            Err(other) => prop_assert!(false, "{other:?}"),
+                        }
+                    }
+                    Op::Call => {
+                        if session.is_none() {
+                            let init = mcp(&mut chat, &bearer, None, mcp_message(0, n), now).unwrap();
+                            session = init.session;
+                        }
+                        let _ = mcp(&mut chat, &bearer, session.as_deref(), mcp_message(1, n), now).unwrap();
+                        if let Some(due) = chat.poll_timeout() {
+                            now = due.max(now);
+                            chat.handle_timeout(now);
+                        }
+                    }
+                    Op::Wait(by) => {
+                        now = match (by, chat.poll_timeout()) {
+                            (None, Some(due)) => due.max(now),
+                            (Some(by), _) => now + by,
+                            (None, None) => now + 1,
+                        };
+                        chat.handle_timeout(now);
+                    }
+                    Op::ClientGone => chat.client_gone(now),
+                    Op::Exit if !exited => {
+                        exited = true;
+                        chat.agent_exited(ExitStatus::Code(0), now).unwrap();
+                        prop_assert!(chat.push_stdout(b"x", now).is_err());
+                    }
+                    Op::Next(real) => {
+                        check(&mut chat, &mut contract);
+                        if !contract.ended {
+                            continue;
+                        }
+                        let suspended = chat.is_suspended();
+                        chat.end_conversation_turn(&mut registry, now);
+                        let config = Config::default();
+                        let answer: Value = serde_json::from_slice(&contract.body).unwrap_or(Value::Null);
+                        let message = answer["choices"][0]["message"].clone();
+                        let ids: Vec<String> = message["tool_calls"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|c| c["id"].as_str().map(str::to_owned))
+                            .collect();
+                        if real && !ids.is_empty() {
+                            messages.push(message);
+                            for id in ids {
+                                messages.push(json!({"role":"tool","tool_call_id":id,"content":"a.txt"}));
+                            }
+                        } else {
+                            messages.push(json!({"role":"assistant","content":"Listing.","tool_calls":[{"id":"call_x","type":"function","function":{"name":"bash","arguments":"{\"command\":\"ls\"}"}}]}));
+                            messages.push(json!({"role":"tool","tool_call_id":"call_x","content":"a.txt"}));
+                        }
+                        let body = chat_body(&messages);
+                        let prepared = Dialect::ChatCompletions
+                            .prepare(&body, &config, &params(n as u64, now))
+                            .unwrap();
+                        let decision = registry.decide(Owner::LOCAL, &Default::default(), &prepared.request, now);
+                        match chat.attach(Dialect::ChatCompletions, prepared, decision, &config, params(n as u64, now)) {
+                            Ok(()) => {
+                                prop_assert!(suspended, "taken only by a suspended chat");
+                                contract = Contract::default();
+                            }
+                            Err(back) => {
+                                if let Decision::Resume { lease, .. } = back.decision {
+                                    registry.release(lease, now);
+                                }
+                            }
+                        }
+                    }
+                    Op::Shutdown => chat.shutdown(now),
+                    _ => {}
+                }
+                check(&mut chat, &mut contract);
+                if chat.is_suspended() {
+                    prop_assert!(!exited);
+                }
+            }
+        }
+    }
+}

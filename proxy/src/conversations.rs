@@ -7,7 +7,7 @@
 //!
 //! ```text
 //!  request head ─► CallerIds (owner: the key it authenticated with; the client's ids)
-//!  body ─► Conversations::bridge ─► Dialect::prepare, Registry::decide (locked), Bridge::continuing ─► Bridge, Continuation
+//!  body ─► Conversations::decide ─► Dialect::prepare, Registry::decide (locked) ─► Bridge::continuing, or a LiveChat (--cursor-mcp)
 //!  response ended ─► Conversations::end_turn ─► Bridge::end_conversation_turn (registry locked)
 //!  timer ─► Conversations::expire ─► Registry::handle_timeout ─► next deadline
 //! ```
@@ -20,9 +20,11 @@
 //!   which chats a request may resume, so that subagents sharing a history stay apart.
 //! - **The lock** is held only to decide (which parses the body), to end a turn, to expire
 //!   and for `/health`; never across I/O.
-//! - **Released chats** (expired, evicted, replaced, failed) have no process on this path:
-//!   cursor-agent keeps its chats itself, and every run's process ends with its request.
-//!   They are logged at debug level.
+//! - **Released chats** (expired, evicted, replaced, failed) are logged at debug level and
+//!   told to the hook the proxy set ([`Conversations::on_released`]): with `--cursor-mcp`
+//!   a chat whose agent is parked inside a tool call has it stopped. Otherwise no process
+//!   is left on this path: cursor-agent keeps its chats itself, and every run's process
+//!   ends with its request.
 //! - **Expiry.** Each proxy runs a timer (a task, a thread) that calls
 //!   [`Conversations::expire`] at the deadline it returns, woken earlier when a turn's end
 //!   brings the deadline forward ([`Conversations::changed`]), or a thread in

@@ -18,6 +18,8 @@ use support::{Kind, Proxy, Scratch, both, wait_until};
 
 both!(
     a_tool_loop_runs_in_one_agent_process_its_calls_answered_over_mcp,
+    a_streamed_round_goes_on_in_the_parked_agent,
+    a_client_gone_from_a_round_stops_the_agent,
     a_parked_agent_is_stopped_when_its_chat_expires,
     shutdown_stops_parked_agents_and_removes_the_files,
     the_mcp_endpoint_needs_a_live_chats_bearer,
@@ -77,6 +79,60 @@ fn ask(proxy: &Proxy, messages: &[Value]) -> Value {
     assert_eq!(reply.status, 200, "{}", reply.text());
     let answer = reply.json();
     answer["choices"][0].clone()
+}
+
+/// The same request, streamed: its status and SSE body.
+fn ask_streamed(proxy: &Proxy, messages: &[Value]) -> (u16, String) {
+    let body = json!({"model":"auto","messages":messages,"tools":tools(),"stream":true});
+    let mut conn = proxy.connect();
+    conn.post_chat(&body.to_string());
+    let (status, _) = conn.head();
+    let mut text = Vec::new();
+    while let Some(chunk) = conn.chunk() {
+        text.extend_from_slice(&chunk);
+    }
+    (status, String::from_utf8(text).unwrap())
+}
+
+/// The text, the tool calls and the finish reason of a streamed Chat Completions answer.
+fn streamed_calls(sse: &str) -> (String, Vec<(String, String, String)>, Option<String>) {
+    let mut calls: Vec<(String, String, String)> = Vec::new();
+    let mut finish = None;
+    let mut content = String::new();
+    for data in sse.lines().filter_map(|l| l.strip_prefix("data: ")) {
+        if data == "[DONE]" {
+            continue;
+        }
+        let chunk: Value = serde_json::from_str(data).unwrap();
+        let choice = &chunk["choices"][0];
+        if let Some(reason) = choice["finish_reason"].as_str() {
+            finish = Some(reason.to_owned());
+        }
+        if let Some(text) = choice["delta"]["content"].as_str() {
+            content.push_str(text);
+        }
+        for delta in choice["delta"]["tool_calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let index = delta["index"].as_u64().unwrap() as usize;
+            if calls.len() <= index {
+                calls.push(Default::default());
+            }
+            let call = &mut calls[index];
+            if let Some(id) = delta["id"].as_str() {
+                call.0 = id.to_owned();
+            }
+            if let Some(name) = delta["function"]["name"].as_str() {
+                call.1.push_str(name);
+            }
+            if let Some(arguments) = delta["function"]["arguments"].as_str() {
+                call.2.push_str(arguments);
+            }
+        }
+    }
+    (content, calls, finish)
 }
 
 /// Runs the loop's first `rounds` rounds: each answer a call of `bash` with `echo
@@ -149,6 +205,58 @@ fn a_tool_loop_runs_in_one_agent_process_its_calls_answered_over_mcp(kind: Kind)
     );
     assert!(proxy.stop().success());
     assert!(!mcp_json.exists(), "the files go at exit");
+}
+
+fn a_streamed_round_goes_on_in_the_parked_agent(kind: Kind) {
+    let scratch = Scratch::new("live-stream");
+    let proxy = live_proxy(kind, &scratch, 2, &[]);
+    let mut messages = rounds(&proxy, &scratch, 1);
+    let (status, sse) = ask_streamed(&proxy, &messages);
+    assert_eq!(status, 200);
+    let (content, calls, finish) = streamed_calls(&sse);
+    assert_eq!(content, "Running `echo round-2`.");
+    assert_eq!(finish.as_deref(), Some("tool_calls"), "{sse}");
+    assert_eq!(calls.len(), 1, "{sse}");
+    let (id, name, arguments) = calls[0].clone();
+    assert_eq!(name, "bash");
+    let arguments: Value = serde_json::from_str(&arguments).unwrap();
+    assert_eq!(arguments["command"], "echo round-2");
+    messages.push(json!({"role":"assistant","content":content,"tool_calls":[{"id":id,"type":"function","function":{"name":"bash","arguments":arguments.to_string()}}]}));
+    messages.push(json!({"role":"tool","tool_call_id":id,"content":"output-2"}));
+    let (status, sse) = ask_streamed(&proxy, &messages);
+    assert_eq!(status, 200);
+    assert!(
+        sse.contains("Done after 2 tool rounds") && sse.contains("output-2"),
+        "{sse}"
+    );
+    assert!(sse.ends_with("data: [DONE]\n\n"), "{sse}");
+    assert_eq!(scratch.runs().len(), 1, "one agent process for every round");
+}
+
+fn a_client_gone_from_a_round_stops_the_agent(kind: Kind) {
+    let scratch = Scratch::new("live-gone");
+    // The agent answers its next round only after a while: the client leaves first.
+    let rounds_flag = ROUNDS.to_string();
+    let agent = scratch.agent(&["--mcp-rounds", &rounds_flag, "--delay-ms", "0"]);
+    let work = workspace(&scratch);
+    let flags = ["--cursor-mcp", "--workspace", work.to_str().unwrap()];
+    let proxy = Proxy::start(kind, &agent, &scratch, &flags);
+    let messages = rounds(&proxy, &scratch, 1);
+    let pids = agent_pids(&scratch);
+    // The next round, whose client hangs up once the response has begun.
+    let body = json!({"model":"auto","messages":messages,"tools":tools(),"stream":true});
+    let mut conn = proxy.connect();
+    conn.post_chat(&body.to_string());
+    let (status, _) = conn.head();
+    assert_eq!(status, 200);
+    drop(conn);
+    assert_groups_gone(&pids, Duration::from_secs(10), "after its client left");
+    assert!(
+        wait_until(Duration::from_secs(10), || live_counters(&proxy) == (0, 0)),
+        "{}",
+        proxy.health()
+    );
+    proxy.wait_idle();
 }
 
 fn a_parked_agent_is_stopped_when_its_chat_expires(kind: Kind) {

@@ -45,6 +45,17 @@
 //! last bytes reach the client. A resumed chat the agent cannot continue is stopped and
 //! reaped like any run, and the bridge's fresh run (`Output::Respawn`) takes its place in
 //! the same loop. A task lets parked chats expire at the registry's deadline.
+//!
+//! With `--cursor-mcp` a request with client tools is a live chat's
+//! ([`agentwire_proxy::live`]): its run is the same loop, which also takes the agent's
+//! requests to `/mcp/cursor` (found by their bearer token, handed to the run through a
+//! channel, answered through another). A response that ends inside the client's tool
+//! calls does not stop the agent: the run is parked — its request logged, its slot freed,
+//! its chat parked in the registry before the last bytes leave — and a task keeps it going
+//! (pipes, deadlines, MCP requests) until the conversation's next request is handed to it
+//! and it answers that request, or its agent is stopped (the chat let go by the registry,
+//! shutdown, or a request it cannot take, which then runs on its own once the agent is
+//! reaped).
 
 use std::convert::Infallible;
 use std::io;
@@ -202,17 +213,7 @@ async fn serve(settings: Settings) -> ExitCode {
         }
     };
     let bound = listener.local_addr().unwrap_or(settings.listen);
-    println!("{}", settings.banner(bound));
-    let (shutdown_tx, shutdown) = watch::channel(false);
-    let max = settings.max_concurrent;
-    let clock = Clock::new();
-    let warm = match Warm::for_settings(&settings, bound, clock) {
-        Ok(warm) => warm,
-        Err(e) => {
-            eprintln!("tokio_proxy: cannot start the ACP agent's supervisor: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    // Before the banner: once it is out, an agent may be started.
     let live = match &settings.live {
         Some(live) => {
             let url = live::url(&mcp::endpoint(bound));
@@ -229,6 +230,17 @@ async fn serve(settings: Settings) -> ExitCode {
             }
         }
         None => None,
+    };
+    println!("{}", settings.banner(bound));
+    let (shutdown_tx, shutdown) = watch::channel(false);
+    let max = settings.max_concurrent;
+    let clock = Clock::new();
+    let warm = match Warm::for_settings(&settings, bound, clock) {
+        Ok(warm) => warm,
+        Err(e) => {
+            eprintln!("tokio_proxy: cannot start the ACP agent's supervisor: {e}");
+            return ExitCode::FAILURE;
+        }
     };
     let server = Arc::new(Server {
         slots: Arc::new(Semaphore::new(max as usize)),
