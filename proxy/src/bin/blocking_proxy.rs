@@ -1995,13 +1995,28 @@ impl Run {
     }
 
     /// Whether the response ended inside the client's tool calls with the agent waiting
-    /// in them: the run parks instead of ending (not once the server shuts down).
+    /// in them: the run parks instead of ending (not once the server shuts down, nor for
+    /// a client that hung up before it could have the end).
     fn parks(&mut self) -> bool {
         self.ended
             && self.live.is_some()
             && !self.shutting_down
             && !self.server.shutting_down.load(Ordering::SeqCst)
             && self.driven.live().is_some_and(|chat| chat.is_suspended())
+            && !self.client_hung_up()
+    }
+
+    /// Whether the client has hung up, its watcher's report possibly still on its way:
+    /// the socket is at end of stream (the request was read whole).
+    fn client_hung_up(&self) -> bool {
+        use nix::sys::socket::{MsgFlags, recv};
+        use std::os::fd::AsRawFd;
+        if self.client_gone {
+            return true;
+        }
+        let mut byte = [0u8; 1];
+        let flags = MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT;
+        matches!(recv(self.stream.as_raw_fd(), &mut byte, flags), Ok(0))
     }
 
     /// A parked live chat's run, on the thread of the request it answered last: its
