@@ -56,7 +56,10 @@
 //! the table, answering what was still on its way to it. Other threads reach a live chat's
 //! run through its inbox (a queue, and a wake-up on the run's channel that never blocks the
 //! sender): the agent's MCP requests, whose outputs go back to their connection threads
-//! to be written as the warm agent's are; the attach; the release. Parked agents hold no
+//! to be written as the warm agent's are; the attach; the release. An MCP request comes
+//! on another path than the agent's output, so the run first asks the pipe thread for
+//! what the pipes hold and takes the request after it: what the agent wrote before
+//! calling a tool goes to the response before the call ends it. Parked agents hold no
 //! slot, so shutdown also waits (bounded) for every live chat's run to end before the
 //! configuration files it wrote into the workspace are removed.
 
@@ -821,6 +824,8 @@ enum AgentEvent {
     StderrEof,
     /// The pipe thread ended: everything it read was sent before.
     PipesClosed,
+    /// What the pipes held when the run asked ([`Agent::sync`]) was sent before.
+    Synced,
     Exited(std::process::ExitStatus),
 }
 
@@ -1457,6 +1462,8 @@ struct Run {
     parked: bool,
     /// The conversation's next request, taken by a parked run.
     attaching: Option<Box<Attach>>,
+    /// The agent's MCP requests waiting for [`AgentEvent::Synced`].
+    held: VecDeque<LiveInput>,
 }
 
 /// A live chat's run: its registration, its inputs, and the MCP exchanges it answers.
@@ -1474,6 +1481,10 @@ struct LiveLink {
 struct Agent {
     /// Dropping it stops the pipe thread, which takes what the pipes hold and closes them.
     cancel: Option<OwnedFd>,
+    /// A byte written here asks the pipe thread to send what the pipes hold, then
+    /// [`AgentEvent::Synced`]: the agent's MCP request is taken after what it wrote
+    /// before sending it.
+    sync: Option<OwnedFd>,
     /// Whether the pipe thread may still send (until [`AgentEvent::PipesClosed`]).
     pumping: bool,
 }
@@ -1543,6 +1554,7 @@ impl Run {
             live,
             parked: false,
             attaching: None,
+            held: VecDeque::new(),
         });
         run.spawn(&events_tx);
         run.watch_client(&events_tx);
@@ -1600,9 +1612,9 @@ impl Run {
         let prompt = invocation.stdin.clone();
         let mut command = self.server.settings.agent.command(invocation);
         let spawned = reaper::spawn(|child: &Child| Some(child.id()), || command.spawn())
-            .and_then(|child| Ok((child, nix::unistd::pipe()?)));
+            .and_then(|child| Ok((child, nix::unistd::pipe()?, nix::unistd::pipe()?)));
         match spawned {
-            Ok((mut child, (cancelled, cancel))) => {
+            Ok((mut child, (cancelled, cancel), (synced, sync))) => {
                 let group = child.id();
                 if let Some(mut stdin) = child.stdin.take() {
                     // Apart from the reads: a large prompt must not block them.
@@ -1613,7 +1625,13 @@ impl Run {
                 let mut pumping = false;
                 if let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) {
                     let tx = events.clone();
-                    pumping = helper(move || pump(stdout, stderr, cancelled, &tx, generation));
+                    let pipes = Pipes {
+                        stdout,
+                        stderr,
+                        cancelled,
+                        synced,
+                    };
+                    pumping = helper(move || pump(pipes, &tx, generation));
                 }
                 let tx = events.clone();
                 helper(move || {
@@ -1624,6 +1642,7 @@ impl Run {
                 self.lifecycle.handle_spawned(group);
                 self.agent = Some(Agent {
                     cancel: Some(cancel),
+                    sync: pumping.then_some(sync),
                     pumping,
                 });
             }
@@ -1648,6 +1667,8 @@ impl Run {
         if let Some(agent) = &mut self.agent {
             agent.cancel = None;
         }
+        // The replaced process's sync does not come.
+        self.release_held();
         self.record.respawns += 1;
         self.generation += 1;
         self.spawn(&events);
@@ -1793,7 +1814,10 @@ impl Run {
                 if let Some(agent) = &mut self.agent {
                     agent.pumping = false;
                 }
+                // No sync comes any more.
+                self.release_held();
             }
+            AgentEvent::Synced => self.release_held(),
             AgentEvent::Exited(status) => {
                 let status = exit_status(status);
                 self.lifecycle.handle_exit(status, Instant::now());
@@ -2111,7 +2135,43 @@ impl Run {
         }
     }
 
+    /// Takes one input; an MCP request waits until what the agent wrote before sending it
+    /// (and the pipe holds) has been taken.
     fn take_input(&mut self, input: LiveInput) {
+        if let LiveInput::Mcp { .. } = input {
+            if !self.held.is_empty() || self.ask_sync() {
+                self.held.push_back(input);
+                return;
+            }
+        }
+        self.serve_input(input);
+    }
+
+    /// Asks the pipe thread for what the pipes hold; whether it will answer.
+    fn ask_sync(&mut self) -> bool {
+        let Some(agent) = self.agent.as_ref().filter(|agent| agent.pumping) else {
+            return false;
+        };
+        let Some(sync) = &agent.sync else {
+            return false;
+        };
+        loop {
+            match nix::unistd::write(sync, &[1]) {
+                Ok(_) => return true,
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// The inputs held for a sync: taken now.
+    fn release_held(&mut self) {
+        while let Some(input) = self.held.pop_front() {
+            self.serve_input(input);
+        }
+    }
+
+    fn serve_input(&mut self, input: LiveInput) {
         let now = self.server.clock.now_ms();
         match input {
             LiveInput::Mcp {
@@ -2212,7 +2272,8 @@ impl Run {
             return;
         };
         link.state.table.remove(&link.token);
-        for input in link.inbox.close() {
+        let held = std::mem::take(&mut self.held);
+        for input in held.into_iter().chain(link.inbox.close()) {
             match input {
                 LiveInput::Attach(attach) => refuse_attach(attach),
                 LiveInput::Mcp { reply, .. } => {
@@ -2417,53 +2478,54 @@ fn helper(f: impl FnOnce() + Send + 'static) -> bool {
     }
 }
 
+/// The pipes of an agent process, for its pipe thread.
+struct Pipes {
+    stdout: ChildStdout,
+    stderr: ChildStderr,
+    /// Closed (its other end dropped) to stop reading.
+    cancelled: OwnedFd,
+    /// Readable when the run asks for what the pipes hold ([`Agent::sync`]).
+    synced: OwnedFd,
+}
+
 /// Reads the agent's stdout and stderr until both end or `cancelled` is closed (its
 /// other end dropped), sending each chunk as the agent process `generation`'s, then
 /// [`AgentEvent::PipesClosed`]. Cancelled, it first takes what the pipes hold at that
 /// moment ([`agent::read_held`]): all the leader wrote before its exit that was not read.
-fn pump(
-    stdout: ChildStdout,
-    stderr: ChildStderr,
-    cancelled: OwnedFd,
-    events: &SyncSender<Event>,
-    generation: u32,
-) {
-    read_pipes(stdout, stderr, &cancelled, events, generation);
+/// Asked through `synced`, it sends what the pipes hold, then [`AgentEvent::Synced`].
+fn pump(pipes: Pipes, events: &SyncSender<Event>, generation: u32) {
+    read_pipes(pipes, events, generation);
     let _ = events.send(Event::Agent(generation, AgentEvent::PipesClosed));
 }
 
 /// [`pump`]'s reading.
-fn read_pipes(
-    stdout: ChildStdout,
-    stderr: ChildStderr,
-    cancelled: &OwnedFd,
-    events: &SyncSender<Event>,
-    generation: u32,
-) {
+fn read_pipes(pipes: Pipes, events: &SyncSender<Event>, generation: u32) {
+    let Pipes {
+        stdout,
+        stderr,
+        cancelled,
+        synced,
+    } = pipes;
     let mut stdout = Some(stdout);
     let mut stderr = Some(stderr);
+    let mut synced = Some(synced);
     let mut out_buf = vec![0u8; STDOUT_READ];
     let mut err_buf = vec![0u8; STDERR_READ];
     while stdout.is_some() || stderr.is_some() {
-        let (out_ready, err_ready) = {
+        let (out_ready, err_ready, sync_ready) = {
             let mut fds = vec![PollFd::new(cancelled.as_fd(), PollFlags::POLLIN)];
-            fds.extend(
-                stdout
-                    .as_ref()
-                    .map(|p| PollFd::new(p.as_fd(), PollFlags::POLLIN)),
-            );
-            fds.extend(
-                stderr
-                    .as_ref()
-                    .map(|p| PollFd::new(p.as_fd(), PollFlags::POLLIN)),
-            );
+            let out_at = poll_too(&mut fds, stdout.as_ref().map(AsFd::as_fd));
+            let err_at = poll_too(&mut fds, stderr.as_ref().map(AsFd::as_fd));
+            let sync_at = poll_too(&mut fds, synced.as_ref().map(AsFd::as_fd));
             match poll(&mut fds, PollTimeout::NONE) {
                 Ok(_) => {}
                 Err(nix::errno::Errno::EINTR) => continue,
                 Err(_) => return,
             }
-            let ready = |fd: &PollFd<'_>| fd.revents().is_some_and(|r| !r.is_empty());
-            if ready(&fds[0]) {
+            let ready = |at: Option<usize>| {
+                at.is_some_and(|at| fds[at].revents().is_some_and(|r| !r.is_empty()))
+            };
+            if ready(Some(0)) {
                 if let Some(pipe) = &stdout {
                     agent::read_held(pipe, &mut out_buf, |bytes| {
                         let chunk = AgentEvent::Stdout(bytes.to_vec());
@@ -2478,10 +2540,42 @@ fn read_pipes(
                 }
                 return;
             }
-            let out_ready = stdout.is_some() && ready(&fds[1]);
-            let err_ready = stderr.is_some() && ready(&fds[fds.len() - 1]);
-            (out_ready, err_ready)
+            (ready(out_at), ready(err_at), ready(sync_at))
         };
+        if sync_ready {
+            // Every request to sync since the last: one answer.
+            let mut asked = [0u8; 64];
+            match synced.as_ref().map(|fd| nix::unistd::read(fd, &mut asked)) {
+                Some(Ok(n)) if n > 0 => {
+                    let sent = send_held(
+                        &mut stdout,
+                        &mut out_buf,
+                        events,
+                        generation,
+                        AgentEvent::Stdout,
+                        || AgentEvent::StdoutEof,
+                    ) && send_held(
+                        &mut stderr,
+                        &mut err_buf,
+                        events,
+                        generation,
+                        AgentEvent::Stderr,
+                        || AgentEvent::StderrEof,
+                    );
+                    if !sent {
+                        return;
+                    }
+                    let synced = Event::Agent(generation, AgentEvent::Synced);
+                    if events.send(synced).is_err() {
+                        return;
+                    }
+                }
+                Some(Err(nix::errno::Errno::EINTR)) => {}
+                // Its other end dropped (the run is done with the process).
+                _ => synced = None,
+            }
+            continue;
+        }
         if out_ready
             && !read_pipe(
                 &mut stdout,
@@ -2507,6 +2601,44 @@ fn read_pipes(
             return;
         }
     }
+}
+
+/// Adds `fd`, if any, to what `fds` polls for input: its index.
+fn poll_too<'a>(
+    fds: &mut Vec<PollFd<'a>>,
+    fd: Option<std::os::fd::BorrowedFd<'a>>,
+) -> Option<usize> {
+    let fd = fd?;
+    fds.push(PollFd::new(fd, PollFlags::POLLIN));
+    Some(fds.len() - 1)
+}
+
+/// Sends what `pipe` holds now, without waiting (a bounded number of reads, so that a
+/// writer that keeps writing does not hold the answer); its end of file as it comes.
+/// False when nobody listens any more.
+fn send_held(
+    pipe: &mut Option<impl Read + AsFd>,
+    buf: &mut [u8],
+    events: &SyncSender<Event>,
+    generation: u32,
+    chunk: fn(Vec<u8>) -> AgentEvent,
+    eof: fn() -> AgentEvent,
+) -> bool {
+    for _ in 0..PIPE_CHUNKS {
+        let Some(reader) = pipe.as_ref() else {
+            return true;
+        };
+        let mut fds = [PollFd::new(reader.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::ZERO) {
+            Ok(_) if fds[0].revents().is_some_and(|r| !r.is_empty()) => {}
+            Err(nix::errno::Errno::EINTR) => continue,
+            _ => return true,
+        }
+        if !read_pipe(pipe, buf, events, generation, chunk, eof()) {
+            return false;
+        }
+    }
+    true
 }
 
 /// One read from a pipe that poll found ready, sent on; the pipe is closed at its end.
