@@ -55,7 +55,7 @@ use criterion::Criterion;
 use live_bytes::live_bytes;
 use serde_json::json;
 use stopwatch::{Lap, Stopwatch};
-use tool_loop::{Acp, Given, Step, StreamJson, Transport, Workload, chat_id, run_loop, step};
+use tool_loop::{Acp, Given, Live, Step, StreamJson, Transport, Workload, chat_id, run_loop, step};
 
 /// The rounds of the bytes report.
 const ROUNDS: usize = 20;
@@ -136,6 +136,10 @@ fn bytes_report(workload: &Workload) {
     let d = run_loop(workload, ROUNDS, |round, body| {
         off_acp.round(0, round, body, caller)
     });
+    let mut live = Live::new(on());
+    let e = run_loop(workload, ROUNDS, |round, body| {
+        live.round(0, round, body, caller)
+    });
     for round in 0..ROUNDS {
         assert_eq!(
             b[round].1.resumed,
@@ -144,6 +148,7 @@ fn bytes_report(workload: &Workload) {
             round + 1
         );
         assert_eq!(c[round].1.resumed, round > 0, "ACP round {}", round + 1);
+        assert_eq!(e[round].1.resumed, round > 0, "live round {}", round + 1);
         assert!(!a[round].1.resumed && !d[round].1.resumed);
     }
     assert_eq!(
@@ -158,13 +163,25 @@ fn bytes_report(workload: &Workload) {
     );
 
     println!(
-        "{:>5} {:>7} {:>8} | {:>10} | {:>9} {:>6} | {:>9} {:>7} {:>6} | {:>9}",
-        "round", "body", "new", "sj off", "sj on", "x new", "acp on", "(mcp)", "x new", "acp off"
+        "{:>5} {:>7} {:>8} | {:>10} | {:>9} {:>6} | {:>9} {:>6} | {:>9} {:>7} {:>6} | {:>9}",
+        "round",
+        "body",
+        "new",
+        "sj off",
+        "sj on",
+        "x new",
+        "sj mcp",
+        "x new",
+        "acp on",
+        "(mcp)",
+        "x new",
+        "acp off"
     );
     let mut totals = [0usize; 6];
     for round in 0..ROUNDS {
         let (body, _, new) = &a[round];
         let (sj_off, sj_on, acp_on, acp_off) = (a[round].1, b[round].1, c[round].1, d[round].1);
+        let sj_mcp = e[round].1;
         let show = |given: &Given| {
             if round == 0 {
                 "     -".to_string()
@@ -173,7 +190,7 @@ fn bytes_report(workload: &Workload) {
             }
         };
         println!(
-            "{:>5} {:>7} {:>8} | {:>10} | {:>9} {} | {:>9} {:>7} {} | {:>9}",
+            "{:>5} {:>7} {:>8} | {:>10} | {:>9} {} | {:>9} {} | {:>9} {:>7} {} | {:>9}",
             round + 1,
             body.len(),
             if round == 0 {
@@ -184,6 +201,8 @@ fn bytes_report(workload: &Workload) {
             sj_off.total(),
             sj_on.total(),
             show(&sj_on),
+            sj_mcp.total(),
+            show(&sj_mcp),
             acp_on.total(),
             acp_on.mcp,
             show(&acp_on),
@@ -227,6 +246,13 @@ fn bytes_report(workload: &Workload) {
     println!(
         "beyond the new content, each resumed round: stream-json +{sj_min}..{sj_max} bytes after a tool call, +{sj_follow} with a follow-up message; ACP +{acp_min}..{acp_max} and +{acp_follow}: constant, whatever the conversation's length (linear in all). Without conversations each round re-sends the whole conversation: +{:.0} bytes a round on average (stream-json), so the total grows with the square of the rounds",
         (a[ROUNDS - 1].1.total() - a[1].1.total()) as f64 / (ROUNDS - 2) as f64,
+    );
+    let live_total: usize = e.iter().map(|row| row.1.total()).sum();
+    println!(
+        "stream-json with the client's tools as MCP tools (--cursor-mcp, live chats): {live_total} bytes in all ({:.1}x less than stream-json off); rounds 2–{ROUNDS} {} bytes = {:.3}x their new content; one process per run of tool rounds (a new run, resumed with --resume, after each text answer)",
+        sj_off as f64 / live_total as f64,
+        live_total - first(&e),
+        ratio(live_total - first(&e), new),
     );
     let over = |rows: &[(Vec<u8>, Given, usize)]| -> Vec<usize> {
         (1..ROUNDS)

@@ -17,8 +17,9 @@ use std::path::Path;
 use agentwire::acp::{AcpConfig, Connection, McpExchange, TurnId};
 use agentwire::bridge::{Bridge, BridgeParams, Caller, Config, Dialect, Output};
 use agentwire::cursor::ExitStatus;
-use agentwire::mcp::{ExchangeOutput, HttpRequest};
-use agentwire::registry::{ConversationKeys, Registry, RegistryConfig};
+use agentwire::live_chat::{LiveChat, LiveConfig};
+use agentwire::mcp::{ExchangeId, ExchangeOutput, HttpRequest};
+use agentwire::registry::{ConversationKeys, Decision, Registry, RegistryConfig};
 use serde_json::{Value, json};
 
 use crate::stopwatch::{Lap, Stopwatch};
@@ -965,6 +966,209 @@ impl Acp {
             }
         }
     }
+}
+
+/// cursor-agent with the client's tools as MCP tools (`live_chat`): one registry, a live
+/// chat kept across the tool rounds of one process, the agent scripted as an MCP client
+/// (its stdout, its requests to the chat's server).
+pub struct Live {
+    pub registry: Registry,
+    pub config: Config,
+    pub now: u64,
+    /// The chat whose agent waits inside a call, its MCP session and held exchange.
+    parked: Option<(LiveChat, String, ExchangeId)>,
+    mcp_bytes: usize,
+}
+
+impl Live {
+    pub fn new(conversations: RegistryConfig) -> Live {
+        Live {
+            registry: Registry::new(conversations),
+            config: Config::default(),
+            now: 0,
+            parked: None,
+            mcp_bytes: 0,
+        }
+    }
+
+    /// Serves round `round` of conversation `n` (see [`StreamJson::round`]): a parked
+    /// chat's process goes on when the request answers its call, else a run starts.
+    pub fn round(
+        &mut self,
+        n: usize,
+        round: usize,
+        body: &[u8],
+        caller: Caller<'_>,
+    ) -> (Given, Vec<u8>) {
+        self.now += 1_000;
+        self.mcp_bytes = 0;
+        let seed = (n as u64) << 20 | round as u64;
+        let started = Stopwatch::start();
+        let prepared = DIALECT
+            .prepare(body, &self.config, &params(seed, self.now))
+            .expect("a valid request");
+        let decision =
+            self.registry
+                .decide(caller.owner, &caller.keys, &prepared.request, self.now);
+        let resumed = matches!(decision, Decision::Resume { .. });
+        let live = LiveConfig::default();
+        let chat_id = chat_id(n);
+        let (mut chat, mut session, prompt, core) = match self.parked.take() {
+            Some((mut chat, session, held)) if resumed => {
+                chat.attach(
+                    DIALECT,
+                    prepared,
+                    decision,
+                    &self.config,
+                    params(seed, self.now),
+                )
+                .expect("the parked process takes the results");
+                let core = started.lap();
+                // The result the agent reads inside its call.
+                self.read_exchange(&mut chat, held);
+                (chat, session, 0, core)
+            }
+            _ => {
+                let mut chat = LiveChat::start(
+                    DIALECT,
+                    prepared,
+                    decision,
+                    &self.config,
+                    &live,
+                    params(seed, self.now),
+                    entropy(n, round),
+                );
+                let core = started.lap();
+                let prompt = chat.invocation().expect("a valid request").stdin.len();
+                let init =
+                    json!({"type":"system","subtype":"init","session_id":chat_id,"model":"Auto"});
+                push_line(&mut chat, &init, self.now);
+                let session = self.mcp_connect(&mut chat);
+                (chat, session, prompt, core)
+            }
+        };
+        let text = |text: &str| json!({"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":text}]},"session_id":chat_id});
+        match step(round) {
+            Step::Call {
+                text: said,
+                tool,
+                argument,
+                ..
+            } => {
+                push_line(&mut chat, &text(&said), self.now);
+                let call = json!({"jsonrpc":"2.0","id":round + 2,"method":"tools/call","params":{"name":tool.name(),"arguments":tool.arguments(&argument)}});
+                let held = self.mcp_post(&mut chat, &session, &call);
+                // The batch window closes: the response ends, the agent waits.
+                self.now += 300;
+                chat.handle_timeout(self.now);
+                let response = drain(&mut chat);
+                assert!(
+                    chat.is_suspended(),
+                    "round {round}: the agent waits in its call"
+                );
+                chat.end_conversation_turn(&mut self.registry, self.now);
+                self.parked = Some((chat, std::mem::take(&mut session), held));
+                let given = self.given(prompt, resumed, core);
+                (given, response)
+            }
+            Step::Answer { text: said, .. } => {
+                push_line(&mut chat, &text(&said), self.now);
+                let result = json!({"type":"result","subtype":"success","is_error":false,"result":said,"session_id":chat_id,"usage":{"inputTokens":1000,"outputTokens":40}});
+                push_line(&mut chat, &result, self.now);
+                chat.agent_exited(ExitStatus::Code(0), self.now).unwrap();
+                let response = drain(&mut chat);
+                assert!(chat.is_ended(), "round {round} ends");
+                chat.end_conversation_turn(&mut self.registry, self.now);
+                while self.registry.poll_released().is_some() {}
+                let given = self.given(prompt, resumed, core);
+                (given, response)
+            }
+        }
+    }
+
+    fn given(&self, prompt: usize, resumed: bool, core: Lap) -> Given {
+        Given {
+            prompt,
+            mcp: self.mcp_bytes,
+            resumed,
+            core,
+            core_all: core,
+        }
+    }
+
+    /// The agent's MCP session: initialize, initialized, tools/list; its id.
+    fn mcp_connect(&mut self, chat: &mut LiveChat) -> String {
+        let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"cursor-agent","version":"2026"}}});
+        let session = self.mcp_request(chat, None, &init).1.expect("a session");
+        let notice = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
+        self.mcp_request(chat, Some(&session), &notice);
+        let list = json!({"jsonrpc":"2.0","id":1,"method":"tools/list"});
+        self.mcp_request(chat, Some(&session), &list);
+        session
+    }
+
+    fn mcp_post(&mut self, chat: &mut LiveChat, session: &str, body: &Value) -> ExchangeId {
+        self.mcp_request(chat, Some(session), body).0
+    }
+
+    /// One request to the chat's server: its exchange and the session its head gave. What
+    /// it answers at once is counted.
+    fn mcp_request(
+        &mut self,
+        chat: &mut LiveChat,
+        session: Option<&str>,
+        body: &Value,
+    ) -> (ExchangeId, Option<String>) {
+        let body = serde_json::to_vec(body).unwrap();
+        let request = HttpRequest {
+            method: "POST",
+            accept: Some("application/json, text/event-stream"),
+            content_type: Some("application/json"),
+            session_id: session,
+            protocol_version: None,
+            body: &body,
+        };
+        let bearer = format!("Bearer {}", chat.bearer());
+        let exchange = chat
+            .handle_mcp(Some(bearer.as_bytes()), &request, self.now)
+            .expect("the chat's agent is admitted");
+        let mut head_session = None;
+        while let Some(output) = chat.poll_mcp_output(exchange) {
+            match output {
+                ExchangeOutput::Head(head) => head_session = head.session_id.map(str::to_owned),
+                ExchangeOutput::Body(bytes) => self.mcp_bytes += bytes.len(),
+                ExchangeOutput::End => {}
+            }
+        }
+        (exchange, head_session)
+    }
+
+    /// Counts what the held exchange gives now (the call's result).
+    fn read_exchange(&mut self, chat: &mut LiveChat, exchange: ExchangeId) {
+        while let Some(output) = chat.poll_mcp_output(exchange) {
+            if let ExchangeOutput::Body(bytes) = output {
+                self.mcp_bytes += bytes.len();
+            }
+        }
+    }
+}
+
+fn push_line(chat: &mut LiveChat, line: &Value, now: u64) {
+    let mut bytes = serde_json::to_vec(line).unwrap();
+    bytes.push(b'\n');
+    chat.push_stdout(&bytes, now).unwrap();
+}
+
+fn drain(chat: &mut LiveChat) -> Vec<u8> {
+    let mut response = Vec::new();
+    while let Some(output) = chat.poll_output() {
+        match output {
+            Output::Body(bytes) => response.extend_from_slice(bytes),
+            Output::Respawn => panic!("the chat was replaced"),
+            Output::Head(_) | Output::End | Output::StopAgent => {}
+        }
+    }
+    response
 }
 
 /// Either transport.
