@@ -1,6 +1,6 @@
 //! A cursor-agent chat kept live across requests, the client's tools given to it as real
 //! MCP tools: one `cursor-agent --print` process whose model calls the client's tools
-//! through an MCP server of its own ([`McpLink`]), each call ending the HTTP response with
+//! through an MCP server of its own (`mcp::link`), each call ending the HTTP response with
 //! the client's tool calls while the agent waits inside it, and the next request's results
 //! answering the calls so that the same process goes on into that request's response.
 //!

@@ -145,11 +145,16 @@ pub struct Conversations {
     wake: tokio::sync::Notify,
     /// Told of every chat the registry lets go (`--cursor-mcp`: a parked agent of it is
     /// stopped).
-    released: std::sync::OnceLock<Box<dyn Fn(&str) + Send + Sync>>,
+    released: std::sync::OnceLock<ReleaseHook>,
 }
 
-/// A request's conversation, decided: its parsed request and the registry's decision, or
+/// What the proxy is told of every chat the registry lets go: its chat id.
+pub type ReleaseHook = Box<dyn Fn(&str) + Send + Sync>;
+
+/// A request's conversation, decided (returned once per request and taken apart at once:
+/// its size does not matter): its parsed request and the registry's decision, or
 /// the bridge that answers an invalid body.
+#[allow(clippy::large_enum_variant)]
 pub enum Decided {
     /// The body is not a valid request of its dialect: this bridge answers it.
     Invalid(Bridge),
@@ -186,7 +191,7 @@ impl Conversations {
 
     /// Calls `hook` with the chat id of every chat the registry lets go from now on
     /// (under the registry's lock: it must not take it). Set once.
-    pub fn on_released(&self, hook: Box<dyn Fn(&str) + Send + Sync>) {
+    pub fn on_released(&self, hook: ReleaseHook) {
         let _ = self.released.set(hook);
     }
 
@@ -206,7 +211,9 @@ impl Conversations {
     ) -> Decided {
         let prepared = match dialect.prepare(body, config, &params) {
             Ok(prepared) => prepared,
-            Err(_) => return Decided::Invalid(Bridge::new(dialect, body, config, params)),
+            Err(_) => {
+                return Decided::Invalid(Bridge::new(dialect, body, config, params));
+            }
         };
         let caller = caller.caller();
         let mut registry = self.lock();

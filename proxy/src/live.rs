@@ -231,7 +231,7 @@ pub fn add_health<H: Clone>(conversations: &mut serde_json::Value, table: &LiveT
 #[derive(Debug)]
 pub enum Driven {
     /// One request, one agent run.
-    Bridge(Bridge),
+    Bridge(Box<Bridge>),
     /// A live chat (`--cursor-mcp`).
     Live(Box<LiveChat>),
 }

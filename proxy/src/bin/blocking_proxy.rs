@@ -714,18 +714,22 @@ enum Event {
 /// What reaches a live chat's run from outside it.
 enum LiveInput {
     /// A request of its agent to the MCP endpoint; its outputs go to `reply`.
-    Mcp {
-        fields: mcp::Fields,
-        body: Vec<u8>,
-        context: ResponseContext,
-        reply: mpsc::Sender<McpStep>,
-    },
+    Mcp(Box<McpInput>),
     /// The agent hung up on this exchange.
     McpGone(ExchangeId),
     /// The conversation's next request, for a parked chat.
     Attach(Box<Attach>),
     /// The registry let the chat go: a parked agent is stopped.
     Release,
+}
+
+/// A request of a live chat's agent to the MCP endpoint, for its run.
+struct McpInput {
+    fields: mcp::Fields,
+    body: Vec<u8>,
+    context: ResponseContext,
+    /// Where the exchange's outputs go.
+    reply: mpsc::Sender<McpStep>,
 }
 
 /// The conversation's next request, handed to the parked run of its chat.
@@ -921,7 +925,7 @@ fn run(
     {
         Decided::Invalid(bridge) => {
             record.conversation = Some(Continuation::Invalid);
-            (Driven::Bridge(bridge), slot, record)
+            (Driven::Bridge(Box::new(bridge)), slot, record)
         }
         Decided::Parsed {
             prepared,
@@ -945,7 +949,7 @@ fn run(
                 }
                 _ => {
                     let bridge = Bridge::continuing(dialect, prepared, decision, config, params);
-                    (Driven::Bridge(bridge), slot, record)
+                    (Driven::Bridge(Box::new(bridge)), slot, record)
                 }
             }
         }
@@ -1347,12 +1351,12 @@ fn live_mcp(
         return write_reply(&mut stream, reply, false, &answer, &mut record);
     };
     let (reply, steps) = mpsc::channel();
-    let input = LiveInput::Mcp {
+    let input = LiveInput::Mcp(Box::new(McpInput {
         fields,
         body,
         context: answer.context.clone(),
         reply,
-    };
+    }));
     if inbox.push(input, |input| input).is_err() {
         // Its run ended meanwhile.
         let reply = mcp::refused(McpRefusal::NotFound);
@@ -2138,7 +2142,7 @@ impl Run {
     /// Takes one input; an MCP request waits until what the agent wrote before sending it
     /// (and the pipe holds) has been taken.
     fn take_input(&mut self, input: LiveInput) {
-        if let LiveInput::Mcp { .. } = input {
+        if let LiveInput::Mcp(_) = input {
             if !self.held.is_empty() || self.ask_sync() {
                 self.held.push_back(input);
                 return;
@@ -2174,12 +2178,13 @@ impl Run {
     fn serve_input(&mut self, input: LiveInput) {
         let now = self.server.clock.now_ms();
         match input {
-            LiveInput::Mcp {
-                fields,
-                body,
-                context,
-                reply,
-            } => {
+            LiveInput::Mcp(input) => {
+                let McpInput {
+                    fields,
+                    body,
+                    context,
+                    reply,
+                } = *input;
                 let (Some(link), Driven::Live(chat)) = (&mut self.live, &mut self.driven) else {
                     let _ = reply.send(McpStep::Refused(mcp::refused(McpRefusal::NotFound)));
                     return;
@@ -2276,8 +2281,9 @@ impl Run {
         for input in held.into_iter().chain(link.inbox.close()) {
             match input {
                 LiveInput::Attach(attach) => refuse_attach(attach),
-                LiveInput::Mcp { reply, .. } => {
-                    let _ = reply.send(McpStep::Refused(mcp::refused(McpRefusal::NotFound)));
+                LiveInput::Mcp(input) => {
+                    let refused = mcp::refused(McpRefusal::NotFound);
+                    let _ = input.reply.send(McpStep::Refused(refused));
                 }
                 LiveInput::McpGone(_) | LiveInput::Release => {}
             }

@@ -68,7 +68,7 @@ use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 
 use agentwire::acp::McpRefusal;
-use agentwire::bridge::{BridgeParams, Dialect, Head, Output, Prepared};
+use agentwire::bridge::{Bridge, BridgeParams, Dialect, Head, Output, Prepared};
 use agentwire::live_chat::{LiveChat, NotAttached};
 use agentwire::mcp::{ExchangeId, ExchangeOutput};
 use agentwire::registry::Decision;
@@ -141,16 +141,20 @@ struct LiveState {
 /// What reaches a live chat's run from outside it.
 enum LiveInput {
     /// A request of its agent to the MCP endpoint.
-    Mcp {
-        fields: mcp::Fields,
-        body: Bytes,
-        context: ResponseContext,
-        reply: mpsc::UnboundedSender<McpStep>,
-    },
+    Mcp(Box<McpInput>),
     /// The conversation's next request, for a parked chat.
     Attach(Box<Attach>),
     /// The registry let the chat go: a parked agent is stopped.
     Release,
+}
+
+/// A request of a live chat's agent to the MCP endpoint, for its run.
+struct McpInput {
+    fields: mcp::Fields,
+    body: Bytes,
+    context: ResponseContext,
+    /// Where the exchange's outputs go.
+    reply: mpsc::UnboundedSender<McpStep>,
 }
 
 /// The conversation's next request, handed to the parked run of its chat.
@@ -815,7 +819,7 @@ async fn run(
             {
                 Decided::Invalid(bridge) => {
                     record.conversation = Some(Continuation::Invalid);
-                    let driven = Driven::Bridge(bridge);
+                    let driven = Driven::Bridge(Box::new(bridge));
                     Answering::Run(Box::new(Run::start(
                         Arc::clone(server),
                         driven,
@@ -840,10 +844,9 @@ async fn run(
                             }
                         }
                         _ => {
-                            let bridge = agentwire::bridge::Bridge::continuing(
-                                dialect, prepared, decision, config, params,
-                            );
-                            let driven = Driven::Bridge(bridge);
+                            let bridge =
+                                Bridge::continuing(dialect, prepared, decision, config, params);
+                            let driven = Driven::Bridge(Box::new(bridge));
                             let run = Run::start(Arc::clone(server), driven, permit, record);
                             Answering::Run(Box::new(run))
                         }
@@ -1176,12 +1179,12 @@ async fn live_mcp(
         return reply_response(mcp::refused(McpRefusal::NotFound), context, &mut record);
     };
     let (reply, mut steps) = mpsc::unbounded_channel();
-    let input = LiveInput::Mcp {
+    let input = LiveInput::Mcp(Box::new(McpInput {
         fields,
         body,
         context: context.clone(),
         reply,
-    };
+    }));
     if run.send(input).is_err() {
         return reply_response(mcp::refused(McpRefusal::NotFound), context, &mut record);
     }
@@ -1724,12 +1727,13 @@ impl Run {
         match input {
             // The table holds the sender for as long as the run is registered.
             None => {}
-            Some(LiveInput::Mcp {
-                fields,
-                body,
-                context,
-                reply,
-            }) => {
+            Some(LiveInput::Mcp(input)) => {
+                let McpInput {
+                    fields,
+                    body,
+                    context,
+                    reply,
+                } = *input;
                 let (Some(link), Some(chat)) = (&mut self.live, self.driven.live()) else {
                     return;
                 };
@@ -1751,11 +1755,8 @@ impl Run {
                     refuse_attach(attach);
                 }
             }
-            Some(LiveInput::Release) => {
-                if self.parked {
-                    self.driven.shutdown(now);
-                }
-            }
+            Some(LiveInput::Release) if self.parked => self.driven.shutdown(now),
+            Some(LiveInput::Release) => {}
         }
     }
 
@@ -1989,8 +1990,9 @@ impl Drop for Run {
             while let Ok(input) = link.inputs.try_recv() {
                 match input {
                     LiveInput::Attach(attach) => refuse_attach(attach),
-                    LiveInput::Mcp { reply, .. } => {
-                        let _ = reply.send(McpStep::Refused(mcp::refused(McpRefusal::NotFound)));
+                    LiveInput::Mcp(input) => {
+                        let refused = mcp::refused(McpRefusal::NotFound);
+                        let _ = input.reply.send(McpStep::Refused(refused));
                     }
                     LiveInput::Release => {}
                 }
