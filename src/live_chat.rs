@@ -43,7 +43,7 @@ use crate::cursor::diagnose::ExitStatus;
 use crate::cursor::prompt::{render_continuation, render_prompt};
 use crate::cursor::{AgentMode, Decoder, Invocation, InvocationSpec};
 use crate::event::Event;
-use crate::mcp::link::{CallState, McpLink, render_input};
+use crate::mcp::link::{CallState, McpLink, delta_of};
 use crate::mcp::{self, ExchangeId, ExchangeOutput, HttpRequest, McpEvent, ToolOutcome, ToolSet};
 use crate::registry::{Decision, Registry, Resume};
 use crate::tools::ToolPlan;
@@ -497,19 +497,7 @@ impl LiveChat {
             let decision = Decision::Resume { lease, resume };
             return Err(Box::new(NotAttached { prepared, decision }));
         }
-        let messages = &prepared.request.conversation.messages[resume.delta..];
-        let (results, input) = messages.split_at(resume.shape.results);
-        let mut input = (!input.is_empty()).then(|| render_input(input));
-        let results: Vec<(String, ToolOutcome)> = results
-            .iter()
-            .map(|m| {
-                let outcome = ToolOutcome {
-                    content: m.content.clone(),
-                    is_error: m.is_error,
-                };
-                (m.tool_call_id.clone().unwrap_or_default(), outcome)
-            })
-            .collect();
+        let (results, mut input) = delta_of(&prepared.request.conversation.messages, &resume);
         self.turn = Bridge::for_transport(dialect, prepared, config, params, Some(lease));
         self.suspended = false;
         let count = results.len();

@@ -28,6 +28,7 @@ use std::sync::{Mutex, MutexGuard};
 use agentwire::bridge::{Bridge, BridgeError, Output};
 use agentwire::cursor::{ExitStatus, Invocation};
 use agentwire::live_chat::{LiveChat, LiveConfig, cli_json, mcp_json};
+use agentwire::mcp::{ExchangeId, ExchangeOutput};
 
 /// The path segment of the live chats' MCP endpoint: `/mcp/cursor`.
 pub const TOKEN: &str = "cursor";
@@ -216,6 +217,79 @@ impl<H: Clone> LiveTable<H> {
     /// Every run's handle (to stop them all at shutdown).
     pub fn all(&self) -> Vec<H> {
         self.lock().by_token.values().cloned().collect()
+    }
+}
+
+/// One output of a live chat's MCP exchange, for the connection that writes it.
+#[derive(Debug)]
+pub enum McpStep {
+    /// The chat took the request as this exchange.
+    Opened(ExchangeId),
+    /// The response head.
+    Head(crate::mcp::ResponseHead),
+    /// Body bytes (an SSE stream's, written as they come).
+    Body(Vec<u8>),
+    /// The end of the response.
+    End,
+    /// The request is answered with this instead.
+    Refused(crate::http::Reply),
+}
+
+/// Where a connection waits for its exchange's [`McpStep`]s: a channel of either proxy.
+pub trait StepSink {
+    /// Hands `step` on; `false` once the connection is gone.
+    fn send_step(&self, step: McpStep) -> bool;
+}
+
+impl StepSink for std::sync::mpsc::Sender<McpStep> {
+    fn send_step(&self, step: McpStep) -> bool {
+        self.send(step).is_ok()
+    }
+}
+
+impl StepSink for tokio::sync::mpsc::UnboundedSender<McpStep> {
+    fn send_step(&self, step: McpStep) -> bool {
+        self.send(step).is_ok()
+    }
+}
+
+/// The exchanges a live chat's run answers, each with its connection and the headers every
+/// response to it carries.
+pub type Exchanges<S> = HashMap<ExchangeId, (S, crate::http::ResponseContext)>;
+
+/// Hands the live chat's MCP outputs to the connections waiting for them (after every
+/// input, as the core wants); an exchange whose connection is gone is told to the chat.
+pub fn pump_mcp<S: StepSink>(chat: &mut LiveChat, exchanges: &mut Exchanges<S>, now_ms: u64) {
+    let mut gone = Vec::new();
+    while let Some(exchange) = chat.poll_mcp_ready() {
+        let Some((sink, context)) = exchanges.get(&exchange) else {
+            while chat.poll_mcp_output(exchange).is_some() {}
+            continue;
+        };
+        let mut ended = false;
+        while let Some(output) = chat.poll_mcp_output(exchange) {
+            let step = match output {
+                ExchangeOutput::Head(head) => {
+                    McpStep::Head(crate::mcp::ResponseHead::of(&head, context))
+                }
+                ExchangeOutput::Body(bytes) => McpStep::Body(bytes.to_vec()),
+                ExchangeOutput::End => {
+                    ended = true;
+                    McpStep::End
+                }
+            };
+            if !sink.send_step(step) {
+                gone.push(exchange);
+                break;
+            }
+        }
+        if ended {
+            exchanges.remove(&exchange);
+        }
+    }
+    for exchange in gone {
+        exchanges.remove(&exchange);
+        chat.mcp_exchange_gone(exchange, now_ms);
     }
 }
 

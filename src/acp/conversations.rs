@@ -40,7 +40,7 @@ use crate::bridge::{Bridge, BridgeParams, Caller, Config, Dialect};
 use crate::conversation::{Message, Part, ToolChoice, ToolSpec};
 use crate::cursor::prompt::render_prompt;
 use crate::event::{Failure, FailureKind};
-use crate::mcp::link::{CallState, McpLink, late_result, render_input};
+use crate::mcp::link::{CallState, McpLink, delta_of, late_result};
 use crate::mcp::{ExchangeId, ExchangeOutput, HttpRequest, McpEvent, ToolOutcome, ToolSet};
 use crate::registry::{Decision, Registry, RegistryStats, Resume};
 use crate::tools::ToolPlan;
@@ -326,18 +326,7 @@ impl Connection {
                 PendingKind::Prompt(id),
             );
         }
-        let (results, input) = messages[resume.delta..].split_at(resume.shape.results);
-        let results = results
-            .iter()
-            .map(|m| {
-                let outcome = ToolOutcome {
-                    content: m.content.clone(),
-                    is_error: m.is_error,
-                };
-                (m.tool_call_id.clone().unwrap_or_default(), outcome)
-            })
-            .collect();
-        let input = (!input.is_empty()).then(|| render_input(input));
+        let (results, input) = delta_of(messages, resume);
         (Work::Resume { results, input }, parked.session)
     }
 

@@ -201,6 +201,28 @@ impl McpLink {
     }
 }
 
+/// What a resumed session is given of `messages` (the request's, from `resume.delta`):
+/// the results of the calls it waits in, by the client's call id, and the new input after
+/// them, rendered (`None` when there is none).
+pub(crate) fn delta_of(
+    messages: &[Message],
+    resume: &crate::registry::Resume,
+) -> (Vec<(String, ToolOutcome)>, Option<String>) {
+    let (results, input) = messages[resume.delta..].split_at(resume.shape.results);
+    let results = results
+        .iter()
+        .map(|m| {
+            let outcome = ToolOutcome {
+                content: m.content.clone(),
+                is_error: m.is_error,
+            };
+            (m.tool_call_id.clone().unwrap_or_default(), outcome)
+        })
+        .collect();
+    let input = (!input.is_empty()).then(|| render_input(input));
+    (results, input)
+}
+
 /// New input for an agent that holds the conversation: the messages' text in order,
 /// instructions marked as such, attachments as their placeholders.
 pub(crate) fn render_input(messages: &[Message]) -> String {

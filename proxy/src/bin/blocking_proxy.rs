@@ -86,7 +86,7 @@ use agentwire_proxy::conversations::{CallerIds, Continuation, Conversations, Dec
 use agentwire_proxy::framing::{BodyDecoder, BodyLength, Version, body_length};
 use agentwire_proxy::http::{self, Outcome, Reply, RequestHead, ResponseContext, Target};
 use agentwire_proxy::lifecycle::{Action, Lifecycle};
-use agentwire_proxy::live::{self, Driven, LiveFiles, LiveTable};
+use agentwire_proxy::live::{self, Driven, LiveFiles, LiveTable, McpStep};
 use agentwire_proxy::mcp;
 use agentwire_proxy::models::ModelCache;
 use agentwire_proxy::record::{AgentEnd, RequestRecord, ResponseEnd};
@@ -750,17 +750,6 @@ struct Rejected {
     back: NotAttached,
     slot: Slot,
     record: RequestRecord,
-}
-
-/// One output of a live chat's MCP exchange, for the connection that writes it.
-enum McpStep {
-    /// The chat took the request as this exchange.
-    Opened(ExchangeId),
-    Head(mcp::ResponseHead),
-    Body(Vec<u8>),
-    End,
-    /// Answered with this instead.
-    Refused(Reply),
 }
 
 /// Where a live chat's run takes inputs from other threads: they queue here, and the run
@@ -1477,7 +1466,7 @@ struct LiveLink {
     inbox: Inbox,
     /// Where the helpers of the connection it answers next report.
     events: SyncSender<Event>,
-    exchanges: HashMap<ExchangeId, (mpsc::Sender<McpStep>, ResponseContext)>,
+    exchanges: live::Exchanges<mpsc::Sender<McpStep>>,
 }
 
 /// The agent process of a run; the child itself belongs to its waiter thread, its pipes
@@ -2224,43 +2213,10 @@ impl Run {
         }
     }
 
-    /// Hands the live chat's MCP outputs to the connections waiting for them; an exchange
-    /// whose agent hung up is told to the chat.
+    /// Hands the live chat's MCP outputs to the connections waiting for them.
     fn pump_mcp(&mut self) {
-        let (Some(link), Driven::Live(chat)) = (&mut self.live, &mut self.driven) else {
-            return;
-        };
-        let mut gone = Vec::new();
-        while let Some(exchange) = chat.poll_mcp_ready() {
-            let Some((reply, context)) = link.exchanges.get(&exchange) else {
-                while chat.poll_mcp_output(exchange).is_some() {}
-                continue;
-            };
-            let mut ended = false;
-            while let Some(output) = chat.poll_mcp_output(exchange) {
-                let step = match output {
-                    ExchangeOutput::Head(head) => {
-                        McpStep::Head(mcp::ResponseHead::of(&head, context))
-                    }
-                    ExchangeOutput::Body(bytes) => McpStep::Body(bytes.to_vec()),
-                    ExchangeOutput::End => {
-                        ended = true;
-                        McpStep::End
-                    }
-                };
-                if reply.send(step).is_err() {
-                    gone.push(exchange);
-                    break;
-                }
-            }
-            if ended {
-                link.exchanges.remove(&exchange);
-            }
-        }
-        let now = self.server.clock.now_ms();
-        for exchange in gone {
-            link.exchanges.remove(&exchange);
-            chat.mcp_exchange_gone(exchange, now);
+        if let (Some(link), Driven::Live(chat)) = (&mut self.live, &mut self.driven) {
+            live::pump_mcp(chat, &mut link.exchanges, self.server.clock.now_ms());
         }
     }
 

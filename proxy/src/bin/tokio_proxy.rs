@@ -70,7 +70,7 @@ use std::time::{Duration, Instant};
 use agentwire::acp::McpRefusal;
 use agentwire::bridge::{Bridge, BridgeParams, Dialect, Head, Output, Prepared};
 use agentwire::live_chat::{LiveChat, NotAttached};
-use agentwire::mcp::{ExchangeId, ExchangeOutput};
+use agentwire::mcp::ExchangeOutput;
 use agentwire::registry::Decision;
 use agentwire_proxy::acp::{Ticket, Warm};
 use agentwire_proxy::agent::{Signal, exit_status, signal_group};
@@ -79,7 +79,7 @@ use agentwire_proxy::conversations::{CallerIds, Continuation, Conversations, Dec
 use agentwire_proxy::framing::{FramingError, Version};
 use agentwire_proxy::http::{self, Outcome, Reply, RequestHead, ResponseContext, Target};
 use agentwire_proxy::lifecycle::{Action, Lifecycle};
-use agentwire_proxy::live::{self, Driven, LiveFiles, LiveTable};
+use agentwire_proxy::live::{self, Driven, LiveFiles, LiveTable, McpStep};
 use agentwire_proxy::mcp;
 use agentwire_proxy::models::ModelCache;
 use agentwire_proxy::record::{AgentEnd, RequestRecord, ResponseEnd};
@@ -174,14 +174,6 @@ struct Rejected {
     back: NotAttached,
     permit: OwnedSemaphorePermit,
     record: RequestRecord,
-}
-
-/// One output of a live chat's MCP exchange.
-enum McpStep {
-    Head(mcp::ResponseHead),
-    Body(Bytes),
-    End,
-    Refused(Reply),
 }
 
 impl Server {
@@ -1204,7 +1196,7 @@ async fn live_mcp(
     if stream {
         let frames = futures_util::stream::unfold(steps, |mut steps| async move {
             match steps.recv().await? {
-                McpStep::Body(bytes) => Some((Ok(Frame::data(bytes)), steps)),
+                McpStep::Body(bytes) => Some((Ok(Frame::data(Bytes::from(bytes))), steps)),
                 _ => None,
             }
         });
@@ -1470,8 +1462,7 @@ struct LiveLink {
     state: Arc<LiveState>,
     token: String,
     inputs: mpsc::UnboundedReceiver<LiveInput>,
-    exchanges:
-        std::collections::HashMap<ExchangeId, (mpsc::UnboundedSender<McpStep>, ResponseContext)>,
+    exchanges: live::Exchanges<mpsc::UnboundedSender<McpStep>>,
 }
 
 impl Run {
@@ -1760,43 +1751,10 @@ impl Run {
         }
     }
 
-    /// Hands the live chat's MCP outputs to the exchanges waiting for them; an exchange
-    /// whose agent hung up is told to the chat.
+    /// Hands the live chat's MCP outputs to the connections waiting for them.
     fn pump_mcp(&mut self) {
-        let (Some(link), Driven::Live(chat)) = (&mut self.live, &mut self.driven) else {
-            return;
-        };
-        let mut gone = Vec::new();
-        while let Some(exchange) = chat.poll_mcp_ready() {
-            let Some((reply, context)) = link.exchanges.get(&exchange) else {
-                while chat.poll_mcp_output(exchange).is_some() {}
-                continue;
-            };
-            let mut ended = false;
-            while let Some(output) = chat.poll_mcp_output(exchange) {
-                let step = match output {
-                    ExchangeOutput::Head(head) => {
-                        McpStep::Head(mcp::ResponseHead::of(&head, context))
-                    }
-                    ExchangeOutput::Body(bytes) => McpStep::Body(Bytes::copy_from_slice(bytes)),
-                    ExchangeOutput::End => {
-                        ended = true;
-                        McpStep::End
-                    }
-                };
-                if reply.send(step).is_err() {
-                    gone.push(exchange);
-                    break;
-                }
-            }
-            if ended {
-                link.exchanges.remove(&exchange);
-            }
-        }
-        let now = self.server.clock.now_ms();
-        for exchange in gone {
-            link.exchanges.remove(&exchange);
-            chat.mcp_exchange_gone(exchange, now);
+        if let (Some(link), Driven::Live(chat)) = (&mut self.live, &mut self.driven) {
+            live::pump_mcp(chat, &mut link.exchanges, self.server.clock.now_ms());
         }
     }
 
