@@ -293,6 +293,30 @@ pub fn pump_mcp<S: StepSink>(chat: &mut LiveChat, exchanges: &mut Exchanges<S>, 
     }
 }
 
+/// The response of a run ended: the request's turn in its conversation ends (the chat
+/// parked for the conversation's next request, or let go) and a live chat's run is named
+/// in `table` by its chat, its token `token`. Whether a live chat was parked. Later calls
+/// do nothing.
+pub fn end_turn<H: Clone>(
+    conversations: &crate::conversations::Conversations,
+    driven: &mut Driven,
+    table: Option<(&LiveTable<H>, &str)>,
+) -> bool {
+    match driven {
+        Driven::Bridge(bridge) => {
+            conversations.end_turn(bridge);
+            false
+        }
+        Driven::Live(chat) => {
+            let parked = conversations.end_live_turn(chat);
+            if let (Some((table, token)), Some(id)) = (table, chat.chat_id()) {
+                table.name(token, id);
+            }
+            parked
+        }
+    }
+}
+
 /// Adds the live chats' counters to the keyed `/health`'s `conversations`: agents parked
 /// inside a tool call (`parked_agents`, holding no slot) and live chats in all.
 pub fn add_health<H: Clone>(conversations: &mut serde_json::Value, table: &LiveTable<H>) {

@@ -1995,20 +1995,11 @@ impl Run {
     /// or let go; a live chat's run is named by its chat); whether a live chat was
     /// parked. Later calls do nothing.
     fn end_turn(&mut self) -> bool {
-        let conversations = &self.server.conversations;
-        match &mut self.driven {
-            Driven::Bridge(bridge) => {
-                conversations.end_turn(bridge);
-                false
-            }
-            Driven::Live(chat) => {
-                let parked = conversations.end_live_turn(chat);
-                if let (Some(link), Some(id)) = (&self.live, chat.chat_id()) {
-                    link.state.table.name(&link.token, id);
-                }
-                parked
-            }
-        }
+        let table = self
+            .live
+            .as_ref()
+            .map(|link| (&link.state.table, link.token.as_str()));
+        live::end_turn(&self.server.conversations, &mut self.driven, table)
     }
 
     /// Whether the response ended inside the client's tool calls with the agent waiting

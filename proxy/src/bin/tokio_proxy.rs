@@ -1688,19 +1688,11 @@ impl Run {
     /// The response ended: the request's turn in its conversation ends (the chat parked
     /// or let go); whether it was parked. Once; later calls do nothing.
     fn end_turn(&mut self) -> bool {
-        match &mut self.driven {
-            Driven::Bridge(bridge) => {
-                self.server.conversations.end_turn(bridge);
-                false
-            }
-            Driven::Live(chat) => {
-                let parked = self.server.conversations.end_live_turn(chat);
-                if let (Some(link), Some(id)) = (&self.live, chat.chat_id()) {
-                    link.state.table.name(&link.token, id);
-                }
-                parked
-            }
-        }
+        let table = self
+            .live
+            .as_ref()
+            .map(|link| (&link.state.table, link.token.as_str()));
+        live::end_turn(&self.server.conversations, &mut self.driven, table)
     }
 
     /// Whether the response ended inside the client's tool calls with the agent waiting
