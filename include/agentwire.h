@@ -56,7 +56,7 @@
  *   aw_acp_connection_poll_mcp_output of each exchange aw_acp_connection_poll_mcp_ready
  *   names. An embedder serving a client's tools itself has aw_mcp_server.
  *   With aw_acp_config_set_native_tools(config, AW_NATIVE_TOOLS_OFF), start the agent as
- *   aw_acp_launch_new(program, args, count, &launch) says: append its arguments, and write
+ *   aw_acp_launch_new(program, args, count, envp, &launch) says: append its arguments, write
  *   its settings file (if any) into a directory of the adapter's own, named to the agent
  *   by the variable it gives.
  *
@@ -2748,9 +2748,11 @@ aw_result aw_acp_config_get_conversations(const aw_acp_config *config,
  * - `args`, `args_count`: the agent's arguments, each NUL-terminated UTF-8 (`args` may be
  *   NULL when `args_count` is 0).
  *
- * Reads the environment of this process, which the agent is taken to inherit (Gemini
- * CLI's `GEMINI_CLI_SYSTEM_DEFAULTS_PATH` and `GEMINI_CLI_SYSTEM_SETTINGS_PATH` say
- * which settings file the new one replaces).
+ * - `envp`: the agent's environment, as `execve` takes it (`"NAME=value"` strings, the
+ *   array ended by NULL), or NULL for the environment of this process, which the agent
+ *   then inherits: read for Gemini CLI's `GEMINI_CLI_SYSTEM_DEFAULTS_PATH` and
+ *   `GEMINI_CLI_SYSTEM_SETTINGS_PATH`, which say which settings file the new one
+ *   replaces (a value that is not UTF-8 counts as unset).
  *
  * Returns `AW_RESULT_OK`; `AW_RESULT_UNKNOWN_AGENT` (agentwire knows no way to turn
  * this agent's tools off, cursor-agent among them: keep them, `AW_NATIVE_TOOLS_KEEP`),
@@ -2765,6 +2767,7 @@ aw_result aw_acp_config_get_conversations(const aw_acp_config *config,
 aw_result aw_acp_launch_new(const char *program,
                             const char *const *args,
                             size_t args_count,
+                            const char *const *envp,
                             aw_acp_launch **out_launch);
 
 /**

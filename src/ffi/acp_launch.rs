@@ -99,9 +99,11 @@ unsafe fn input_c_str<'a>(text: *const c_char) -> Result<&'a str, aw_result> {
 /// - `args`, `args_count`: the agent's arguments, each NUL-terminated UTF-8 (`args` may be
 ///   NULL when `args_count` is 0).
 ///
-/// Reads the environment of this process, which the agent is taken to inherit (Gemini
-/// CLI's `GEMINI_CLI_SYSTEM_DEFAULTS_PATH` and `GEMINI_CLI_SYSTEM_SETTINGS_PATH` say
-/// which settings file the new one replaces).
+/// - `envp`: the agent's environment, as `execve` takes it (`"NAME=value"` strings, the
+///   array ended by NULL), or NULL for the environment of this process, which the agent
+///   then inherits: read for Gemini CLI's `GEMINI_CLI_SYSTEM_DEFAULTS_PATH` and
+///   `GEMINI_CLI_SYSTEM_SETTINGS_PATH`, which say which settings file the new one
+///   replaces (a value that is not UTF-8 counts as unset).
 ///
 /// Returns `AW_RESULT_OK`; `AW_RESULT_UNKNOWN_AGENT` (agentwire knows no way to turn
 /// this agent's tools off, cursor-agent among them: keep them, `AW_NATIVE_TOOLS_KEEP`),
@@ -117,11 +119,13 @@ pub unsafe extern "C" fn aw_acp_launch_new(
     program: *const c_char,
     args: *const *const c_char,
     args_count: usize,
+    envp: *const *const c_char,
     out_launch: *mut *mut aw_acp_launch,
 ) -> aw_result {
     boundary(|| {
         // SAFETY: the pointer rules: `out_launch` is NULL or writable, `program` and each
-        // of the `args_count` pointers at `args` NULL or NUL-terminated strings.
+        // of the `args_count` pointers at `args` NULL or NUL-terminated strings, `envp`
+        // NULL or an array of NUL-terminated strings ended by NULL.
         let made = unsafe {
             (|| -> Result<_, aw_result> {
                 let out = Out::new(out_launch, "out_launch").map_err(|e| e.code)?;
@@ -140,14 +144,31 @@ pub unsafe extern "C" fn aw_acp_launch_new(
                     .iter()
                     .map(|&arg| input_c_str(arg).map(str::to_owned))
                     .collect::<Result<Vec<_>, _>>()?;
-                Ok((out, program, list))
+                let given = if envp.is_null() {
+                    None
+                } else {
+                    let mut entries = Vec::new();
+                    let mut at = envp;
+                    while !(*at).is_null() {
+                        entries.push(CStr::from_ptr(*at).to_bytes());
+                        at = at.add(1);
+                    }
+                    Some(entries)
+                };
+                Ok((out, program, list, given))
             })()
         };
-        let (out, program, list) = match made {
+        let (out, program, list, given) = match made {
             Ok(made) => made,
             Err(code) => return code,
         };
-        let environment = |name: &str| std::env::var(name).ok();
+        let environment = |name: &str| match &given {
+            None => std::env::var(name).ok(),
+            Some(entries) => entries.iter().find_map(|entry| {
+                let value = entry.strip_prefix(name.as_bytes())?.strip_prefix(b"=")?;
+                std::str::from_utf8(value).ok().map(str::to_owned)
+            }),
+        };
         let launch = match launch_without_native_tools(program, &list, &environment) {
             Ok(launch) => launch,
             Err(_) => return aw_result::UnknownAgent,
@@ -360,6 +381,7 @@ mod tests {
                 program.as_ptr(),
                 pointers.as_ptr(),
                 pointers.len(),
+                std::ptr::null(),
                 &mut launch,
             )
         };
@@ -460,6 +482,57 @@ mod tests {
     }
 
     #[test]
+    fn a_given_environment_names_the_replaced_file() {
+        let env = [
+            c"HOME=/home/u".as_ptr(),
+            c"GEMINI_CLI_SYSTEM_DEFAULTS_PATH_X=/no".as_ptr(),
+            c"GEMINI_CLI_SYSTEM_DEFAULTS_PATH=/srv/defaults.json".as_ptr(),
+            std::ptr::null(),
+        ];
+        let args = [c"--acp".as_ptr()];
+        let mut launch = std::ptr::null_mut();
+        // SAFETY: valid strings, arrays and out-pointers; the launch freed once.
+        unsafe {
+            assert_eq!(
+                aw_acp_launch_new(
+                    c"gemini".as_ptr(),
+                    args.as_ptr(),
+                    1,
+                    env.as_ptr(),
+                    &mut launch
+                ),
+                aw_result::Ok
+            );
+            let mut view = aw_str::EMPTY;
+            assert_eq!(
+                aw_acp_launch_settings_replaces(launch, &mut view),
+                aw_result::Ok
+            );
+            assert_eq!(string(view), "/srv/defaults.json");
+            aw_acp_launch_free(launch);
+            // An empty environment: the platform's file.
+            let empty = [std::ptr::null()];
+            assert_eq!(
+                aw_acp_launch_new(
+                    c"gemini".as_ptr(),
+                    args.as_ptr(),
+                    1,
+                    empty.as_ptr(),
+                    &mut launch
+                ),
+                aw_result::Ok
+            );
+            assert_eq!(
+                aw_acp_launch_settings_replaces(launch, &mut view),
+                aw_result::Ok
+            );
+            assert!(string(view).ends_with("system-defaults.json"));
+            assert_ne!(string(view), "/srv/defaults.json");
+            aw_acp_launch_free(launch);
+        }
+    }
+
+    #[test]
     fn unknown_agents_and_bad_arguments_are_refused() {
         assert_eq!(
             new(c"cursor-agent", &[c"acp"]).unwrap_err(),
@@ -485,11 +558,23 @@ mod tests {
         // SAFETY: NULL where the function must refuse it, without reading anything.
         unsafe {
             assert_eq!(
-                aw_acp_launch_new(std::ptr::null(), std::ptr::null(), 0, &mut launch),
+                aw_acp_launch_new(
+                    std::ptr::null(),
+                    std::ptr::null(),
+                    0,
+                    std::ptr::null(),
+                    &mut launch
+                ),
                 aw_result::NullParameter
             );
             assert_eq!(
-                aw_acp_launch_new(c"codex-acp".as_ptr(), std::ptr::null(), 1, &mut launch),
+                aw_acp_launch_new(
+                    c"codex-acp".as_ptr(),
+                    std::ptr::null(),
+                    1,
+                    std::ptr::null(),
+                    &mut launch
+                ),
                 aw_result::NullParameter
             );
             assert_eq!(
@@ -497,6 +582,7 @@ mod tests {
                     c"codex-acp".as_ptr(),
                     std::ptr::null(),
                     usize::MAX,
+                    std::ptr::null(),
                     &mut launch
                 ),
                 aw_result::LengthTooLarge
@@ -506,6 +592,7 @@ mod tests {
                     c"codex-acp".as_ptr(),
                     std::ptr::null(),
                     0,
+                    std::ptr::null(),
                     std::ptr::null_mut()
                 ),
                 aw_result::NullParameter
