@@ -34,6 +34,7 @@ from ._lib import (
     AfterEofError,
     AfterExitError,
     AgentwireError,
+    BadSettingsError,
     BusyError,
     CallNotPendingError,
     ClosedError,
@@ -53,6 +54,7 @@ from ._lib import (
     NullParameterError,
     PanicError,
     PoisonedError,
+    UnknownAgentError,
     UnknownCallError,
     UnknownExchangeError,
     UnknownTurnError,
@@ -60,7 +62,17 @@ from ._lib import (
 )
 from ._native import ffi as _ffi
 from ._native import lib as _c
-from .acp import AcpConfig, AcpConnection, Decision, PermissionChoice, Restart
+from .acp import (
+    AcpConfig,
+    AcpConnection,
+    AgentLaunch,
+    Decision,
+    NativeTools,
+    PermissionChoice,
+    Restart,
+    SettingsFile,
+    launch_without_native_tools,
+)
 from .bridge import Body, Bridge, Dialect, End, Head, Invocation, Output, Respawn, StopAgent
 from .config import Config, ReasoningField, ToolStrategy
 from .decoder import (
@@ -111,6 +123,10 @@ __all__ = [
     "AcpConnection",
     "AcpConfig",
     "PermissionChoice",
+    "NativeTools",
+    "AgentLaunch",
+    "SettingsFile",
+    "launch_without_native_tools",
     "Restart",
     "Decision",
     # bridge
@@ -194,5 +210,7 @@ __all__ = [
     "McpUnauthorizedError",
     "InvalidRequestError",
     "InvalidSessionIdError",
+    "UnknownAgentError",
+    "BadSettingsError",
     "ClosedError",
 ]

@@ -173,6 +173,13 @@ def test_config_fields_defaults_and_bad_values() -> None:
     with pytest.raises(AttributeError, match="AcpConfig has no field"):
         config.pool = 1  # type: ignore[attr-defined]
     assert config.cwd == "/srv/w" and config.permission is aw.PermissionChoice.REJECT_ONCE
+    assert defaults.native_tools is aw.NativeTools.KEEP
+    config.native_tools = "off"  # type: ignore[assignment]
+    assert config.native_tools is aw.NativeTools.OFF
+    assert aw.AcpConfig(native_tools=aw.NativeTools.OFF).native_tools is aw.NativeTools.OFF
+    with pytest.raises(aw.InvalidEnumError, match="keep"):
+        config.native_tools = "none"  # type: ignore[assignment]
+    assert config.native_tools is aw.NativeTools.OFF
     assert repr(config).startswith("AcpConfig(cwd='/srv/w'")
     # The setting reaches the agent: session/new carries the cwd.
     with aw.AcpConnection(config, now_ms=0) as conn:
@@ -180,6 +187,59 @@ def test_config_fields_defaults_and_bad_values() -> None:
         conn.push_stdout(INITIALIZED, 1)
         conn.start_turn(REQUEST, now_ms=1)
         assert b'"cwd":"/srv/w"' in b"".join(conn.transmits())
+
+
+def test_launch_without_native_tools_says_what_to_add() -> None:
+    codex = aw.launch_without_native_tools("npx", ["-y", "@zed-industries/codex-acp"])
+    assert codex.settings is None
+    assert len(codex.args) > 0 and codex.args[0::2] == ("-c",) * (len(codex.args) // 2)
+    assert "features.shell_tool=false" in codex.args
+    claude = aw.launch_without_native_tools("/usr/local/bin/claude-agent-acp")
+    assert claude.args == () and claude.settings is None
+
+    gemini = aw.launch_without_native_tools(
+        "gemini", ["--acp"], env={"GEMINI_CLI_SYSTEM_SETTINGS_PATH": "/srv/g/settings.json"}
+    )
+    assert gemini.args == ()
+    settings = gemini.settings
+    assert settings is not None
+    assert settings.env == "GEMINI_CLI_SYSTEM_DEFAULTS_PATH"
+    assert settings.replaces == "/srv/g/system-defaults.json"
+    assert json.loads(settings.contents(None)) == {"tools": {"core": []}}
+    kept = b'{"ui": {"theme": "dark"}, "tools": {"core": ["ls"], "exclude": ["x"]}}'
+    assert json.loads(settings.contents(bytearray(kept))) == {
+        "ui": {"theme": "dark"},
+        "tools": {"core": [], "exclude": ["x"]},
+    }
+    with pytest.raises(aw.BadSettingsError, match="system-defaults.json"):
+        settings.contents(b"[1]")
+    named = aw.launch_without_native_tools(
+        "gemini", ["--experimental-acp"], env={"GEMINI_CLI_SYSTEM_DEFAULTS_PATH": "/d.json"}
+    )
+    assert named.settings is not None and named.settings.replaces == "/d.json"
+    # None: this process's environment.
+    os.environ["GEMINI_CLI_SYSTEM_DEFAULTS_PATH"] = "/from/process.json"
+    try:
+        inherited = aw.launch_without_native_tools("gemini", ["--acp"])
+        assert inherited.settings is not None
+        assert inherited.settings.replaces == "/from/process.json"
+        given = aw.launch_without_native_tools("gemini", ["--acp"], env={})
+        assert given.settings is not None and given.settings.replaces != "/from/process.json"
+    finally:
+        del os.environ["GEMINI_CLI_SYSTEM_DEFAULTS_PATH"]
+    gemini.close()
+    with pytest.raises(aw.ClosedError):
+        settings.contents(None)
+
+    for program, args in [("cursor-agent", ["acp"]), ("gemini", []), ("my-agent", ["--acp"])]:
+        with pytest.raises(aw.UnknownAgentError):
+            aw.launch_without_native_tools(program, args)
+    with pytest.raises(aw.InvalidUtf8Error):
+        aw.launch_without_native_tools("codex-acp\udcff")
+    with pytest.raises(TypeError):
+        aw.launch_without_native_tools("codex-acp", "--acp")
+    with pytest.raises(TypeError):
+        aw.launch_without_native_tools("gemini", ["--acp"], env={"A": 1})  # type: ignore[dict-item]
 
 
 def test_help_documents_every_field() -> None:
