@@ -4,10 +4,14 @@
  * @module
  */
 
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
-import { type AcpConfig, AcpConnection, type TurnOptions } from '../acp.js';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { type AcpConfig, AcpConnection, type NativeTools, type TurnOptions } from '../acp.js';
 import type { Body, Head } from '../bridge.js';
-import { AgentwireError } from '../errors.js';
+import { AgentwireError, describe } from '../errors.js';
+import { launchWithoutNativeTools } from '../launch.js';
 import type { McpOutput } from '../mcp.js';
 import type { Caller, RegistryStats } from '../registry.js';
 import { ProcessGroup, agentExit, delayUntil, spawnFailure } from './group.js';
@@ -47,6 +51,24 @@ export interface AcpAgentOptions {
    * limits.
    */
   conversations?: boolean;
+  /**
+   * The agent's own tools (its shell, file edits, web search, …): `keep` or `off` (default
+   * `config.nativeTools`, itself `keep` by default; giving both, they must agree). `off`
+   * turns them off per session where the agent takes that (claude-agent-acp), and at
+   * launch where only its configuration can, as {@link launchWithoutNativeTools} says:
+   * codex-acp gets `-c` overrides appended to its arguments; Gemini CLI a system-defaults
+   * settings file, written (merged over the file it stands for, which is read, never
+   * written) into a private temporary directory and named to it in its environment. The
+   * directory is removed by {@link AcpAgent.close}. An agent agentwire knows no way to turn
+   * the tools of (cursor-agent among them) is refused here, `invalidInput`.
+   */
+  nativeTools?: NativeTools;
+}
+
+/** What the launch of an agent with its own tools off adds, its settings file's contents made. */
+interface PreparedLaunch {
+  readonly args: readonly string[];
+  readonly settings: { readonly env: string; readonly name: string; readonly contents: string } | null;
 }
 
 /** A turn's values: a {@link Bridge}'s (its route's dialect, the request's `Config`, …), its client's `signal`, and who sends it. */
@@ -96,19 +118,35 @@ export class AcpAgent implements AsyncDisposable {
   #endpoint: McpEndpoint | undefined;
   #endpointUrl: string | undefined;
   #closed = false;
+  /** With the agent's own tools off, what its launch adds. */
+  readonly #launch: PreparedLaunch | undefined;
+  /** The options processes are spawned with, once the first one is. */
+  #spawnOptions: AcpAgentOptions | undefined;
+  /** The private directory of the launch's settings file, once written. */
+  #settingsDir: string | undefined;
 
   constructor(options: AcpAgentOptions) {
     if (options === null || typeof options !== 'object' || typeof options.command !== 'string') {
       throw new AgentwireError('invalidArgument', 'AcpAgent takes { command, args?, config?, … } with command a string');
     }
-    this.#options = options;
+    const given = options.nativeTools;
+    if (given !== undefined && given !== 'keep' && given !== 'off') {
+      throw new AgentwireError('invalidArgument', `nativeTools must be 'keep' or 'off', not ${typeof given === 'string' ? `'${given}'` : describe(given)}`);
+    }
+    const configured = options.config?.nativeTools;
+    if (given !== undefined && configured !== undefined && given !== configured) {
+      throw new AgentwireError('invalidArgument', `nativeTools '${given}' and config.nativeTools '${String(configured)}' disagree: give one`);
+    }
+    const nativeTools = given ?? configured ?? 'keep';
+    this.#options = given === undefined ? options : { ...options, config: { ...options.config, nativeTools } };
     this.#clock = options.clock ?? (() => performance.now());
     this.#conversations = options.conversations ?? true;
     if (this.#conversations && options.config?.mcpEndpoint != null) {
       throw new AgentwireError('invalidArgument', 'invalid ACP config: mcpEndpoint is served by the AcpAgent itself with conversations on; leave it out (or set conversations: false)');
     }
     // Checked now, so that a bad config throws here rather than at the first turn.
-    new AcpConnection({ config: options.config, nowMs: 0 }).free();
+    new AcpConnection({ config: this.#options.config, nowMs: 0 }).free();
+    if (nativeTools === 'off') this.#launch = prepareLaunch(options);
   }
 
   /** The agent's process id (its group's too), while one runs. */
@@ -213,7 +251,7 @@ export class AcpAgent implements AsyncDisposable {
   #running(): AgentProcess {
     if (this.#closed) throw new Error('this AcpAgent is closed');
     if (this.#current === undefined || this.#current.retired) {
-      const started = new AgentProcess(this.#options, this.#clock, this.#conversations ? this.#endpointUrl : undefined);
+      const started = new AgentProcess(this.#spawning(), this.#clock, this.#conversations ? this.#endpointUrl : undefined);
       this.#processes.add(started);
       void started.exited.then(() => this.#processes.delete(started));
       this.#current = started;
@@ -230,13 +268,72 @@ export class AcpAgent implements AsyncDisposable {
     this.#closed = true;
     const processes = [...this.#processes];
     for (const running of processes) running.shutdown();
-    await Promise.all([...processes.map((running) => running.exited), this.#endpoint?.close()]);
+    try {
+      await Promise.all([...processes.map((running) => running.exited), this.#endpoint?.close()]);
+    } finally {
+      // Once every process that could read it is gone.
+      if (this.#settingsDir !== undefined) rmSync(this.#settingsDir, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * The options agent processes are spawned with: with the agent's own tools off, the
+   * launch's arguments appended and its settings file written (once) and named in the
+   * agent's environment.
+   */
+  #spawning(): AcpAgentOptions {
+    if (this.#spawnOptions !== undefined) return this.#spawnOptions;
+    const launch = this.#launch;
+    if (launch === undefined) return (this.#spawnOptions = this.#options);
+    let env = this.#options.env;
+    if (launch.settings !== null) {
+      const dir = mkdtempSync(join(tmpdir(), 'agentwire-acp-'));
+      this.#settingsDir = dir;
+      const path = join(dir, launch.settings.name);
+      writeFileSync(path, launch.settings.contents, { mode: 0o600 });
+      env = { ...(env ?? process.env), [launch.settings.env]: path };
+    }
+    this.#spawnOptions = { ...this.#options, args: [...(this.#options.args ?? []), ...launch.args], env };
+    return this.#spawnOptions;
   }
 
   /** {@link close}, for `await using`. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
+}
+
+/**
+ * What the launch of the agent of `options` adds with its own tools off, its settings
+ * file's contents made from the file it replaces (read now, if it exists).
+ */
+function prepareLaunch(options: AcpAgentOptions): PreparedLaunch {
+  let launch;
+  try {
+    launch = launchWithoutNativeTools(options.command, options.args ?? [], options.env ?? process.env);
+  } catch (error) {
+    if (error instanceof AgentwireError) throw new AgentwireError(error.code, `nativeTools 'off': ${error.message}`);
+    throw error;
+  }
+  const file = launch.settings;
+  if (file === null) return { args: launch.args, settings: null };
+  let replaced: Uint8Array | null = null;
+  try {
+    replaced = readFileSync(file.replaces);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'ENOENT' && code !== 'ENOTDIR') {
+      throw new AgentwireError('invalidInput', `nativeTools 'off': cannot read ${file.replaces}, the settings the agent's own file keeps: ${(error as Error).message}`);
+    }
+  }
+  let contents: string;
+  try {
+    contents = file.contents(replaced);
+  } catch (error) {
+    if (error instanceof AgentwireError) throw new AgentwireError(error.code, `nativeTools 'off': ${error.message}`);
+    throw error;
+  }
+  return { args: launch.args, settings: { env: file.env, name: basename(file.replaces), contents } };
 }
 
 /** One agent process and its connection. Not part of the package's API. */
