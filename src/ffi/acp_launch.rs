@@ -548,7 +548,7 @@ mod tests {
             assert!(!aw_acp_launch_has_settings(claude));
             aw_acp_launch_free(claude);
         }
-        let not_utf8 = CStr::from_bytes_with_nul(b"codex-acp\xff\0").unwrap();
+        let not_utf8 = c"codex-acp\xff";
         assert_eq!(new(not_utf8, &[]).unwrap_err(), aw_result::InvalidUtf8);
         assert_eq!(
             new(c"npx", &[c"x", not_utf8]).unwrap_err(),
