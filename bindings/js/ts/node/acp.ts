@@ -287,9 +287,9 @@ export class AcpAgent implements AsyncDisposable {
     if (launch === undefined) return (this.#spawnOptions = this.#options);
     let env = this.#options.env;
     if (launch.settings !== null) {
-      const dir = mkdtempSync(join(tmpdir(), 'agentwire-acp-'));
-      this.#settingsDir = dir;
-      const path = join(dir, launch.settings.name);
+      // One directory, made once: a write that failed is tried again in it.
+      this.#settingsDir ??= mkdtempSync(join(tmpdir(), 'agentwire-acp-'));
+      const path = join(this.#settingsDir, launch.settings.name);
       writeFileSync(path, launch.settings.contents, { mode: 0o600 });
       env = { ...(env ?? process.env), [launch.settings.env]: path };
     }
