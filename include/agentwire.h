@@ -2747,7 +2747,6 @@ aw_result aw_acp_config_get_conversations(const aw_acp_config *config,
  * - `program`: the agent's program, NUL-terminated UTF-8.
  * - `args`, `args_count`: the agent's arguments, each NUL-terminated UTF-8 (`args` may be
  *   NULL when `args_count` is 0).
- *
  * - `envp`: the agent's environment, as `execve` takes it (`"NAME=value"` strings, the
  *   array ended by NULL), or NULL for the environment of this process, which the agent
  *   then inherits: read for Gemini CLI's `GEMINI_CLI_SYSTEM_DEFAULTS_PATH` and

@@ -98,7 +98,6 @@ unsafe fn input_c_str<'a>(text: *const c_char) -> Result<&'a str, aw_result> {
 /// - `program`: the agent's program, NUL-terminated UTF-8.
 /// - `args`, `args_count`: the agent's arguments, each NUL-terminated UTF-8 (`args` may be
 ///   NULL when `args_count` is 0).
-///
 /// - `envp`: the agent's environment, as `execve` takes it (`"NAME=value"` strings, the
 ///   array ended by NULL), or NULL for the environment of this process, which the agent
 ///   then inherits: read for Gemini CLI's `GEMINI_CLI_SYSTEM_DEFAULTS_PATH` and
