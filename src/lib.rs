@@ -22,11 +22,12 @@
 //!  ACP agent stdout ─► acp::Connection (JSON-RPC, sessions) ─► event::Event ─► a bridge::Bridge per turn
 //!  api::Request, owner, keys ─► registry::Registry ─► resume a parked session with the delta, or start fresh
 //!  conversation::ToolSpec, MCP requests ─► mcp::Server (the client's tools offered to an agent, calls held until answered)
+//!  cursor-agent stdout, MCP requests ─► live_chat::LiveChat (one process across requests) ─► a bridge::Bridge per request
 //! ```
 //!
 //! The modules stand in layers, each using only the layers before it (`tests/layers.rs`
 //! holds them to it): names → framing → event / conversation → api → tools → cursor → [`openai`] /
-//! [`anthropic`] → registry → bridge → mcp → acp → ffi. [`names`] spells every enum's names once, for the bindings; [`framing`] knows nothing of JSON; [`event`] is the
+//! [`anthropic`] → registry → bridge → mcp → live_chat / acp → ffi. [`names`] spells every enum's names once, for the bindings; [`framing`] knows nothing of JSON; [`event`] is the
 //! neutral model of what the agent did, [`conversation`] of what the client asked; [`api`]
 //! holds what every dialect shares (the neutral request, the error reply, the encoder
 //! interface); [`tools`] maps the agent's tool use onto the client's tools and guards
@@ -39,9 +40,10 @@
 //! gave them); [`bridge`] composes them all into one
 //! request's state machine — the object adapters drive, told the dialect by the route;
 //! [`mcp`] offers an agent the client's tools as an MCP server and holds its calls until
-//! the client answers (it knows only the conversation's tools, no dialect); [`acp`] serves
-//! many requests from one warm Agent Client Protocol agent through that same
-//! machine; [`ffi`] is its C ABI (the default `capi` feature).
+//! the client answers (it knows only the conversation's tools, no dialect); [`live_chat`]
+//! keeps one cursor-agent process going across a conversation's requests, the client's
+//! tools its MCP tools; [`acp`] serves many requests from one warm Agent Client Protocol
+//! agent through that same machine; [`ffi`] is its C ABI (the default `capi` feature).
 //!
 //! The one rule every driver keeps: **after every input, drain the outputs (`poll_*`)
 //! until they return `None`.** See [`bridge::Bridge`] for the whole loop, and
@@ -63,6 +65,7 @@ pub mod event;
 #[allow(unsafe_code)]
 pub mod ffi;
 pub mod framing;
+pub mod live_chat;
 pub mod mcp;
 pub mod names;
 pub mod openai;

@@ -44,8 +44,9 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use agentwire::acp::{AcpConfig, Connection, Decision, McpExchange, McpRefusal, TurnId};
-use agentwire::api::{ErrorKind, ErrorReply};
+use agentwire::acp::{
+    AcpConfig, Connection, Decision, LaunchFile, McpExchange, McpRefusal, TurnId,
+};
 use agentwire::bridge::{BridgeParams, Config, Dialect, Output};
 use agentwire::mcp::{ExchangeOutput, HttpRequest};
 
@@ -120,6 +121,33 @@ struct State {
     /// The connection has not met a process yet: the first one takes it over, with the
     /// turns that arrived before it was spawned.
     fresh: bool,
+    /// The private directory of a file the agent reads, removed once the agent is
+    /// stopped for good.
+    launch_files: Option<tempfile::TempDir>,
+}
+
+/// The private directory of a file the agent reads ([`LaunchFile`]).
+struct LaunchDir {
+    dir: tempfile::TempDir,
+    /// The arguments naming it, and those that follow.
+    args: Vec<String>,
+}
+
+impl LaunchDir {
+    /// Writes `file` in a directory of the proxy's own.
+    fn write(file: &LaunchFile) -> std::io::Result<LaunchDir> {
+        use std::os::unix::fs::PermissionsExt;
+        // Its own user's only: the agent's settings are nobody else's to read or change.
+        let dir = tempfile::Builder::new()
+            .prefix("agentwire-acp-settings-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()?;
+        let path = dir.path().join(file.name);
+        std::fs::write(&path, &file.contents)?;
+        let mut args = vec![file.flag.to_owned(), path.display().to_string()];
+        args.extend(file.after.iter().cloned());
+        Ok(LaunchDir { dir, args })
+    }
 }
 
 /// How a request handler is woken when its turn (or MCP exchange) has output.
@@ -162,6 +190,22 @@ impl Warm {
         kill_grace: Duration,
         clock: Clock,
     ) -> std::io::Result<Arc<Warm>> {
+        Warm::start_launched(program, (args, None), config, kill_grace, clock)
+    }
+
+    /// [`start`](Self::start), with a file the agent reads, kept until the agent is
+    /// stopped for good.
+    fn start_launched(
+        program: AgentProgram,
+        (mut args, file): (Vec<String>, Option<LaunchDir>),
+        config: AcpConfig,
+        kill_grace: Duration,
+        clock: Clock,
+    ) -> std::io::Result<Arc<Warm>> {
+        let launch_files = file.map(|file| {
+            args.extend(file.args);
+            file.dir
+        });
         let connection = Connection::new(config.clone(), clock.now_ms());
         let warm = Arc::new(Warm {
             state: Mutex::new(State {
@@ -178,6 +222,7 @@ impl Warm {
                 stopped: false,
                 processes_started: 0,
                 fresh: true,
+                launch_files,
             }),
             changed: Condvar::new(),
             clock,
@@ -206,7 +251,10 @@ impl Warm {
         let mut config = acp.config;
         config.mcp_endpoint = Some(crate::mcp::endpoint(bound));
         let program = settings.agent.clone();
-        Warm::start(program, acp.args, config, settings.kill_grace, clock).map(Some)
+        let file = acp.launch.file.as_ref().map(LaunchDir::write).transpose()?;
+        let mut args = acp.args;
+        args.extend(acp.launch.args.iter().cloned());
+        Warm::start_launched(program, (args, file), config, settings.kill_grace, clock).map(Some)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -225,15 +273,7 @@ impl Warm {
         params: BridgeParams,
         caller: &CallerIds,
     ) -> Result<(Ticket, Continuation), Reply> {
-        let entropy = entropy().map_err(|e| {
-            tracing::error!(%e, "cannot read /dev/urandom");
-            let error = ErrorReply::new(
-                ErrorKind::Internal,
-                "The server could not draw the random secret of an agent session.",
-                "server_error",
-            );
-            Reply::error(500, error)
-        })?;
+        let entropy = crate::mcp::entropy()?;
         let mut state = self.lock();
         if state.shutting_down {
             return Err(http::shutting_down());
@@ -603,6 +643,11 @@ impl Warm {
             let served = self.run_process();
             let mut state = self.lock();
             if state.shutting_down {
+                if let Some(dir) = state.launch_files.take() {
+                    if let Err(e) = dir.close() {
+                        tracing::warn!("the agent's settings directory: {e}");
+                    }
+                }
                 state.stopped = true;
                 self.settle(&mut state);
                 return;
@@ -968,13 +1013,6 @@ fn write_stdin(mut stdin: ChildStdin, bytes: &mpsc::Receiver<Vec<u8>>) {
             return;
         }
     }
-}
-
-/// 32 bytes of the operating system's randomness: a session's MCP path and secret.
-fn entropy() -> std::io::Result<[u8; 32]> {
-    let mut bytes = [0; 32];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(bytes)
 }
 
 fn thread(name: &str, f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {

@@ -32,9 +32,10 @@ use std::fmt;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
-use agentwire::bridge::{Bridge, BridgeParams, Caller, Config, Dialect};
+use agentwire::bridge::{Bridge, BridgeParams, Caller, Config, Dialect, Prepared};
+use agentwire::live_chat::LiveChat;
 use agentwire::registry::{
-    ConversationKeys, FreshReason, Owner, Registry, RegistryConfig, RegistryStats,
+    ConversationKeys, Decision, FreshReason, Owner, Registry, RegistryConfig, RegistryStats,
 };
 
 use crate::Clock;
@@ -140,6 +141,25 @@ pub struct Conversations {
     moved: Condvar,
     /// Wakes a timer task waiting on [`changed`](Self::changed).
     wake: tokio::sync::Notify,
+    /// Told of every chat the registry lets go (`--cursor-mcp`: a parked agent of it is
+    /// stopped).
+    released: std::sync::OnceLock<Box<dyn Fn(&str) + Send + Sync>>,
+}
+
+/// A request's conversation, decided: its parsed request and the registry's decision, or
+/// the bridge that answers an invalid body.
+pub enum Decided {
+    /// The body is not a valid request of its dialect: this bridge answers it.
+    Invalid(Bridge),
+    /// The request, the registry's decision, and which it is for the log.
+    Parsed {
+        /// The parsed request.
+        prepared: Prepared,
+        /// Resume, fresh or refuse.
+        decision: Decision,
+        /// How the run begins, for the log.
+        how: Continuation,
+    },
 }
 
 impl fmt::Debug for Conversations {
@@ -158,11 +178,46 @@ impl Conversations {
             clock,
             moved: Condvar::new(),
             wake: tokio::sync::Notify::new(),
+            released: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Calls `hook` with the chat id of every chat the registry lets go from now on
+    /// (under the registry's lock: it must not take it). Set once.
+    pub fn on_released(&self, hook: Box<dyn Fn(&str) + Send + Sync>) {
+        let _ = self.released.set(hook);
     }
 
     fn lock(&self) -> MutexGuard<'_, Registry> {
         self.registry.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The conversation of a request in `dialect` from `caller`: its body parsed (outside
+    /// the lock) and the registry's decision (under it).
+    pub fn decide(
+        &self,
+        dialect: Dialect,
+        body: &[u8],
+        config: &Config,
+        params: BridgeParams,
+        caller: &CallerIds,
+    ) -> Decided {
+        let prepared = match dialect.prepare(body, config, &params) {
+            Ok(prepared) => prepared,
+            Err(_) => return Decided::Invalid(Bridge::new(dialect, body, config, params)),
+        };
+        let caller = caller.caller();
+        let mut registry = self.lock();
+        let before = registry.stats().clone();
+        let decision =
+            registry.decide(caller.owner, &caller.keys, &prepared.request, params.now_ms);
+        let how = Continuation::between(&before, registry.stats());
+        self.drain_released(&mut registry);
+        Decided::Parsed {
+            prepared,
+            decision,
+            how,
+        }
     }
 
     /// The bridge of a request in `dialect` from `caller`: resuming the chat that answered
@@ -175,28 +230,30 @@ impl Conversations {
         params: BridgeParams,
         caller: &CallerIds,
     ) -> (Bridge, Continuation) {
-        // Parsed and rendered outside the lock: only the decision holds it.
-        let prepared = match dialect.prepare(body, config, &params) {
-            Ok(prepared) => prepared,
-            Err(_) => {
-                return (
-                    Bridge::new(dialect, body, config, params),
-                    Continuation::Invalid,
-                );
-            }
-        };
-        let caller = caller.caller();
+        match self.decide(dialect, body, config, params, caller) {
+            Decided::Invalid(bridge) => (bridge, Continuation::Invalid),
+            Decided::Parsed {
+                prepared,
+                decision,
+                how,
+            } => (
+                Bridge::continuing(dialect, prepared, decision, config, params),
+                how,
+            ),
+        }
+    }
+
+    /// [`end_turn`](Self::end_turn) for a live chat's response: whether the chat was
+    /// parked.
+    pub fn end_live_turn(&self, chat: &mut LiveChat) -> bool {
         let mut registry = self.lock();
-        let before = registry.stats().clone();
-        let decision =
-            registry.decide(caller.owner, &caller.keys, &prepared.request, params.now_ms);
-        let how = Continuation::between(&before, registry.stats());
-        drain_released(&mut registry);
+        let before = registry.poll_timeout();
+        let parked = chat.end_conversation_turn(&mut registry, self.clock.now_ms());
+        self.drain_released(&mut registry);
+        let after = registry.poll_timeout();
         drop(registry);
-        (
-            Bridge::continuing(dialect, prepared, decision, config, params),
-            how,
-        )
+        self.wake_if_sooner(before, after);
+        parked
     }
 
     /// The response of `bridge` ended (completely, or its client left, or the server shuts
@@ -206,9 +263,14 @@ impl Conversations {
         let mut registry = self.lock();
         let before = registry.poll_timeout();
         bridge.end_conversation_turn(&mut registry, self.clock.now_ms());
-        drain_released(&mut registry);
+        self.drain_released(&mut registry);
         let after = registry.poll_timeout();
         drop(registry);
+        self.wake_if_sooner(before, after);
+    }
+
+    /// Wakes the expiry timer when the next expiry came forward.
+    fn wake_if_sooner(&self, before: Option<u64>, after: Option<u64>) {
         if after.is_some_and(|after| before.is_none_or(|before| after < before)) {
             self.moved.notify_all();
             self.wake.notify_one();
@@ -220,7 +282,7 @@ impl Conversations {
     pub fn expire(&self) -> Option<Instant> {
         let mut registry = self.lock();
         registry.handle_timeout(self.clock.now_ms());
-        drain_released(&mut registry);
+        self.drain_released(&mut registry);
         registry.poll_timeout().map(|ms| self.clock.instant(ms))
     }
 
@@ -230,7 +292,7 @@ impl Conversations {
         let mut registry = self.lock();
         loop {
             registry.handle_timeout(self.clock.now_ms());
-            drain_released(&mut registry);
+            self.drain_released(&mut registry);
             // Decided and waited under the one lock: no wake-up is lost between.
             registry = match registry.poll_timeout() {
                 Some(ms) => {
@@ -258,7 +320,22 @@ impl Conversations {
     pub fn clear(&self) {
         let mut registry = self.lock();
         registry.clear(self.clock.now_ms());
-        drain_released(&mut registry);
+        self.drain_released(&mut registry);
+    }
+
+    /// Logs the chats the registry let go, and tells the hook (a parked agent of one is
+    /// stopped; otherwise none has a process left on this path).
+    fn drain_released(&self, registry: &mut Registry) {
+        while let Some(released) = registry.poll_released() {
+            tracing::debug!(
+                chat = %released.agent_session,
+                reason = ?released.reason,
+                "conversation released"
+            );
+            if let Some(hook) = self.released.get() {
+                hook(&released.agent_session);
+            }
+        }
     }
 
     /// The counters for the keyed `/health`.
@@ -300,17 +377,6 @@ pub fn health(
         "evicted": stats.evicted,
         "dropped": stats.dropped,
     })
-}
-
-/// Logs the chats the registry let go: on this path none has a process left to stop.
-fn drain_released(registry: &mut Registry) {
-    while let Some(released) = registry.poll_released() {
-        tracing::debug!(
-            chat = %released.agent_session,
-            reason = ?released.reason,
-            "conversation released"
-        );
-    }
 }
 
 #[cfg(test)]

@@ -5,8 +5,11 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agentwire::acp::{AcpConfig, PermissionChoice};
+use agentwire::acp::{
+    AcpConfig, AgentLaunch, NativeTools, PermissionChoice, launch_without_native_tools,
+};
 use agentwire::bridge::Config;
+use agentwire::live_chat::LiveConfig;
 use agentwire::openai::chat::ReasoningField;
 use agentwire::registry::RegistryConfig;
 use agentwire::tools::ToolStrategy;
@@ -97,6 +100,16 @@ pub struct Flags {
     /// --agent-protocol acp.
     #[arg(long, value_name = "DIR")]
     pub acp_cwd: Option<PathBuf>,
+
+    /// ACP: whether the agent's own tools (its shell, edits, web search) are offered to
+    /// its model. `off`: in every session, per session for claude-agent-acp, through its
+    /// launch for codex-acp (`-c` overrides) and `gemini --acp` (a policy file of the
+    /// proxy's own, removed at exit); refused for an agent agentwire
+    /// cannot turn them off for. `keep` (the default): off only in sessions given the
+    /// client's tools by an agent that turns them off per session. Only with
+    /// --agent-protocol acp.
+    #[arg(long, value_enum, value_name = "SETTING")]
+    pub acp_native_tools: Option<NativeToolsFlag>,
 
     /// Workspace directory the agent works in (`--workspace`).
     #[arg(long, value_name = "DIR")]
@@ -205,6 +218,16 @@ pub struct Flags {
     #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::On, hide_possible_values = true)]
     pub conversations: Switch,
 
+    /// cursor-agent (stream-json) with the client's tools as real MCP tools: writes
+    /// `.cursor/mcp.json` and `.cursor/cli.json` into the workspace (--workspace, else the
+    /// proxy's working directory; refused if either exists with other content; removed at
+    /// exit), runs cursor-agent with `--approve-mcps`, and keeps the agent running inside
+    /// a client tool call until the next request brings its result (a parked agent, not
+    /// counted in --max-concurrent, stopped when its conversation expires). Needs
+    /// conversations on.
+    #[arg(long)]
+    pub cursor_mcp: bool,
+
     /// How long an agent chat waits for its conversation's next request before it is let
     /// go (the next request is then fresh) [default: 1800].
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=7 * 24 * 3600))]
@@ -248,6 +271,15 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line.
     Json,
+}
+
+/// `--acp-native-tools`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NativeToolsFlag {
+    /// The agent's own tools are kept where only its launch could turn them off.
+    Keep,
+    /// The agent's own tools are off in every session.
+    Off,
 }
 
 /// `--tool-strategy`.
@@ -355,6 +387,19 @@ pub struct Settings {
     /// `--max-parked-per-owner`, for the per-request path (over the registry's defaults;
     /// the warm ACP agent's are in the `config` of [`AcpSettings`]).
     pub conversations: RegistryConfig,
+    /// `--cursor-mcp`: the client's tools given to cursor-agent as MCP tools, in live
+    /// chats.
+    pub live: Option<LiveSettings>,
+}
+
+/// `--cursor-mcp`: where cursor-agent finds the proxy's MCP server, and the live chats'
+/// settings.
+#[derive(Debug, Clone)]
+pub struct LiveSettings {
+    /// The workspace whose `.cursor/` gets the configuration files.
+    pub workspace: PathBuf,
+    /// The live chats' settings.
+    pub config: LiveConfig,
 }
 
 /// The `--acp-*` values (and `--allow-force`) a connection's settings are made of.
@@ -364,6 +409,7 @@ struct AcpFlags {
     queue_timeout_ms: Option<u64>,
     initialize_timeout_ms: Option<u64>,
     allow_force: bool,
+    native_tools: NativeTools,
 }
 
 /// The warm agent `--agent-protocol acp` asks for.
@@ -375,6 +421,8 @@ pub struct AcpSettings {
     /// conversation flags over the connection's defaults). Its MCP endpoint is set once
     /// the listener is bound ([`mcp::endpoint`](crate::mcp::endpoint)).
     pub config: AcpConfig,
+    /// What its launch adds so that its own tools are off (`--acp-native-tools off`).
+    pub launch: AgentLaunch,
 }
 
 impl AcpSettings {
@@ -413,6 +461,7 @@ impl AcpSettings {
             initialize_timeout_ms: flags
                 .initialize_timeout_ms
                 .unwrap_or(defaults.initialize_timeout_ms),
+            native_tools: flags.native_tools,
             ..defaults
         })
     }
@@ -451,6 +500,10 @@ impl Flags {
             queue_timeout_ms: self.acp_queue_timeout_ms,
             initialize_timeout_ms: self.acp_initialize_timeout_ms,
             allow_force: self.allow_force,
+            native_tools: match self.acp_native_tools {
+                None | Some(NativeToolsFlag::Keep) => NativeTools::Keep,
+                Some(NativeToolsFlag::Off) => NativeTools::Off,
+            },
         };
         let acp_only = [
             ("--agent-arg", !self.agent_arg.is_empty()),
@@ -465,6 +518,7 @@ impl Flags {
                 self.acp_initialize_timeout_ms.is_some(),
             ),
             ("--acp-cwd", self.acp_cwd.is_some()),
+            ("--acp-native-tools", self.acp_native_tools.is_some()),
         ];
         let conversation_flags = ConversationFlags {
             conversations: self.conversations,
@@ -491,6 +545,7 @@ impl Flags {
                 Some(AcpSettings {
                     config,
                     args: self.agent_arg.clone(),
+                    launch: AgentLaunch::default(),
                 })
             }
             AgentProtocol::StreamJson => {
@@ -504,6 +559,47 @@ impl Flags {
             AgentProgram::demo(hide)?
         } else {
             AgentProgram::resolve(&self.agent_bin, hide)?
+        };
+        let mut acp = acp;
+        if let Some(acp) = acp
+            .as_mut()
+            .filter(|a| a.config.native_tools == NativeTools::Off)
+        {
+            let program = agent.path.to_string_lossy();
+            acp.launch =
+                launch_without_native_tools(&program, &acp.args, &|name| std::env::var(name).ok())
+                    .map_err(|e| format!("--acp-native-tools off: {e}"))?;
+        }
+        let live = match (self.cursor_mcp, &acp, conversations.enabled) {
+            (false, _, _) => None,
+            (true, _, _) if self.demo => {
+                return Err("--demo answers from a transcript without tools: drop --cursor-mcp".into());
+            }
+            (true, Some(_), _) => {
+                return Err("--cursor-mcp is for cursor-agent's stream-json: drop --agent-protocol acp (ACP agents get the client's tools as MCP tools anyway)".into());
+            }
+            (true, None, false) => {
+                return Err("--cursor-mcp keeps the agent inside a tool call for the conversation's next request: it needs --conversations on".into());
+            }
+            (true, None, true) => {
+                let workspace = match &self.workspace {
+                    Some(dir) => dir.clone(),
+                    None => std::env::current_dir()
+                        .map_err(|e| format!("the working directory: {e}; give --workspace"))?,
+                };
+                let workspace = std::path::absolute(&workspace)
+                    .map_err(|e| format!("--workspace {}: {e}", workspace.display()))?;
+                if !workspace.is_dir() {
+                    return Err(format!(
+                        "--cursor-mcp: {} is not a directory (its .cursor/ gets the MCP configuration)",
+                        workspace.display()
+                    ));
+                }
+                Some(LiveSettings {
+                    workspace,
+                    config: LiveConfig::default(),
+                })
+            }
         };
         let mut config = Config {
             cursor_binary: agent.path.to_string_lossy().into_owned(),
@@ -557,6 +653,7 @@ impl Flags {
             model_aliases: ModelAliases::new(&self.model_alias)?,
             acp,
             conversations,
+            live,
         })
     }
 }

@@ -26,6 +26,8 @@
 //!   an ACP session, restarted with back-off; conversations continue on its sessions.
 //! - [`mcp`]: the MCP endpoint (`/mcp/<token>`) where those sessions' agents call the
 //!   client's tools.
+//! - [`live`]: `--cursor-mcp`, cursor-agent given the client's tools as MCP tools: the
+//!   configuration files, the live chats' table, and how an MCP request finds its chat.
 //! - [`reaper`]: `--reap-orphans` (PID 1 in a container): reaping what agents leave behind.
 //! - [`record`]: the one log line per request, and log setup.
 //! - [`demo`]: the embedded transcript `--demo` answers from.
@@ -41,6 +43,7 @@ pub mod flags;
 pub mod framing;
 pub mod http;
 pub mod lifecycle;
+pub mod live;
 pub mod mcp;
 pub mod models;
 pub mod reaper;

@@ -71,10 +71,9 @@ pub fn endpoint(bound: SocketAddr) -> String {
 /// when lower.
 pub fn body_limit(settings: &Settings) -> usize {
     let api = settings.config.request_limits.max_body_bytes;
-    settings
-        .acp
-        .as_ref()
-        .map_or(api, |acp| acp.config.mcp.max_body_bytes.min(api))
+    let mcp = settings.acp.as_ref().map(|acp| &acp.config.mcp);
+    let mcp = mcp.or(settings.live.as_ref().map(|live| &live.config.mcp));
+    mcp.map_or(api, |mcp| mcp.max_body_bytes.min(api))
 }
 
 /// What MCP reads of a request's head, owned so that it outlives the head's borrow
@@ -167,6 +166,26 @@ impl ResponseHead {
             status: head.status,
             stream,
             headers,
+        }
+    }
+}
+
+/// 32 bytes of the operating system's randomness, from which an agent session's MCP
+/// server takes its path and secret; a 500 reply when there are none.
+pub fn entropy() -> Result<[u8; 32], Reply> {
+    use std::io::Read;
+    let mut bytes = [0; 32];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+    match read {
+        Ok(()) => Ok(bytes),
+        Err(e) => {
+            tracing::error!(%e, "cannot read /dev/urandom");
+            let error = agentwire::api::ErrorReply::new(
+                agentwire::api::ErrorKind::Internal,
+                "The server could not draw the random secret of an agent session.",
+                "server_error",
+            );
+            Err(Reply::error(500, error))
         }
     }
 }

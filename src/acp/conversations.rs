@@ -28,21 +28,19 @@
 //! - A response that did not reach its end with the agent (a failure, a client gone) ends
 //!   the session: it is cancelled and closed, and the conversation's next request is fresh.
 
-use std::fmt::Write as _;
-
 use serde_json::json;
 
 use super::connection::Connection;
 use super::handshake::Handshake;
-use super::mcp_link::{CallState, McpLink};
 use super::rpc::PendingKind;
 use super::session::Session;
 use super::turn::{Phase, Turn, TurnId, Work};
 use crate::api::{ErrorKind, ErrorReply};
 use crate::bridge::{Bridge, BridgeParams, Caller, Config, Dialect};
-use crate::conversation::{Message, Part, Role, ToolChoice, ToolSpec};
+use crate::conversation::{Message, Part, ToolChoice, ToolSpec};
 use crate::cursor::prompt::render_prompt;
 use crate::event::{Failure, FailureKind};
+use crate::mcp::link::{CallState, McpLink, late_result, render_input};
 use crate::mcp::{ExchangeId, ExchangeOutput, HttpRequest, McpEvent, ToolOutcome, ToolSet};
 use crate::registry::{Decision, Registry, RegistryStats, Resume};
 use crate::tools::ToolPlan;
@@ -801,45 +799,4 @@ pub(super) fn dead_failure() -> Failure {
         FailureKind::Unavailable,
         "The ACP agent is restarting; the request may be retried.",
     )
-}
-
-/// New input for an agent that holds the conversation: the messages' text in order,
-/// instructions marked as such, attachments as their placeholders.
-fn render_input(messages: &[Message]) -> String {
-    let mut out = String::new();
-    for message in messages {
-        if !out.is_empty() {
-            out.push_str("\n\n");
-        }
-        if matches!(message.role, Role::System | Role::Developer) {
-            out.push_str("Instructions: ");
-        }
-        write_parts(&message.content, &mut out);
-    }
-    out
-}
-
-fn write_parts(parts: &[Part], out: &mut String) {
-    for (i, part) in parts.iter().enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        match part {
-            Part::Text(text) => out.push_str(text),
-            Part::Attachment(attachment) => attachment.write_placeholder(out),
-        }
-    }
-}
-
-/// Appends a result the agent's call can no longer take, for a prompt.
-fn late_result(out: &mut String, client_id: &str, outcome: &ToolOutcome) {
-    if !out.is_empty() {
-        out.push_str("\n\n");
-    }
-    let _ = writeln!(
-        out,
-        "The result of your earlier tool call {client_id}{}:",
-        if outcome.is_error { " (it failed)" } else { "" }
-    );
-    write_parts(&outcome.content, out);
 }

@@ -1,7 +1,7 @@
 //! How to start a warm agent with its own tools off ([`NativeTools::Off`]), for the agents
 //! whose native tools only their configuration turns off (nothing in `session/new` does).
-//! The adapter spawns the agent; this says what to add to its command line and
-//! environment, and never touches a file of the user's.
+//! The adapter spawns the agent; this says what to add to its command line, and never
+//! touches a file of the user's.
 //!
 //! Measured with the agents given a client's tools as an MCP server, counting the tools
 //! offered to their model:
@@ -10,14 +10,12 @@
 //! |---|---|---|
 //! | claude-agent-acp 0.23.1 | nothing at launch: per session, `_meta.claudeCode.options.tools: []` | the client's tools only |
 //! | codex-acp 0.16.0 | `-c` overrides of its configuration (they win over `config.toml`): `web_search`, the `features` of its shell, `unified_exec`, patch, multi-agent, tool search and goals tools off, `tools.experimental_request_user_input` off | the client's tools, and the six it cannot turn off: three MCP-resource readers, `update_plan`, `apply_patch`, `view_image` (their permission requests are refused) |
-//! | Gemini CLI 0.61.0 | `tools.core: []` in a system-defaults settings file of the adapter's own (`GEMINI_CLI_SYSTEM_DEFAULTS_PATH`), merged over the defaults file it stands for; the user's own settings still win | the client's tools only |
+//! | Gemini CLI 0.61.0 | a policy file of the adapter's own (`--policy`): every tool denied but MCP servers' tools, asked for as before; the user's own policies (`~/.gemini/policies`, which a `--policy` would replace) named after it; its administrator's policies still rule | the client's tools (and those of any MCP server the user configured for it) |
 //! | cursor-agent `acp` | no way known | — |
 //!
 //! [`NativeTools::Off`]: super::NativeTools::Off
 
 use std::path::Path;
-
-use serde_json::{Map, Value, json};
 
 /// What to add to a warm agent's launch so that its own tools are off. Empty for an agent
 /// that turns them off per session.
@@ -25,23 +23,24 @@ use serde_json::{Map, Value, json};
 pub struct AgentLaunch {
     /// Arguments to append to the agent's command line.
     pub args: Vec<String>,
-    /// A settings file to write and name to the agent in its environment.
-    pub settings: Option<SettingsFile>,
+    /// A file to write and name on the command line after [`args`](Self::args).
+    pub file: Option<LaunchFile>,
 }
 
-/// A settings file of the adapter's own, which the agent reads in place of another: the
-/// adapter writes [`contents`](Self::contents) to a file of its own, sets the environment
-/// variable [`env`](Self::env) to its path for the agent, and removes the file when done.
+/// A file of the adapter's own the agent reads: the adapter writes
+/// [`contents`](Self::contents) to a file named [`name`](Self::name) in a private
+/// directory, appends [`flag`](Self::flag) and the file's path to the agent's arguments,
+/// then [`after`](Self::after), and removes the file when the agent is stopped for good.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SettingsFile {
-    /// The environment variable that names the file to the agent.
-    pub env: &'static str,
-    /// The file the agent reads when the variable is not set, whose settings the new file
-    /// keeps: read it (when it exists) and give its bytes to
-    /// [`contents`](Self::contents).
-    pub replaces: String,
-    /// The settings the file adds.
-    added: Value,
+pub struct LaunchFile {
+    /// Its file name (the agent may read it by its extension).
+    pub name: &'static str,
+    /// What it holds.
+    pub contents: String,
+    /// The flag naming it to the agent.
+    pub flag: &'static str,
+    /// Arguments that follow it.
+    pub after: Vec<String>,
 }
 
 /// Why an agent cannot be started with its own tools off.
@@ -54,16 +53,6 @@ pub enum LaunchError {
          (native tools `keep`)"
     )]
     UnknownAgent(String),
-    /// The settings file to keep is not a JSON object.
-    #[error(
-        "{path}: not a JSON object of settings ({reason}); fix or remove it, or keep the agent's own tools (native tools `keep`)"
-    )]
-    BadSettings {
-        /// The file.
-        path: String,
-        /// What is wrong with it.
-        reason: String,
-    },
 }
 
 /// The `-c` overrides that turn off codex-acp's own tools.
@@ -78,10 +67,22 @@ const CODEX_OVERRIDES: &[&str] = &[
     "tools.experimental_request_user_input.enabled=false",
 ];
 
-/// Gemini CLI's system-defaults settings file: named by this variable, or beside its
-/// system settings file (itself named by [`GEMINI_SYSTEM_SETTINGS`], or at a fixed path).
-const GEMINI_SYSTEM_DEFAULTS: &str = "GEMINI_CLI_SYSTEM_DEFAULTS_PATH";
-const GEMINI_SYSTEM_SETTINGS: &str = "GEMINI_CLI_SYSTEM_SETTINGS_PATH";
+/// Gemini CLI's policy: every tool denied (so not offered to its model) but MCP servers'
+/// tools, which are asked for as without it. The client's server cannot be named alone:
+/// Gemini CLI 0.61.0 checks an MCP call under another name (`client_bash`) than it lists
+/// the tool by (`mcp_client_bash`), so a rule for one server's tools denies its calls.
+const GEMINI_POLICY: &str = "# Written by agentwire: the agent's own tools off.
+[[rule]]
+toolName = \"*\"
+decision = \"deny\"
+priority = 998
+
+[[rule]]
+toolName = \"*\"
+mcpName = \"*\"
+decision = \"ask_user\"
+priority = 999
+";
 
 /// What to add to the launch of the ACP agent `program` `args` so that its own tools are
 /// off. The agent is recognised by the file name of its program or of an argument (as in
@@ -110,92 +111,40 @@ pub fn launch_without_native_tools(
                 .iter()
                 .flat_map(|o| ["-c".to_owned(), (*o).to_owned()])
                 .collect(),
-            settings: None,
+            file: None,
         });
     }
     let acp_flag = args
         .iter()
         .any(|a| a == "--acp" || a == "--experimental-acp");
     if named("gemini") && acp_flag {
-        let replaces = env(GEMINI_SYSTEM_DEFAULTS).unwrap_or_else(|| {
-            let settings =
-                env(GEMINI_SYSTEM_SETTINGS).unwrap_or_else(|| gemini_system_settings().to_owned());
-            let dir = Path::new(&settings).parent().unwrap_or(Path::new("/"));
-            dir.join("system-defaults.json").display().to_string()
-        });
+        // A `--policy` replaces the user's policies directory: it is named again, unless
+        // the command line already names policies of its own.
+        let mut after = Vec::new();
+        let own_policies = args
+            .iter()
+            .any(|a| a == "--policy" || a.starts_with("--policy="));
+        let home = env("GEMINI_CLI_HOME").or_else(|| env("HOME"));
+        if let (false, Some(home)) = (own_policies, home) {
+            let dir = Path::new(&home).join(".gemini").join("policies");
+            after = vec!["--policy".to_owned(), dir.display().to_string()];
+        }
         return Ok(AgentLaunch {
             args: Vec::new(),
-            settings: Some(SettingsFile {
-                env: GEMINI_SYSTEM_DEFAULTS,
-                replaces,
-                added: json!({"tools": {"core": []}}),
+            file: Some(LaunchFile {
+                name: "agentwire-native-tools-off.toml",
+                contents: GEMINI_POLICY.to_owned(),
+                flag: "--policy",
+                after,
             }),
         });
     }
     Err(LaunchError::UnknownAgent(program.to_owned()))
 }
 
-/// Gemini CLI's system settings file on this platform, when not named by the environment.
-fn gemini_system_settings() -> &'static str {
-    if cfg!(target_os = "macos") {
-        "/Library/Application Support/GeminiCli/settings.json"
-    } else if cfg!(windows) {
-        "C:\\ProgramData\\gemini-cli\\settings.json"
-    } else {
-        "/etc/gemini-cli/settings.json"
-    }
-}
-
 /// The last component of a path, or the path itself.
 fn file_name(path: &str) -> &str {
     path.rsplit(['/', '\\']).next().unwrap_or(path)
-}
-
-impl SettingsFile {
-    /// The file's contents: the settings of the file it [replaces](Self::replaces)
-    /// (`replaced`: its bytes, `None` when there is none), with the added settings written
-    /// over them.
-    ///
-    /// # Errors
-    ///
-    /// [`LaunchError::BadSettings`] when `replaced` is not a JSON object.
-    pub fn contents(&self, replaced: Option<&[u8]>) -> Result<String, LaunchError> {
-        let mut settings = match replaced {
-            None => Value::Object(Map::new()),
-            Some(bytes) => {
-                let bad = |reason: String| LaunchError::BadSettings {
-                    path: self.replaces.clone(),
-                    reason,
-                };
-                let value: Value = serde_json::from_slice(bytes).map_err(|e| bad(e.to_string()))?;
-                if !value.is_object() {
-                    return Err(bad("its top level is not an object".into()));
-                }
-                value
-            }
-        };
-        merge(&mut settings, &self.added);
-        Ok(settings.to_string())
-    }
-}
-
-/// Writes `added` over `into`: objects merged key by key, anything else replaced.
-fn merge(into: &mut Value, added: &Value) {
-    match (into, added) {
-        (Value::Object(into), Value::Object(added)) => {
-            for (key, value) in added {
-                match into.get_mut(key) {
-                    Some(existing) if existing.is_object() && value.is_object() => {
-                        merge(existing, value);
-                    }
-                    _ => {
-                        into.insert(key.clone(), value.clone());
-                    }
-                }
-            }
-        }
-        (into, added) => *into = added.clone(),
-    }
 }
 
 #[cfg(test)]
@@ -216,7 +165,7 @@ mod tests {
         assert_eq!(codex.args.len(), 2 * CODEX_OVERRIDES.len());
         assert!(codex.args.chunks(2).all(|pair| pair[0] == "-c"));
         assert!(codex.args.contains(&"features.shell_tool=false".to_owned()));
-        assert_eq!(codex.settings, None);
+        assert_eq!(codex.file, None);
         let via_npx =
             launch_without_native_tools("npx", &args(&["@zed-industries/codex-acp"]), &no_env);
         assert_eq!(via_npx.unwrap().args, codex.args);
@@ -225,48 +174,38 @@ mod tests {
     }
 
     #[test]
-    fn gemini_gets_a_defaults_file_over_the_one_it_stands_for() {
-        let launch = launch_without_native_tools("gemini", &args(&["--acp"]), &no_env).unwrap();
+    fn gemini_gets_a_policy_and_keeps_the_users() {
+        let home = |name: &str| (name == "HOME").then(|| "/home/u".to_owned());
+        let launch = launch_without_native_tools("gemini", &args(&["--acp"]), &home).unwrap();
         assert!(launch.args.is_empty());
-        let file = launch.settings.unwrap();
-        assert_eq!(file.env, "GEMINI_CLI_SYSTEM_DEFAULTS_PATH");
-        if cfg!(target_os = "linux") {
-            assert_eq!(file.replaces, "/etc/gemini-cli/system-defaults.json");
-        }
-        assert_eq!(file.contents(None).unwrap(), r#"{"tools":{"core":[]}}"#);
-        let kept = file
-            .contents(Some(
-                br#"{"tools":{"exclude":["x"],"core":["ls"]},"ui":{"theme":"d"}}"#,
-            ))
-            .unwrap();
-        let kept: Value = serde_json::from_str(&kept).unwrap();
+        let file = launch.file.unwrap();
         assert_eq!(
-            kept,
-            json!({"tools":{"exclude":["x"],"core":[]},"ui":{"theme":"d"}})
+            (file.flag, file.name),
+            ("--policy", "agentwire-native-tools-off.toml")
         );
-        for bad in [&b"[1]"[..], b"{", b"null"] {
-            assert!(matches!(
-                file.contents(Some(bad)),
-                Err(LaunchError::BadSettings { .. })
-            ));
-        }
-        // Where the environment names the files.
-        let env = |name: &str| {
-            (name == "GEMINI_CLI_SYSTEM_SETTINGS_PATH").then(|| "/srv/g/settings.json".to_owned())
-        };
-        let launch = launch_without_native_tools("gemini", &args(&["--acp"]), &env).unwrap();
         assert_eq!(
-            launch.settings.unwrap().replaces,
-            Path::new("/srv/g")
-                .join("system-defaults.json")
-                .display()
-                .to_string()
+            file.after,
+            [
+                "--policy".to_owned(),
+                Path::new("/home/u/.gemini/policies").display().to_string()
+            ]
         );
-        let env = |name: &str| {
-            (name == "GEMINI_CLI_SYSTEM_DEFAULTS_PATH").then(|| "/srv/defaults.json".to_owned())
-        };
-        let launch = launch_without_native_tools("gemini", &args(&["--acp"]), &env).unwrap();
-        assert_eq!(launch.settings.unwrap().replaces, "/srv/defaults.json");
+        assert!(
+            file.contents
+                .contains("toolName = \"*\"\ndecision = \"deny\"")
+        );
+        assert!(
+            file.contents
+                .contains("mcpName = \"*\"\ndecision = \"ask_user\"")
+        );
+        // GEMINI_CLI_HOME moves its directory; policies on the command line are the user's
+        // choice.
+        let moved = |name: &str| (name == "GEMINI_CLI_HOME").then(|| "/srv/g".to_owned());
+        let launch = launch_without_native_tools("gemini", &args(&["--acp"]), &moved).unwrap();
+        assert!(launch.file.unwrap().after[1].starts_with("/srv/g"));
+        let own = args(&["--acp", "--policy", "/etc/p.toml"]);
+        let launch = launch_without_native_tools("gemini", &own, &home).unwrap();
+        assert!(launch.file.unwrap().after.is_empty());
     }
 
     #[test]

@@ -5,9 +5,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::mcp_link::McpLink;
 use super::message::{AUTH_REQUIRED, RpcError};
 use crate::event::{Failure, FailureKind};
+use crate::mcp::link::McpLink;
 
 /// A session the agent created: where its turns' prompts, updates and permission
 /// requests meet.

@@ -94,7 +94,7 @@ pub(super) struct Turn {
     /// server's path and secret from it.
     pub(super) entropy: [u8; 32],
     /// The MCP server of the session being made for it (`Creating`).
-    pub(super) pending_link: Option<super::mcp_link::McpLink>,
+    pub(super) pending_link: Option<crate::mcp::link::McpLink>,
     /// The session the turn runs on: given when it leaves the queue, taken back when the
     /// agent is done with the turn (the connection's `release_session`).
     pub(super) session: Option<Session>,
@@ -135,7 +135,7 @@ impl Turn {
 
     /// The MCP server of its session, or of the session being made for it: agents reach
     /// their servers while they create the session.
-    pub(super) fn link(&self) -> Option<&super::mcp_link::McpLink> {
+    pub(super) fn link(&self) -> Option<&crate::mcp::link::McpLink> {
         self.session
             .as_ref()
             .and_then(|s| s.link.as_ref())
@@ -143,7 +143,7 @@ impl Turn {
     }
 
     /// See [`link`](Self::link).
-    pub(super) fn link_mut(&mut self) -> Option<&mut super::mcp_link::McpLink> {
+    pub(super) fn link_mut(&mut self) -> Option<&mut crate::mcp::link::McpLink> {
         match &mut self.session {
             Some(session) if session.link.is_some() => session.link.as_mut(),
             _ => self.pending_link.as_mut(),

@@ -521,38 +521,13 @@ impl Bridge {
             self.respawn(now_ms);
             return Ok(());
         }
-        self.decoder.push_eof().expect("stdout ends once");
-        // Without a result, the decoder reports a failure classified from stdout alone;
-        // classify it again with the whole evidence: stderr and the exit status too.
-        let mut failure = (!self.decoder.saw_result()).then(|| {
-            let stderr = String::from_utf8_lossy(&self.core.stderr_tail);
-            diagnose::classify(&Evidence {
-                stderr: &stderr,
-                exit: Some(status),
-                ..self.decoder.evidence()
-            })
+        let core = &mut self.core;
+        let stderr = std::mem::take(&mut core.stderr_tail);
+        drain_after_exit(&mut self.decoder, &stderr, status, &mut |event| {
+            core.route(event, now_ms);
+            core.ending()
         });
-        while let Some(event) = self.decoder.poll_event() {
-            match (&event, failure.take()) {
-                (Event::Failed(_), Some(failure)) => {
-                    self.core.route(&Event::Failed(failure), now_ms)
-                }
-                (_, unused) => {
-                    failure = unused;
-                    self.core.route(&event, now_ms);
-                }
-            }
-        }
-        if !self.core.ending() {
-            // Whatever the decoder reported, one End is certain.
-            let failure = failure.unwrap_or_else(|| {
-                Failure::new(
-                    FailureKind::AgentCrashed,
-                    format!("cursor-agent ended ({status}) without an answer"),
-                )
-            });
-            self.core.route(&Event::Failed(failure), now_ms);
-        }
+        self.core.stderr_tail = stderr;
         self.core.after_input(now_ms);
         Ok(())
     }
@@ -817,6 +792,47 @@ impl Bridge {
         while let Some(event) = self.decoder.poll_event() {
             self.core.route(&event, now_ms);
         }
+    }
+}
+
+/// Ends a run whose agent exited, its stdout and stderr read to their end: the events
+/// the decoder still holds go to `route` (which says whether the response is now
+/// ending), a failure reported for a run without a `result` classified again with the
+/// whole evidence (stderr and the exit status too), and, whatever the decoder reported,
+/// a failure if the response is still not ending: one end is certain.
+pub(crate) fn drain_after_exit(
+    decoder: &mut Decoder,
+    stderr_tail: &[u8],
+    status: ExitStatus,
+    route: &mut dyn FnMut(&Event<'_>) -> bool,
+) {
+    decoder.push_eof().expect("stdout ends once");
+    let mut failure = (!decoder.saw_result()).then(|| {
+        let stderr = String::from_utf8_lossy(stderr_tail);
+        diagnose::classify(&Evidence {
+            stderr: &stderr,
+            exit: Some(status),
+            ..decoder.evidence()
+        })
+    });
+    let mut ending = false;
+    while let Some(event) = decoder.poll_event() {
+        ending = match (&event, failure.take()) {
+            (Event::Failed(_), Some(failure)) => route(&Event::Failed(failure)),
+            (_, unused) => {
+                failure = unused;
+                route(&event)
+            }
+        };
+    }
+    if !ending {
+        let failure = failure.unwrap_or_else(|| {
+            Failure::new(
+                FailureKind::AgentCrashed,
+                format!("cursor-agent ended ({status}) without an answer"),
+            )
+        });
+        route(&Event::Failed(failure));
     }
 }
 

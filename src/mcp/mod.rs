@@ -31,6 +31,7 @@
 mod config;
 mod content;
 mod http;
+pub(crate) mod link;
 mod rpc;
 mod server;
 mod tools;

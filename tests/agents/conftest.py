@@ -175,7 +175,7 @@ def scratch_processes(scratch):
 class Proxy:
     """One proxy with its warm agent, its scratch directory and its model server."""
 
-    def __init__(self, agent, kind, scratch, allow_force=False):
+    def __init__(self, agent, kind, scratch, allow_force=False, native_tools_off=False):
         self.agent, self.kind, self.scratch = agent, kind, scratch
         self.key = "sk-acp-" + secrets.token_hex(12)
         self.home, self.work = scratch / "home", scratch / "work"
@@ -195,6 +195,8 @@ class Proxy:
         command += [f"--agent-arg={arg}" for arg in args]
         if allow_force:
             command.append("--allow-force")
+        if native_tools_off:
+            command += ["--acp-native-tools", "off"]
         self.running = ProxyProcess(f"{kind}_proxy", command, env, scratch / "proxy.log", cwd=self.work)
         self.process, self.url = self.running.process, self.running.url
 
@@ -289,17 +291,18 @@ class Proxy:
         assert left == {}, f"processes of the {self.agent} agent outlived {self.kind}_proxy: {left}"
 
 
-def run_proxy(request, tmp_path_factory, facts, allow_force):
+def run_proxy(request, tmp_path_factory, facts, allow_force=False, native_tools_off=False):
     agent, kind = request.param
-    scratch = tmp_path_factory.mktemp(f"{agent}-{kind}{'-forced' if allow_force else ''}")
-    running = Proxy(agent, kind, scratch, allow_force)
+    variant = " (forced)" if allow_force else " (native tools off)" if native_tools_off else ""
+    scratch = tmp_path_factory.mktemp(f"{agent}-{kind}{'-forced' if allow_force else ''}{'-bare' if native_tools_off else ''}")
+    running = Proxy(agent, kind, scratch, allow_force, native_tools_off)
     try:
         seconds, refusals = running.warm_up(WARM_UP_TIMEOUT_S)
-        note(facts, running, "first answer, cold (s)" + (" (forced)" if allow_force else ""), seconds)
+        note(facts, running, "first answer, cold (s)" + variant, seconds)
         if refusals:
-            note(facts, running, "refused while starting" + (" (forced)" if allow_force else ""), refusals)
+            note(facts, running, "refused while starting" + variant, refusals)
         yield running
-        note(facts, running, "model calls" + (" (forced)" if allow_force else ""),
+        note(facts, running, "model calls" + variant,
              sorted({f"{call['method']} {call['path']}" for call in running.model_calls()}))
         assert running.unexpected_calls() == [], "requests other than model calls reached the model server"
         # For the record (pytest -rP, or the log on failure): every call the agent made.
@@ -324,7 +327,7 @@ def pytest_generate_tests(metafunc):
     kinds = only.kwargs.get("proxies", PROXIES) if only else PROXIES
     pairs = [(agent, kind) for agent in selected_agents() if agent in agents for kind in selected_proxies() if kind in kinds]
     ids = [f"{agent}-{kind}" for agent, kind in pairs]
-    for name in ("proxy", "forced_proxy"):
+    for name in ("proxy", "forced_proxy", "bare_proxy"):
         if name in metafunc.fixturenames:
             metafunc.parametrize(name, pairs, ids=ids, indirect=True, scope="session")
 
@@ -351,3 +354,9 @@ def proxy(request, tmp_path_factory, facts):
 @pytest.fixture(scope="session")
 def forced_proxy(request, tmp_path_factory, facts):
     yield from run_proxy(request, tmp_path_factory, facts, allow_force=True)
+
+
+@pytest.fixture(scope="session")
+def bare_proxy(request, tmp_path_factory, facts):
+    """A proxy whose warm agent's own tools are off (`--acp-native-tools off`)."""
+    yield from run_proxy(request, tmp_path_factory, facts, native_tools_off=True)

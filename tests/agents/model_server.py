@@ -35,7 +35,8 @@ agent hung up before its end: the tests read the log to see that nothing else ar
 client-tool request also logs the inner session it belongs to (Claude Code's `session_id`
 in `metadata.user_id`, Codex's `prompt_cache_key`; Gemini sends none), the client tools its
 model was offered, the tool it called, every result it was given (`results`: text, whether
-it was an error, whether it came as a prompt) and when it arrived (`at`, monotonic).
+it was an error, whether it came as a prompt) and when it arrived (`at`, monotonic); every
+request logs every tool it offers (`offered`).
 """
 
 import http.server
@@ -167,6 +168,24 @@ def shown(call):
     """A client tool's name as its model is offered it: `mcp__client__bash`, or for a
     Responses namespace `mcp__client/bash`."""
     return call if isinstance(call, str) else "/".join(filter(None, (call.get("namespace"), call["name"])))
+
+
+def offered(body):
+    """Every tool a model request offers, by name: a Responses namespace's as
+    `namespace/name`, a tool with no name (a hosted one) by its type, a Gemini tool that is
+    no function declaration by its key (`googleSearch`)."""
+    names = []
+    for tool in body.get("tools") or []:
+        if not isinstance(tool, dict):
+            continue
+        if tool.get("type") == "namespace":
+            names += [f"{tool.get('name')}/{child.get('name')}" for child in tool.get("tools") or []]
+        elif "functionDeclarations" in tool or not ("name" in tool or "type" in tool):
+            names += [declared.get("name") for declared in tool.get("functionDeclarations") or []]
+            names += [key for key in tool if key != "functionDeclarations"]
+        else:
+            names.append(tool.get("name") or tool.get("type"))
+    return sorted(str(name) for name in names)
 
 
 def late_result(role, text):
@@ -334,7 +353,7 @@ class ScriptedHandler(http.server.BaseHTTPRequestHandler):
         except ValueError:
             body = {}
         path = self.path.split("?")[0]
-        self.entry = {"method": "POST", "path": path, "model": body.get("model"), "script": None}
+        self.entry = {"method": "POST", "path": path, "model": body.get("model"), "script": None, "offered": offered(body)}
         self.owner.log(self.entry)
         if path == "/v1/messages":
             self.answer_messages(body)

@@ -125,19 +125,19 @@ class Task:
         (from the previous model call to this one: the client's command, two HTTP hops, an
         MCP answer and the agent's own work)."""
         note(facts, self.proxy, f"{client}: client tools the model saw", calls[0]["client_tools"])
+        note(facts, self.proxy, f"{client}: every tool the model was offered", calls[0]["offered"])
         note(facts, self.proxy, f"{client}: tool the model called", calls[0]["called"])
         times = [round(b["at"] - a["at"], 3) for a, b in zip(calls, calls[1:])]
         note(facts, self.proxy, f"{client}: seconds per round at the model", times)
         note(facts, self.proxy, f"{client}: task wall time (s)", round(time.monotonic() - self.started, 3))
 
 
-def test_openai_script_task(proxy, tmp_path, facts):
-    """openai-python (Chat Completions) plays the client: it runs each `bash` call the answer
-    asks for and sends the results, until the answer is text."""
-    task = Task(proxy, tmp_path)
+def openai_task(proxy, task):
+    """openai-python runs `task` through `proxy`: each `bash` call the answer asks for run
+    and its result sent, until the answer is text. The messages, and the last choice."""
     client = openai.OpenAI(api_key=proxy.key, base_url=proxy.url + "/v1", max_retries=0, timeout=REQUEST_TIMEOUT_S)
     messages = [{"role": "user", "content": task.prompt}]
-    for _ in range(ROUNDS + 1):
+    for _ in range(task.rounds + 1):
         completion = client.chat.completions.create(model="default", messages=messages, tools=[OPENAI_BASH])
         choice = completion.choices[0]
         if choice.finish_reason != "tool_calls":
@@ -149,6 +149,40 @@ def test_openai_script_task(proxy, tmp_path, facts):
             output = task.run(json.loads(call.function.arguments)["command"])
             messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
     assert choice.finish_reason == "stop", choice
+    return messages, choice
+
+
+# What codex-acp offers its model whatever its configuration says (its MCP-resource
+# readers, its plan, patch and image tools); everything else of its own is turned off.
+CODEX_UNREMOVABLE = {"list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource", "update_plan", "apply_patch", "view_image"}
+
+
+def test_native_tools_off_offers_the_model_the_client_tools_only(bare_proxy, tmp_path, facts):
+    """With `--acp-native-tools off` the inner model is offered the client's tools and none
+    of the agent's own (but for codex-acp's few that nothing turns off), and the task still
+    runs on one session."""
+    task = Task(bare_proxy, tmp_path, rounds=2)
+    messages, choice = openai_task(bare_proxy, task)
+    seen = [(call["script"], call["offered"], call["results"]) for call in task.model_calls()]
+    assert sum(1 for message in messages if message["role"] == "tool") == task.rounds, (messages, seen)
+    task.assert_answer(choice.message.content)
+    calls = task.assert_one_session(task.requests(task.rounds + 1))
+    client_tools = set(calls[0]["client_tools"])
+    assert len(client_tools) == 1, calls[0]
+    for call in calls:
+        own = set(call["offered"]) - client_tools
+        if bare_proxy.agent == "codex":
+            assert own <= CODEX_UNREMOVABLE, own - CODEX_UNREMOVABLE
+        else:
+            assert own == set(), own
+    note(facts, bare_proxy, "native tools off: every tool the model was offered", calls[0]["offered"])
+
+
+def test_openai_script_task(proxy, tmp_path, facts):
+    """openai-python (Chat Completions) plays the client: it runs each `bash` call the answer
+    asks for and sends the results, until the answer is text."""
+    task = Task(proxy, tmp_path)
+    messages, choice = openai_task(proxy, task)
     rounds = sum(1 for message in messages if message["role"] == "tool")
     assert rounds == ROUNDS, messages
     task.assert_answer(choice.message.content)

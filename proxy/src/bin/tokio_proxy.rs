@@ -57,15 +57,18 @@ use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 
 use agentwire::acp::McpRefusal;
-use agentwire::bridge::{Bridge, Dialect, Head, Output};
-use agentwire::mcp::ExchangeOutput;
+use agentwire::bridge::{BridgeParams, Dialect, Head, Output, Prepared};
+use agentwire::live_chat::{LiveChat, NotAttached};
+use agentwire::mcp::{ExchangeId, ExchangeOutput};
+use agentwire::registry::Decision;
 use agentwire_proxy::acp::{Ticket, Warm};
 use agentwire_proxy::agent::{Signal, exit_status, signal_group};
 use agentwire_proxy::connections::{Admitted, Connections, Lane, OVERFLOW_TIMEOUT};
-use agentwire_proxy::conversations::{CallerIds, Conversations};
+use agentwire_proxy::conversations::{CallerIds, Continuation, Conversations, Decided};
 use agentwire_proxy::framing::{FramingError, Version};
 use agentwire_proxy::http::{self, Outcome, Reply, RequestHead, ResponseContext, Target};
 use agentwire_proxy::lifecycle::{Action, Lifecycle};
+use agentwire_proxy::live::{self, Driven, LiveFiles, LiveTable};
 use agentwire_proxy::mcp;
 use agentwire_proxy::models::ModelCache;
 use agentwire_proxy::record::{AgentEnd, RequestRecord, ResponseEnd};
@@ -86,7 +89,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::process::{Child, ChildStderr, ChildStdout};
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch};
 use tokio::time::Sleep;
 
 type Body = UnsyncBoxBody<Bytes, Infallible>;
@@ -110,6 +113,60 @@ struct Server {
     warm: Option<Arc<Warm>>,
     /// The agent chats parked between the requests of their conversations.
     conversations: Conversations,
+    /// With `--cursor-mcp`: the live chats.
+    live: Option<Arc<LiveState>>,
+}
+
+/// The live chats (`--cursor-mcp`): each a run, serving a request or parked inside a tool
+/// call, reached through its channel.
+struct LiveState {
+    table: LiveTable<mpsc::UnboundedSender<LiveInput>>,
+    /// Woken when a live chat's run ends.
+    gone: Notify,
+    /// The configuration files in the workspace, removed at exit.
+    files: Mutex<Option<LiveFiles>>,
+}
+
+/// What reaches a live chat's run from outside it.
+enum LiveInput {
+    /// A request of its agent to the MCP endpoint.
+    Mcp {
+        fields: mcp::Fields,
+        body: Bytes,
+        context: ResponseContext,
+        reply: mpsc::UnboundedSender<McpStep>,
+    },
+    /// The conversation's next request, for a parked chat.
+    Attach(Box<Attach>),
+    /// The registry let the chat go: a parked agent is stopped.
+    Release,
+}
+
+/// The conversation's next request, handed to the parked run of its chat.
+struct Attach {
+    dialect: Dialect,
+    prepared: Prepared,
+    decision: Decision,
+    params: BridgeParams,
+    permit: OwnedSemaphorePermit,
+    record: RequestRecord,
+    /// The run, now answering the request; or the request back, to run on its own.
+    reply: oneshot::Sender<Result<Box<Run>, Box<Rejected>>>,
+}
+
+/// A request a parked run did not take (its agent is stopped first).
+struct Rejected {
+    back: NotAttached,
+    permit: OwnedSemaphorePermit,
+    record: RequestRecord,
+}
+
+/// One output of a live chat's MCP exchange.
+enum McpStep {
+    Head(mcp::ResponseHead),
+    Body(Bytes),
+    End,
+    Refused(Reply),
 }
 
 impl Server {
@@ -156,6 +213,23 @@ async fn serve(settings: Settings) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let live = match &settings.live {
+        Some(live) => {
+            let url = live::url(&mcp::endpoint(bound));
+            match LiveFiles::write(&live.workspace, &url, &live.config) {
+                Ok(files) => Some(Arc::new(LiveState {
+                    table: LiveTable::default(),
+                    gone: Notify::new(),
+                    files: Mutex::new(Some(files)),
+                })),
+                Err(e) => {
+                    eprintln!("tokio_proxy: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+        None => None,
+    };
     let server = Arc::new(Server {
         slots: Arc::new(Semaphore::new(max as usize)),
         models: ModelCache::new(settings.models_ttl),
@@ -166,7 +240,16 @@ async fn serve(settings: Settings) -> ExitCode {
         ids: RequestIds::new(),
         shutdown,
         warm,
+        live,
     });
+    if let Some(live) = server.live.clone() {
+        // A chat the registry lets go (expired, evicted) has its parked agent stopped.
+        server.conversations.on_released(Box::new(move |chat| {
+            if let Some(run) = live.table.parked_chat(chat) {
+                let _ = run.send(LiveInput::Release);
+            }
+        }));
+    }
     let expiry = tokio::spawn(expire(Arc::clone(&server)));
     let (Ok(mut sigterm), Ok(mut sigint)) = (
         signal(SignalKind::terminate()),
@@ -219,6 +302,22 @@ async fn serve(settings: Settings) -> ExitCode {
         if !matches!(stopped, Ok(true)) {
             tracing::warn!("the ACP agent still running after {limit:?}");
         }
+    }
+    if let Some(live) = &server.live {
+        // Parked agents hold no slot: their runs end once they are stopped and reaped.
+        let stopped = tokio::time::timeout(limit, async {
+            loop {
+                let gone = live.gone.notified();
+                if live.table.is_empty() {
+                    return;
+                }
+                gone.await;
+            }
+        });
+        if stopped.await.is_err() {
+            tracing::warn!("parked agents still running after {limit:?}");
+        }
+        drop(live.files.lock().unwrap_or_else(|e| e.into_inner()).take());
     }
     // Every run has ended its turn: the chats still parked are let go.
     expiry.abort();
@@ -517,7 +616,13 @@ async fn handle(
             let warm = Warm::health_of(server.warm.as_ref(), detailed);
             let conversations = detailed.then(|| match &server.warm {
                 Some(warm) => warm.conversations_health(),
-                None => server.conversations.health(),
+                None => {
+                    let mut health = server.conversations.health();
+                    if let Some(live) = &server.live {
+                        live::add_health(&mut health, &live.table);
+                    }
+                    health
+                }
             });
             let reply = http::health(
                 &server.settings,
@@ -692,12 +797,47 @@ async fn run(
         }
         None => {
             let config = &server.settings.config;
-            let (bridge, how) = server
+            match server
                 .conversations
-                .bridge(dialect, &body, config, params, caller);
-            record.conversation = Some(how);
-            let run = Run::start(Arc::clone(server), bridge, permit, record);
-            Answering::Run(Box::new(run))
+                .decide(dialect, &body, config, params, caller)
+            {
+                Decided::Invalid(bridge) => {
+                    record.conversation = Some(Continuation::Invalid);
+                    let driven = Driven::Bridge(bridge);
+                    Answering::Run(Box::new(Run::start(
+                        Arc::clone(server),
+                        driven,
+                        permit,
+                        record,
+                    )))
+                }
+                Decided::Parsed {
+                    prepared,
+                    decision,
+                    how,
+                } => {
+                    record.conversation = Some(how);
+                    match &server.live {
+                        Some(live) if LiveChat::serves(&prepared) => {
+                            let arriving = (dialect, prepared, decision, params);
+                            match live_run(server, live, arriving, permit, record).await {
+                                Ok(run) => Answering::Run(run),
+                                Err((reply, mut record)) => {
+                                    return reply_response(reply, context, &mut record);
+                                }
+                            }
+                        }
+                        _ => {
+                            let bridge = agentwire::bridge::Bridge::continuing(
+                                dialect, prepared, decision, config, params,
+                            );
+                            let driven = Driven::Bridge(bridge);
+                            let run = Run::start(Arc::clone(server), driven, permit, record);
+                            Answering::Run(Box::new(run))
+                        }
+                    }
+                }
+            }
         }
     };
     let Some(Step::Head(head)) = answering.next().await else {
@@ -718,9 +858,92 @@ async fn run(
     while let Some(Step::Body(bytes)) = answering.next().await {
         body.extend_from_slice(&bytes);
     }
-    drop(answering);
+    match answering {
+        Answering::Run(run) => finish(run),
+        Answering::Turn(turn) => drop(turn),
+    }
     let body = Full::new(body.freeze()).boxed_unsync();
     response(head.status, &headers, body)
+}
+
+/// A request with client tools under `--cursor-mcp`: the parked run of its chat goes on
+/// into it when it can (its results answer the calls the agent waits in); otherwise a
+/// live chat of its own starts (fresh, or resuming the chat with `--resume`).
+async fn live_run(
+    server: &Arc<Server>,
+    live: &Arc<LiveState>,
+    (dialect, prepared, decision, params): (Dialect, Prepared, Decision, BridgeParams),
+    permit: OwnedSemaphorePermit,
+    record: RequestRecord,
+) -> Result<Box<Run>, (Reply, RequestRecord)> {
+    let parked = match &decision {
+        Decision::Resume { resume, .. } => live.table.parked_chat(&resume.agent_session),
+        _ => None,
+    };
+    let (prepared, decision, permit, record) = match parked {
+        None => (prepared, decision, permit, record),
+        Some(run) => {
+            let (reply, answer) = oneshot::channel();
+            let attach = Box::new(Attach {
+                dialect,
+                prepared,
+                decision,
+                params,
+                permit,
+                record,
+                reply,
+            });
+            match run.send(LiveInput::Attach(attach)) {
+                // The run ended meanwhile: the request runs on its own.
+                Err(mpsc::error::SendError(LiveInput::Attach(attach))) => {
+                    let Attach {
+                        prepared,
+                        decision,
+                        permit,
+                        record,
+                        ..
+                    } = *attach;
+                    (prepared, decision, permit, record)
+                }
+                Err(_) => unreachable!("an attach was sent"),
+                Ok(()) => match answer.await {
+                    Ok(Ok(run)) => return Ok(run),
+                    Ok(Err(rejected)) => {
+                        let Rejected {
+                            back,
+                            permit,
+                            record,
+                        } = *rejected;
+                        (back.prepared, back.decision, permit, record)
+                    }
+                    // Every attach a run takes is answered (its `Drop` answers the rest).
+                    Err(_) => unreachable!("an attach is always answered"),
+                },
+            }
+        }
+    };
+    let entropy = match mcp::entropy() {
+        Ok(entropy) => entropy,
+        Err(reply) => return Err((reply, record)),
+    };
+    let settings = &server.settings;
+    let live_config = &settings.live.as_ref().expect("live chats are on").config;
+    let chat = LiveChat::start(
+        dialect,
+        prepared,
+        decision,
+        &settings.config,
+        live_config,
+        params,
+        entropy,
+    );
+    let driven = Driven::Live(Box::new(chat));
+    Ok(Box::new(Run::start(
+        Arc::clone(server),
+        driven,
+        permit,
+        record,
+    )))
 }
 
 /// What answers a request: an agent of its own, or a turn on the warm ACP agent.
@@ -742,7 +965,7 @@ impl Answering {
     /// Hands the rest of a stream to the response body through `chunks`.
     async fn stream(self, chunks: mpsc::Sender<Bytes>) {
         match self {
-            Answering::Run(run) => stream(*run, chunks).await,
+            Answering::Run(run) => stream(run, chunks).await,
             Answering::Turn(turn) => acp_stream(*turn, chunks).await,
         }
     }
@@ -852,6 +1075,9 @@ async fn mcp_exchange(
     mut record: RequestRecord,
 ) -> Response<Body> {
     let context = request.context;
+    if let (live::TOKEN, Some(live)) = (token, &server.live) {
+        return live_mcp(server, live, request, fields, record).await;
+    }
     let Some(warm) = server.warm.clone() else {
         return reply_response(mcp::refused(McpRefusal::NotFound), context, &mut record);
     };
@@ -910,6 +1136,70 @@ async fn mcp_exchange(
     let body = answer.take_body();
     drop(answer);
     response(status, &headers, Full::new(body).boxed_unsync())
+}
+
+/// A request of a live chat's agent to the MCP endpoint (`/mcp/cursor`), found by its
+/// bearer token and answered by the chat's run: whole, or an SSE stream that stays open
+/// while a call waits (bounded like the warm agent's: keep-alives, the chat's end,
+/// `--write-timeout-ms`).
+async fn live_mcp(
+    server: &Arc<Server>,
+    live: &Arc<LiveState>,
+    request: Arriving<'_>,
+    fields: mcp::Fields,
+    mut record: RequestRecord,
+) -> Response<Body> {
+    let context = request.context;
+    let body = match request
+        .read(server, mcp::body_limit(&server.settings))
+        .await
+    {
+        Ok(body) => body,
+        Err(reply) => return reply_response(reply, context, &mut record),
+    };
+    let Some(token) = live::token_of(fields.authorization.as_deref()) else {
+        return reply_response(mcp::refused(McpRefusal::Unauthorized), context, &mut record);
+    };
+    let Some(run) = live.table.by_token(token) else {
+        return reply_response(mcp::refused(McpRefusal::NotFound), context, &mut record);
+    };
+    let (reply, mut steps) = mpsc::unbounded_channel();
+    let input = LiveInput::Mcp {
+        fields,
+        body,
+        context: context.clone(),
+        reply,
+    };
+    if run.send(input).is_err() {
+        return reply_response(mcp::refused(McpRefusal::NotFound), context, &mut record);
+    }
+    let head = match steps.recv().await {
+        Some(McpStep::Head(head)) => head,
+        Some(McpStep::Refused(reply)) => return reply_response(reply, context, &mut record),
+        // The chat ended before it answered.
+        _ => return reply_response(mcp::refused(McpRefusal::NotFound), context, &mut record),
+    };
+    record.status = head.status;
+    record.log();
+    let mcp::ResponseHead {
+        status,
+        stream,
+        headers,
+    } = head;
+    if stream {
+        let frames = futures_util::stream::unfold(steps, |mut steps| async move {
+            match steps.recv().await? {
+                McpStep::Body(bytes) => Some((Ok(Frame::data(bytes)), steps)),
+                _ => None,
+            }
+        });
+        return response(status, &headers, StreamBody::new(frames).boxed_unsync());
+    }
+    let mut body = BytesMut::new();
+    while let Some(McpStep::Body(bytes)) = steps.recv().await {
+        body.extend_from_slice(&bytes);
+    }
+    response(status, &headers, Full::new(body.freeze()).boxed_unsync())
 }
 
 /// Streams an MCP answer: one chunk waits for the agent at a time.
@@ -1044,13 +1334,14 @@ async fn read_body(
 /// Runs a stream: hands its chunks to the response body through `chunks`, one waiting at
 /// a time. While one waits, the agent's pipes are not read (it is paused, not buffered),
 /// but every deadline is still served; a closed channel is a client gone.
-async fn stream(mut run: Run, chunks: mpsc::Sender<Bytes>) {
+async fn stream(mut run: Box<Run>, chunks: mpsc::Sender<Bytes>) {
     loop {
         if run.ended {
-            // The agent and the slot go now; the last bytes wait for the client alone
-            // (the connection's write limit bounds that).
+            // The agent and the slot go now (a live chat's agent waiting in a tool call
+            // is parked); the last bytes wait for the client alone (the connection's
+            // write limit bounds that).
             let tail = run.out.take_body();
-            drop(run);
+            finish(run);
             if !tail.is_empty() {
                 let _ = chunks.send(tail).await;
             }
@@ -1119,11 +1410,19 @@ enum Reading {
     Paused,
 }
 
-/// One request's agent and bridge. Dropping it before the bridge's end means the client
-/// is gone.
+/// One request's agent and bridge (or live chat). Dropping it before the bridge's end
+/// means the client is gone. A live chat's run outlives its request while the agent waits
+/// inside a tool call ([`park`]).
 struct Run {
     server: Arc<Server>,
-    bridge: Bridge,
+    driven: Driven,
+    /// A live chat's channel and MCP exchanges.
+    live: Option<LiveLink>,
+    /// Parked: its response ended inside a tool call; the agent waits for the next
+    /// request.
+    parked: bool,
+    /// The conversation's next request, taken by a parked run.
+    attaching: Option<Box<Attach>>,
     /// The agent process's life: what to signal, when its exit goes to the bridge.
     lifecycle: Lifecycle,
     agent: Option<Agent>,
@@ -1151,21 +1450,47 @@ fn exited(exit: io::Result<std::process::ExitStatus>, lifecycle: &mut Lifecycle)
     lifecycle.handle_exit(exit_status(exit.unwrap_or_default()), Instant::now());
 }
 
+/// A live chat's run: its registration, its inputs, and the MCP exchanges it answers.
+struct LiveLink {
+    state: Arc<LiveState>,
+    token: String,
+    inputs: mpsc::UnboundedReceiver<LiveInput>,
+    exchanges:
+        std::collections::HashMap<ExchangeId, (mpsc::UnboundedSender<McpStep>, ResponseContext)>,
+}
+
 impl Run {
     fn start(
         server: Arc<Server>,
-        bridge: Bridge,
+        driven: Driven,
         permit: OwnedSemaphorePermit,
         mut record: RequestRecord,
     ) -> Run {
         let shutdown = server.shutdown.clone();
         let lifecycle = Lifecycle::new(server.settings.kill_grace);
-        if let Some(invocation) = bridge.invocation() {
+        if let Some(invocation) = driven.invocation() {
             record.set_model(invocation);
         }
+        let mut driven = driven;
+        let live = match (driven.live(), &server.live) {
+            (Some(chat), Some(state)) => {
+                let (sender, inputs) = mpsc::unbounded_channel();
+                state.table.insert(chat.token(), sender);
+                Some(LiveLink {
+                    state: Arc::clone(state),
+                    token: chat.token().to_owned(),
+                    inputs,
+                    exchanges: std::collections::HashMap::new(),
+                })
+            }
+            _ => None,
+        };
         let mut run = Run {
             server,
-            bridge,
+            driven,
+            live,
+            parked: false,
+            attaching: None,
             lifecycle,
             agent: None,
             out: Outgoing {
@@ -1185,7 +1510,7 @@ impl Run {
     /// Starts the agent run the bridge's invocation describes (if any) as the leader of
     /// a process group of its own, with a lifecycle of its own.
     fn spawn(&mut self) {
-        let Some(invocation) = self.bridge.invocation() else {
+        let Some(invocation) = self.driven.invocation() else {
             return;
         };
         self.lifecycle = Lifecycle::new(self.server.settings.kill_grace);
@@ -1254,14 +1579,14 @@ impl Run {
     /// Cancel-safe: every input is taken after the only await.
     async fn wait(&mut self, reading: Reading) {
         let clock = self.server.clock;
-        let due = self.bridge.poll_timeout().map(|ms| clock.instant(ms));
+        let due = self.driven.poll_timeout().map(|ms| clock.instant(ms));
         let far = || Instant::now() + Duration::from_secs(86_400);
         let Some(agent) = self.agent.as_mut() else {
             // No agent (it could not start): only the bridge's timers remain.
             match due {
                 Some(at) => {
                     tokio::time::sleep_until(at.into()).await;
-                    self.bridge.handle_timeout(clock.now_ms());
+                    self.driven.handle_timeout(clock.now_ms());
                 }
                 None => self.ended = true,
             }
@@ -1289,14 +1614,14 @@ impl Run {
             // being served.
             biased;
             _ = tokio::time::sleep_until(due.unwrap_or_else(far).into()), if due.is_some() => {
-                self.bridge.handle_timeout(clock.now_ms());
+                self.driven.handle_timeout(clock.now_ms());
             },
             _ = tokio::time::sleep_until(lifecycle_due.unwrap_or_else(far).into()), if lifecycle_due.is_some() => {
                 self.lifecycle.handle_timeout(Instant::now());
             },
             read = read_pipe(stdout, out_buf, reads) => match read {
                 Ok(n) if n > 0 => {
-                    let _ = self.bridge.push_stdout(&out_buf[..n], clock.now_ms());
+                    let _ = self.driven.push_stdout(&out_buf[..n], clock.now_ms());
                 }
                 _ => {
                     *stdout = None;
@@ -1305,7 +1630,7 @@ impl Run {
             },
             read = read_pipe(stderr, err_buf, reads) => match read {
                 Ok(n) if n > 0 => {
-                    let _ = self.bridge.push_stderr(&err_buf[..n], clock.now_ms());
+                    let _ = self.driven.push_stderr(&err_buf[..n], clock.now_ms());
                 }
                 _ => {
                     *stderr = None;
@@ -1313,6 +1638,7 @@ impl Run {
                 }
             },
             exit = child.wait(), if waiting => exited(exit, &mut self.lifecycle),
+            input = next_input(&mut self.live) => self.take_input(input),
             _ = self.shutdown.changed(), if !self.shutting_down => {
                 self.shutting_down = true;
                 if let Some(record) = &mut self.out.record {
@@ -1320,7 +1646,7 @@ impl Run {
                 }
                 // The bridge ends the response (in-band after the head, 503 before it)
                 // and asks for the agent to be stopped, which `drain` does.
-                self.bridge.shutdown(clock.now_ms());
+                self.driven.shutdown(clock.now_ms());
             },
         }
         self.drain();
@@ -1331,7 +1657,7 @@ impl Run {
     fn drain(&mut self) {
         loop {
             let (mut stop, mut respawn) = (false, false);
-            while let Some(output) = self.bridge.poll_output() {
+            while let Some(output) = self.driven.poll_output() {
                 match output {
                     Output::Head(head) => self.out.head = Some(head),
                     Output::Body(bytes) => self.out.body.extend_from_slice(bytes),
@@ -1346,9 +1672,114 @@ impl Run {
             if respawn {
                 self.respawn();
             }
+            self.pump_mcp();
             if !self.act() {
                 return;
             }
+        }
+    }
+
+    /// The response ended: the request's turn in its conversation ends (the chat parked
+    /// or let go). Once; later calls do nothing.
+    fn end_turn(&mut self) {
+        match &mut self.driven {
+            Driven::Bridge(bridge) => self.server.conversations.end_turn(bridge),
+            Driven::Live(chat) => {
+                self.server.conversations.end_live_turn(chat);
+                if let (Some(link), Some(id)) = (&self.live, chat.chat_id()) {
+                    link.state.table.name(&link.token, id);
+                }
+            }
+        }
+    }
+
+    /// Whether the response ended inside the client's tool calls with the agent waiting
+    /// in them: the run parks instead of ending.
+    fn parks(&mut self) -> bool {
+        self.ended
+            && self.live.is_some()
+            && self.driven.live().is_some_and(|chat| chat.is_suspended())
+    }
+
+    /// An input from outside the run: its agent's MCP request, the conversation's next
+    /// request (taken by [`park`]), or the registry letting the chat go.
+    fn take_input(&mut self, input: Option<LiveInput>) {
+        let now = self.server.clock.now_ms();
+        match input {
+            // The table holds the sender for as long as the run is registered.
+            None => {}
+            Some(LiveInput::Mcp {
+                fields,
+                body,
+                context,
+                reply,
+            }) => {
+                let (Some(link), Some(chat)) = (&mut self.live, self.driven.live()) else {
+                    return;
+                };
+                let request = fields.request(&body);
+                match chat.handle_mcp(fields.authorization.as_deref(), &request, now) {
+                    Ok(exchange) => {
+                        link.exchanges.insert(exchange, (reply, context));
+                    }
+                    Err(_) => {
+                        let refused = mcp::refused(McpRefusal::Unauthorized);
+                        let _ = reply.send(McpStep::Refused(refused));
+                    }
+                }
+            }
+            Some(LiveInput::Attach(attach)) => {
+                if self.parked && self.attaching.is_none() {
+                    self.attaching = Some(attach);
+                } else {
+                    refuse_attach(attach);
+                }
+            }
+            Some(LiveInput::Release) => {
+                if self.parked {
+                    self.driven.shutdown(now);
+                }
+            }
+        }
+    }
+
+    /// Hands the live chat's MCP outputs to the exchanges waiting for them; an exchange
+    /// whose agent hung up is told to the chat.
+    fn pump_mcp(&mut self) {
+        let (Some(link), Driven::Live(chat)) = (&mut self.live, &mut self.driven) else {
+            return;
+        };
+        let mut gone = Vec::new();
+        while let Some(exchange) = chat.poll_mcp_ready() {
+            let Some((reply, context)) = link.exchanges.get(&exchange) else {
+                while chat.poll_mcp_output(exchange).is_some() {}
+                continue;
+            };
+            let mut ended = false;
+            while let Some(output) = chat.poll_mcp_output(exchange) {
+                let step = match output {
+                    ExchangeOutput::Head(head) => {
+                        McpStep::Head(mcp::ResponseHead::of(&head, context))
+                    }
+                    ExchangeOutput::Body(bytes) => McpStep::Body(Bytes::copy_from_slice(bytes)),
+                    ExchangeOutput::End => {
+                        ended = true;
+                        McpStep::End
+                    }
+                };
+                if reply.send(step).is_err() {
+                    gone.push(exchange);
+                    break;
+                }
+            }
+            if ended {
+                link.exchanges.remove(&exchange);
+            }
+        }
+        let now = self.server.clock.now_ms();
+        for exchange in gone {
+            link.exchanges.remove(&exchange);
+            chat.mcp_exchange_gone(exchange, now);
         }
     }
 
@@ -1365,31 +1796,142 @@ impl Run {
                     // before its exit and was not read yet is still in the pipes: it is
                     // taken now, without waiting for more, however late this runs.
                     if let Some(agent) = &mut self.agent {
-                        let bridge = &mut self.bridge;
+                        let driven = &mut self.driven;
                         if let Some(stdout) = agent.stdout.take() {
                             agent::read_held(&stdout, &mut agent.out_buf, |bytes| {
-                                let _ = bridge.push_stdout(bytes, now);
+                                let _ = driven.push_stdout(bytes, now);
                             });
                         }
                         if let Some(stderr) = agent.stderr.take() {
                             agent::read_held(&stderr, &mut agent.err_buf, |bytes| {
-                                let _ = bridge.push_stderr(bytes, now);
+                                let _ = driven.push_stderr(bytes, now);
                             });
                         }
                         fed = true;
                     }
                 }
                 Action::Stderr(text) => {
-                    let _ = self.bridge.push_stderr(text.as_bytes(), now);
+                    let _ = self.driven.push_stderr(text.as_bytes(), now);
                     fed = true;
                 }
                 Action::Exited(status) => {
-                    let _ = self.bridge.agent_exited(status, now);
+                    let _ = self.driven.agent_exited(status, now);
                     fed = true;
                 }
             }
         }
         fed
+    }
+}
+
+/// The next input of a live chat's run; never completes for another run.
+async fn next_input(live: &mut Option<LiveLink>) -> Option<LiveInput> {
+    match live {
+        Some(link) => link.inputs.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A run whose response ended: parked when its live chat's agent waits in the client's
+/// tool calls, else let go (its agent stopped and reaped, its slot freed).
+fn finish(mut run: Box<Run>) {
+    if run.parks() {
+        tokio::spawn(park(run));
+    } else {
+        drop(run);
+    }
+}
+
+/// Hands an attach back untaken: the request runs on its own.
+fn refuse_attach(attach: Box<Attach>) {
+    let Attach {
+        prepared,
+        decision,
+        permit,
+        record,
+        reply,
+        ..
+    } = *attach;
+    let rejected = Rejected {
+        back: NotAttached { prepared, decision },
+        permit,
+        record,
+    };
+    let _ = reply.send(Err(Box::new(rejected)));
+}
+
+/// A parked live chat's run: its response ended inside the client's tool calls, the agent
+/// waits in them. Its request is over (logged, its slot freed); the run goes on serving
+/// the agent's pipes, its MCP requests and the chat's deadlines until the conversation's
+/// next request takes it (and it answers that request), or the agent ends (stopped when
+/// the registry lets the chat go, at shutdown, or when it could no longer take the
+/// results).
+async fn park(mut run: Box<Run>) {
+    run.end_turn();
+    if let Some(record) = run.out.record.take() {
+        record.log();
+    }
+    run.permit = None;
+    run.parked = true;
+    if let Some(link) = &run.live {
+        link.state.table.set_parked(&link.token, true);
+    }
+    let mut rejected = Vec::new();
+    loop {
+        if let Some(attach) = run.attaching.take() {
+            let Attach {
+                dialect,
+                prepared,
+                decision,
+                params,
+                permit,
+                record,
+                reply,
+            } = *attach;
+            let config = &run.server.settings.config;
+            let chat = run.driven.live().expect("a parked run is a live chat's");
+            match chat.attach(dialect, prepared, decision, config, params) {
+                Ok(()) => {
+                    run.parked = false;
+                    if let Some(link) = &run.live {
+                        link.state.table.set_parked(&link.token, false);
+                    }
+                    run.permit = Some(permit);
+                    run.out = Outgoing {
+                        record: Some(record),
+                        ..Outgoing::default()
+                    };
+                    run.ended = false;
+                    run.drain();
+                    if let Err(Ok(run)) = reply.send(Ok(run)) {
+                        // Its client left while waiting: the request ends here.
+                        drop(run);
+                    }
+                    return;
+                }
+                Err(back) => {
+                    // This process cannot take it: it is stopped before the request runs
+                    // on its own (two processes must not hold one chat).
+                    let now = run.server.clock.now_ms();
+                    run.driven.shutdown(now);
+                    run.drain();
+                    rejected.push((reply, back, permit, record));
+                }
+            }
+        }
+        let exited = run.lifecycle.agent_end().is_some() || run.agent.is_none();
+        if exited && run.attaching.is_none() {
+            break;
+        }
+        run.wait(Reading::Pipes).await;
+    }
+    for (reply, back, permit, record) in rejected {
+        let rejected = Rejected {
+            back: *back,
+            permit,
+            record,
+        };
+        let _ = reply.send(Err(Box::new(rejected)));
     }
 }
 
@@ -1411,7 +1953,7 @@ impl Drop for Run {
         let mut record = self.out.record.take();
         if !self.ended {
             // Dropped before the end: the client is gone.
-            self.bridge.client_gone(self.server.clock.now_ms());
+            self.driven.client_gone(self.server.clock.now_ms());
             if let Some(record) = &mut record {
                 if !self.shutting_down {
                     record.end = ResponseEnd::ClientGone;
@@ -1422,7 +1964,25 @@ impl Drop for Run {
         // The response is over (every path ends here, once): the chat is parked for the
         // conversation's next request, or let go. Before the last bytes reach the client,
         // so a client that sends its next request at once finds it parked.
-        self.server.conversations.end_turn(&mut self.bridge);
+        self.end_turn();
+        if let Some(mut link) = self.live.take() {
+            // The run ends: nothing reaches it any more. What was on its way is answered.
+            link.state.table.remove(&link.token);
+            link.inputs.close();
+            while let Ok(input) = link.inputs.try_recv() {
+                match input {
+                    LiveInput::Attach(attach) => refuse_attach(attach),
+                    LiveInput::Mcp { reply, .. } => {
+                        let _ = reply.send(McpStep::Refused(mcp::refused(McpRefusal::NotFound)));
+                    }
+                    LiveInput::Release => {}
+                }
+            }
+            if let Some(attach) = self.attaching.take() {
+                refuse_attach(attach);
+            }
+            link.state.gone.notify_waiters();
+        }
         let permit = self.permit.take();
         // The lifecycle goes with the agent.
         let lifecycle = std::mem::replace(&mut self.lifecycle, Lifecycle::new(Duration::ZERO));

@@ -138,21 +138,21 @@ impl Scratch {
             return Vec::new();
         };
         text.lines()
-            .map(|line| {
-                let v: serde_json::Value = serde_json::from_str(line).unwrap();
-                AgentRun {
-                    pid: v["pid"].as_u64().unwrap() as u32,
-                    child: v["child_pid"].as_u64().map(|p| p as u32),
-                    argv: v["argv"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|a| a.as_str().unwrap().to_owned())
-                        .collect(),
-                    prompt: v["prompt"].as_str().unwrap().to_owned(),
-                    stdin_bytes: v["stdin_bytes"].as_u64().unwrap() as usize,
-                    chat: v["chat_id"].as_str().map(str::to_owned),
-                }
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+            // The other lines are events of a run (its MCP calls).
+            .filter(|v| v.get("event").is_none())
+            .map(|v| AgentRun {
+                pid: v["pid"].as_u64().unwrap() as u32,
+                child: v["child_pid"].as_u64().map(|p| p as u32),
+                argv: v["argv"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|a| a.as_str().unwrap().to_owned())
+                    .collect(),
+                prompt: v["prompt"].as_str().unwrap().to_owned(),
+                stdin_bytes: v["stdin_bytes"].as_u64().unwrap() as usize,
+                chat: v["chat_id"].as_str().map(str::to_owned),
             })
             .collect()
     }

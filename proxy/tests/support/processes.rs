@@ -67,3 +67,51 @@ pub fn pids_in(file: &Path) -> Vec<u32> {
     let text = std::fs::read_to_string(file).unwrap();
     text.lines().map(|l| l.parse().unwrap()).collect()
 }
+
+/// Runs `program` with `args` (stdin closed, no API key in its environment) to its exit,
+/// within `limit` (killed past it): its status and output.
+pub fn run_bounded(
+    program: impl AsRef<std::ffi::OsStr>,
+    args: &[String],
+    limit: Duration,
+) -> std::process::Output {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(program)
+        .args(args)
+        .env_remove("AGENTWIRE_API_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut status = None;
+    let exited = crate::support::wait_until(limit, || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    });
+    if !exited {
+        let _ = child.kill();
+        status = Some(child.wait().unwrap());
+    }
+    let mut stdout = Vec::new();
+    let mut stderr = Vec::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_end(&mut stderr)
+        .unwrap();
+    assert!(exited, "{:?} did not exit within {limit:?}", args);
+    std::process::Output {
+        status: status.unwrap(),
+        stdout,
+        stderr,
+    }
+}

@@ -3,14 +3,17 @@
 //! from the caller's entropy), the [`mcp::Server`] behind it, and every call the agent
 //! made, under the id the client knows it by.
 
+use std::fmt::Write as _;
+
 use serde_json::{Value, json};
 
+use crate::conversation::{Message, Part, Role};
 use crate::mcp::{self, CallId, McpError, ToolOutcome, ToolSet};
 use crate::tools::ids;
 
 /// Where a call is, as far as the client is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum CallState {
+pub(crate) enum CallState {
     /// Made while no turn could give it to a client: the next turn of the session does.
     Unannounced,
     /// Given to a client, whose result is awaited.
@@ -22,23 +25,23 @@ pub(super) enum CallState {
 
 /// One call of a client tool the agent made.
 #[derive(Debug)]
-pub(super) struct LinkedCall {
-    pub(super) call: CallId,
+pub(crate) struct LinkedCall {
+    pub(crate) call: CallId,
     /// The id the client knows it by.
-    pub(super) client_id: String,
+    pub(crate) client_id: String,
     /// The tool's name, as the client knows it.
-    pub(super) name: String,
+    pub(crate) name: String,
     /// The client's input for it.
-    pub(super) arguments: String,
-    pub(super) state: CallState,
+    pub(crate) arguments: String,
+    pub(crate) state: CallState,
 }
 
 /// A session's MCP server and what the agent called through it.
 #[derive(Debug)]
-pub(super) struct McpLink {
-    /// Its number among the connection's servers, naming it in an
-    /// [`McpExchange`](super::McpExchange).
-    pub(super) serial: u64,
+pub(crate) struct McpLink {
+    /// Its number among its owner's servers (an ACP connection's, naming it in an
+    /// `McpExchange`).
+    pub(crate) serial: u64,
     /// The path segment naming the server under the endpoint.
     token: String,
     /// The bearer secret the agent presents.
@@ -47,16 +50,16 @@ pub(super) struct McpLink {
     /// The tools served, with their client names.
     tools: ToolSet,
     /// Calls the agent made and the client has not answered.
-    pub(super) calls: Vec<LinkedCall>,
+    pub(crate) calls: Vec<LinkedCall>,
     /// The agent's ids of its tool calls through this server, whose updates are not the
     /// agent's own activity.
-    pub(super) hidden: Vec<String>,
+    pub(crate) hidden: Vec<String>,
 }
 
 impl McpLink {
     /// A server for `tools`, reached at a token and with a secret taken from `entropy`
     /// (32 bytes the caller drew at random), with the agent's own call limit when known.
-    pub(super) fn new(
+    pub(crate) fn new(
         tools: ToolSet,
         config: &mcp::Config,
         entropy: &[u8; 32],
@@ -86,7 +89,7 @@ impl McpLink {
 
     /// The `mcpServers` entry of `session/new`: an HTTP server at `endpoint` + token,
     /// with the secret as a bearer token.
-    pub(super) fn server_entry(&self, name: &str, endpoint: &str) -> Value {
+    pub(crate) fn server_entry(&self, name: &str, endpoint: &str) -> Value {
         let separator = if endpoint.ends_with('/') { "" } else { "/" };
         json!({
             "type": "http",
@@ -97,7 +100,7 @@ impl McpLink {
     }
 
     /// The MCP names of the tools, as the server lists them.
-    pub(super) fn tool_names(&self) -> Vec<&str> {
+    pub(crate) fn tool_names(&self) -> Vec<&str> {
         self.server
             .tools()
             .iter()
@@ -107,32 +110,52 @@ impl McpLink {
 
     /// Whether `token` names this server and `authorization` (the `Authorization`
     /// header's value) carries its secret, compared in constant time.
-    pub(super) fn admits(&self, token: &str, authorization: Option<&[u8]>) -> bool {
+    pub(crate) fn admits(&self, token: &str, authorization: Option<&[u8]>) -> bool {
         let presented = authorization
             .and_then(|value| value.strip_prefix(b"Bearer "))
             .unwrap_or_default();
         token == self.token && mcp::secret_matches(self.secret.as_bytes(), presented)
     }
 
+    /// The bearer value of a server reached at a path all servers share (a
+    /// configuration file cannot name a path per session): the token naming it, a `.`, and
+    /// the secret.
+    pub(crate) fn shared_path_bearer(&self) -> String {
+        format!("{}.{}", self.token, self.secret)
+    }
+
+    /// Whether `authorization` carries [`shared_path_bearer`](Self::shared_path_bearer),
+    /// the secret compared in constant time.
+    pub(crate) fn admits_bearer(&self, authorization: Option<&[u8]>) -> bool {
+        let presented = authorization
+            .and_then(|value| value.strip_prefix(b"Bearer "))
+            .unwrap_or_default();
+        let Some(dot) = presented.iter().position(|&b| b == b'.') else {
+            return false;
+        };
+        let (token, secret) = (&presented[..dot], &presented[dot + 1..]);
+        token == self.token.as_bytes() && mcp::secret_matches(self.secret.as_bytes(), secret)
+    }
+
     /// The token naming this server.
-    pub(super) fn token(&self) -> &str {
+    pub(crate) fn token(&self) -> &str {
         &self.token
     }
 
     /// The server.
-    pub(super) fn server(&mut self) -> &mut mcp::Server {
+    pub(crate) fn server(&mut self) -> &mut mcp::Server {
         &mut self.server
     }
 
     /// The server, to read.
-    pub(super) fn server_ref(&self) -> &mcp::Server {
+    pub(crate) fn server_ref(&self) -> &mcp::Server {
         &self.server
     }
 
     /// Records a call the agent made of tool `tool`: its client-facing id, stable and
     /// unique within the conversation (from the server's session id and the call's
     /// number).
-    pub(super) fn record(
+    pub(crate) fn record(
         &mut self,
         call: CallId,
         tool: usize,
@@ -153,7 +176,7 @@ impl McpLink {
 
     /// Answers the call the client knows as `client_id` with `outcome`; `false` when the
     /// agent no longer waits for it (it was deferred, cancelled, or never made).
-    pub(super) fn answer(&mut self, client_id: &str, outcome: &ToolOutcome, now_ms: u64) -> bool {
+    pub(crate) fn answer(&mut self, client_id: &str, outcome: &ToolOutcome, now_ms: u64) -> bool {
         let Some(position) = self.calls.iter().position(|c| c.client_id == client_id) else {
             return false;
         };
@@ -168,12 +191,53 @@ impl McpLink {
     }
 
     /// Forgets a call the agent gave up.
-    pub(super) fn forget(&mut self, call: CallId) {
+    pub(crate) fn forget(&mut self, call: CallId) {
         self.calls.retain(|c| c.call != call);
     }
 
     /// The call with handle `call`.
-    pub(super) fn call_mut(&mut self, call: CallId) -> Option<&mut LinkedCall> {
+    pub(crate) fn call_mut(&mut self, call: CallId) -> Option<&mut LinkedCall> {
         self.calls.iter_mut().find(|c| c.call == call)
     }
+}
+
+/// New input for an agent that holds the conversation: the messages' text in order,
+/// instructions marked as such, attachments as their placeholders.
+pub(crate) fn render_input(messages: &[Message]) -> String {
+    let mut out = String::new();
+    for message in messages {
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        if matches!(message.role, Role::System | Role::Developer) {
+            out.push_str("Instructions: ");
+        }
+        write_parts(&message.content, &mut out);
+    }
+    out
+}
+
+fn write_parts(parts: &[Part], out: &mut String) {
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        match part {
+            Part::Text(text) => out.push_str(text),
+            Part::Attachment(attachment) => attachment.write_placeholder(out),
+        }
+    }
+}
+
+/// Appends a result the agent's call can no longer take, for a prompt.
+pub(crate) fn late_result(out: &mut String, client_id: &str, outcome: &ToolOutcome) {
+    if !out.is_empty() {
+        out.push_str("\n\n");
+    }
+    let _ = writeln!(
+        out,
+        "The result of your earlier tool call {client_id}{}:",
+        if outcome.is_error { " (it failed)" } else { "" }
+    );
+    write_parts(&outcome.content, out);
 }
