@@ -56,9 +56,9 @@
  *   aw_acp_connection_poll_mcp_output of each exchange aw_acp_connection_poll_mcp_ready
  *   names. An embedder serving a client's tools itself has aw_mcp_server.
  *   With aw_acp_config_set_native_tools(config, AW_NATIVE_TOOLS_OFF), start the agent as
- *   aw_acp_launch_new(program, args, count, envp, &launch) says: append its arguments, write
- *   its settings file (if any) into a directory of the adapter's own, named to the agent
- *   by the variable it gives.
+ *   aw_acp_launch_new(program, args, count, envp, &launch) says: append its arguments, then
+ *   (if it has a file) write the file into a directory of the adapter's own and append its
+ *   flag, the file's path and the arguments after it.
  *
  * CONVENTIONS
  * - Every symbol starts with aw_ / AW_. Handles are opaque, created by *_new, freed by
@@ -257,14 +257,9 @@ enum aw_result
     AW_RESULT_INVALID_SESSION_ID = 7205,
     /**
      * The command is no ACP agent whose own tools agentwire knows how to turn off
-     * (ABI 1.4).
-     */
-    AW_RESULT_UNKNOWN_AGENT = 7206,
-    /**
-     * A settings file to keep is not a JSON object of settings; the last error says why
      * (ABI 1.4). Last added.
      */
-    AW_RESULT_BAD_SETTINGS = 7207,
+    AW_RESULT_UNKNOWN_AGENT = 7206,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -1015,15 +1010,15 @@ typedef struct aw_acp_connection aw_acp_connection;
 
 /**
  * What to add to an ACP agent's launch so that its own tools are off: arguments to
- * append to its command line and, for some agents, a settings file to write and name to
- * the agent in its environment. An opaque handle made by `aw_acp_launch_new`, read with
- * the `aw_acp_launch_*` functions and freed with `aw_acp_launch_free`.
+ * append to its command line and, for some agents, a file of the adapter's own to write
+ * and name on the command line after them. An opaque handle made by `aw_acp_launch_new`,
+ * read with the `aw_acp_launch_*` functions and freed with `aw_acp_launch_free`.
  *
- * With a settings file, the adapter reads the file it replaces
- * (`aw_acp_launch_settings_replaces`) if it exists, writes
- * `aw_acp_launch_settings_contents` of its bytes to a file of its own (in a directory of
- * its own), sets the variable `aw_acp_launch_settings_env` to that file's path in the
- * agent's environment, and removes the file when the agent is gone.
+ * With a file (`aw_acp_launch_has_file`), the adapter writes
+ * `aw_acp_launch_file_contents` to a file named `aw_acp_launch_file_name` in a private
+ * directory of its own, appends `aw_acp_launch_file_flag` and the file's path to the
+ * agent's arguments, then each `aw_acp_launch_file_after`, and removes the file when the
+ * agent is stopped for good.
  *
  * Since ABI 1.4.
  */
@@ -2741,7 +2736,7 @@ aw_result aw_acp_config_get_conversations(const aw_acp_config *config,
  * are off, writing it to `*out_launch`. The agent is recognised by the file name of its
  * program or of an argument (as in `npx @zed-industries/codex-acp`): claude-agent-acp
  * (nothing to add: its tools are turned off per session), codex-acp (`-c` overrides),
- * `gemini --acp` (a system-defaults settings file).
+ * `gemini --acp` (a policy file of the adapter's own, `--policy`).
  *
  * Parameters:
  * - `program`: the agent's program, NUL-terminated UTF-8.
@@ -2749,9 +2744,9 @@ aw_result aw_acp_config_get_conversations(const aw_acp_config *config,
  *   NULL when `args_count` is 0).
  * - `envp`: the agent's environment, as `execve` takes it (`"NAME=value"` strings, the
  *   array ended by NULL), or NULL for the environment of this process, which the agent
- *   then inherits: read for Gemini CLI's `GEMINI_CLI_SYSTEM_DEFAULTS_PATH` and
- *   `GEMINI_CLI_SYSTEM_SETTINGS_PATH`, which say which settings file the new one
- *   replaces (a value that is not UTF-8 counts as unset).
+ *   then inherits: read for Gemini CLI's `GEMINI_CLI_HOME` or else `HOME`, which say
+ *   where the user's own policies directory is (a value that is not UTF-8 counts as
+ *   unset).
  *
  * Returns `AW_RESULT_OK`; `AW_RESULT_UNKNOWN_AGENT` (agentwire knows no way to turn
  * this agent's tools off, cursor-agent among them: keep them, `AW_NATIVE_TOOLS_KEEP`),
@@ -2809,64 +2804,82 @@ aw_result aw_acp_launch_arg(const aw_acp_launch *launch,
                             aw_str *out_value);
 
 /**
- * Whether the launch has a settings file to write; false for NULL or a poisoned launch.
+ * Whether the launch has a file to write and name on the command line; false for NULL
+ * or a poisoned launch.
  *
  * Since ABI 1.4.
  */
-bool aw_acp_launch_has_settings(const aw_acp_launch *launch);
+bool aw_acp_launch_has_file(const aw_acp_launch *launch);
 
 /**
- * The environment variable that names the settings file to the agent
- * (`"GEMINI_CLI_SYSTEM_DEFAULTS_PATH"`), into `*out_value`.
+ * The file's name into `*out_value` (`"agentwire-native-tools-off.toml"` for Gemini CLI,
+ * which reads the file by its extension): give the file this name in the adapter's
+ * private directory.
  *
- * Returns `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE` when there is no settings file.
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE` when there is no file.
  *
  * Memory and lifetimes: NUL-terminated (at `data[len]`); valid until the launch is
  * freed.
  *
  * Since ABI 1.4.
  */
-aw_result aw_acp_launch_settings_env(const aw_acp_launch *launch,
-                                     aw_str *out_value);
+aw_result aw_acp_launch_file_name(const aw_acp_launch *launch,
+                                  aw_str *out_value);
 
 /**
- * The path of the file the settings file stands for, whose settings it keeps, into
- * `*out_value`: the file the agent reads when the variable is not set. Read it, if it
- * exists, for `aw_acp_launch_settings_contents`; never write it.
+ * What the file holds (UTF-8 text) into `*out_value`.
  *
- * Returns `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE` when there is no settings file.
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE` when there is no file.
  *
  * Memory and lifetimes: NUL-terminated (at `data[len]`); valid until the launch is
  * freed.
  *
  * Since ABI 1.4.
  */
-aw_result aw_acp_launch_settings_replaces(const aw_acp_launch *launch,
-                                          aw_str *out_value);
+aw_result aw_acp_launch_file_contents(const aw_acp_launch *launch,
+                                      aw_str *out_value);
 
 /**
- * The settings file's contents into `*out_value`: the settings of the file it replaces,
- * with the added ones written over them.
+ * The flag that names the file to the agent (`"--policy"` for Gemini CLI) into
+ * `*out_value`: append it, then the file's path, after the launch's arguments.
  *
- * Parameters:
- * - `replaced`, `replaced_len`: the bytes of the replaced file; NULL (with length 0) when
- *   it does not exist.
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE` when there is no file.
  *
- * Returns `AW_RESULT_OK`; `AW_RESULT_NOT_AVAILABLE` when there is no settings file;
- * `AW_RESULT_BAD_SETTINGS` when `replaced` is not a JSON object (the last error says
- * why: fix or remove that file, or keep the agent's tools); `AW_RESULT_NULL_PARAMETER`,
- * `AW_RESULT_LENGTH_TOO_LARGE`.
- *
- * Memory and lifetimes: `replaced` is read during the call only. The contents are UTF-8
- * JSON, NUL-terminated (at `data[len]`), valid until the next call of this function on
- * `launch` or its free.
+ * Memory and lifetimes: NUL-terminated (at `data[len]`); valid until the launch is
+ * freed.
  *
  * Since ABI 1.4.
  */
-aw_result aw_acp_launch_settings_contents(aw_acp_launch *launch,
-                                          const uint8_t *replaced,
-                                          size_t replaced_len,
-                                          aw_str *out_value);
+aw_result aw_acp_launch_file_flag(const aw_acp_launch *launch,
+                                  aw_str *out_value);
+
+/**
+ * How many arguments to append after the file's path, into `*out_count` (for Gemini CLI,
+ * `--policy` and the user's own policies directory, which a `--policy` would otherwise
+ * replace; none when the command line names policies itself).
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE` when there is no file.
+ *
+ * Since ABI 1.4.
+ */
+aw_result aw_acp_launch_file_after_count(const aw_acp_launch *launch,
+                                         size_t *out_count);
+
+/**
+ * The argument at `index` of those to append after the file's path (in order) into
+ * `*out_value`.
+ *
+ * Returns `AW_RESULT_OK`, `AW_RESULT_INDEX_OUT_OF_RANGE`, or `AW_RESULT_NOT_AVAILABLE`
+ * when there is no file.
+ *
+ * Memory and lifetimes: NUL-terminated (at `data[len]`); valid until the launch is
+ * freed.
+ *
+ * Since ABI 1.4.
+ */
+aw_result aw_acp_launch_file_after(const aw_acp_launch *launch,
+                                   size_t index,
+                                   aw_str *out_value);
 
 /**
  * Creates a connection to a just-spawned ACP agent, writing it to `*out_connection`; its

@@ -5,23 +5,22 @@
 use std::ffi::{CStr, CString, c_char};
 
 use super::boundary::{
-    Guarded, Handle, Out, boundary, call, call_mut, free_handle, impl_handle, input_optional_bytes,
-    last_error, predicate,
+    Guarded, Handle, Out, boundary, call, free_handle, impl_handle, last_error, predicate,
 };
 use super::result::{Error, aw_result};
 use super::views::aw_str;
-use crate::acp::{AgentLaunch, LaunchError, SettingsFile, launch_without_native_tools};
+use crate::acp::{AgentLaunch, launch_without_native_tools};
 
 /// What to add to an ACP agent's launch so that its own tools are off: arguments to
-/// append to its command line and, for some agents, a settings file to write and name to
-/// the agent in its environment. An opaque handle made by `aw_acp_launch_new`, read with
-/// the `aw_acp_launch_*` functions and freed with `aw_acp_launch_free`.
+/// append to its command line and, for some agents, a file of the adapter's own to write
+/// and name on the command line after them. An opaque handle made by `aw_acp_launch_new`,
+/// read with the `aw_acp_launch_*` functions and freed with `aw_acp_launch_free`.
 ///
-/// With a settings file, the adapter reads the file it replaces
-/// (`aw_acp_launch_settings_replaces`) if it exists, writes
-/// `aw_acp_launch_settings_contents` of its bytes to a file of its own (in a directory of
-/// its own), sets the variable `aw_acp_launch_settings_env` to that file's path in the
-/// agent's environment, and removes the file when the agent is gone.
+/// With a file (`aw_acp_launch_has_file`), the adapter writes
+/// `aw_acp_launch_file_contents` to a file named `aw_acp_launch_file_name` in a private
+/// directory of its own, appends `aw_acp_launch_file_flag` and the file's path to the
+/// agent's arguments, then each `aw_acp_launch_file_after`, and removes the file when the
+/// agent is stopped for good.
 ///
 /// Since ABI 1.4.
 #[allow(non_camel_case_types)]
@@ -31,48 +30,48 @@ impl_handle!(aw_acp_launch, LaunchState);
 /// The launch, with its strings NUL-terminated for C.
 pub(crate) struct LaunchState {
     args: Vec<CString>,
-    settings: Option<SettingsState>,
+    file: Option<FileState>,
 }
 
-/// A settings file, its strings NUL-terminated, and the contents last made.
-struct SettingsState {
-    file: SettingsFile,
-    env: CString,
-    replaces: CString,
+/// The launch's file, its strings NUL-terminated.
+struct FileState {
+    name: CString,
     contents: CString,
+    flag: CString,
+    after: Vec<CString>,
 }
 
 /// A string of the launch as a C string: they come from the agent's command line and
-/// environment, where a NUL byte cannot be.
+/// environment, where a NUL byte cannot be, or from agentwire's own text.
 fn c_string(text: &str) -> Result<CString, aw_result> {
     CString::new(text).map_err(|_| aw_result::InteriorNul)
 }
 
-impl LaunchState {
-    fn of(launch: AgentLaunch) -> Result<LaunchState, aw_result> {
-        let args = launch
-            .args
-            .iter()
-            .map(|arg| c_string(arg))
-            .collect::<Result<_, _>>()?;
-        let settings = match launch.settings {
-            None => None,
-            Some(file) => Some(SettingsState {
-                env: c_string(file.env)?,
-                replaces: c_string(&file.replaces)?,
-                contents: CString::default(),
-                file,
-            }),
-        };
-        Ok(LaunchState { args, settings })
-    }
+/// Strings as C strings.
+fn c_strings(list: &[String]) -> Result<Vec<CString>, aw_result> {
+    list.iter().map(|text| c_string(text)).collect()
 }
 
-fn no_settings() -> Error {
-    Error::new(
-        aw_result::NotAvailable,
-        "this agent's launch has no settings file",
-    )
+impl LaunchState {
+    fn of(launch: AgentLaunch) -> Result<LaunchState, aw_result> {
+        let args = c_strings(&launch.args)?;
+        let file = match launch.file {
+            None => None,
+            Some(file) => Some(FileState {
+                name: c_string(file.name)?,
+                contents: c_string(&file.contents)?,
+                flag: c_string(file.flag)?,
+                after: c_strings(&file.after)?,
+            }),
+        };
+        Ok(LaunchState { args, file })
+    }
+
+    fn file(&self) -> Result<&FileState, Error> {
+        self.file
+            .as_ref()
+            .ok_or_else(|| Error::new(aw_result::NotAvailable, "this agent's launch has no file"))
+    }
 }
 
 /// A NUL-terminated C string argument, read as UTF-8.
@@ -92,7 +91,7 @@ unsafe fn input_c_str<'a>(text: *const c_char) -> Result<&'a str, aw_result> {
 /// are off, writing it to `*out_launch`. The agent is recognised by the file name of its
 /// program or of an argument (as in `npx @zed-industries/codex-acp`): claude-agent-acp
 /// (nothing to add: its tools are turned off per session), codex-acp (`-c` overrides),
-/// `gemini --acp` (a system-defaults settings file).
+/// `gemini --acp` (a policy file of the adapter's own, `--policy`).
 ///
 /// Parameters:
 /// - `program`: the agent's program, NUL-terminated UTF-8.
@@ -100,9 +99,9 @@ unsafe fn input_c_str<'a>(text: *const c_char) -> Result<&'a str, aw_result> {
 ///   NULL when `args_count` is 0).
 /// - `envp`: the agent's environment, as `execve` takes it (`"NAME=value"` strings, the
 ///   array ended by NULL), or NULL for the environment of this process, which the agent
-///   then inherits: read for Gemini CLI's `GEMINI_CLI_SYSTEM_DEFAULTS_PATH` and
-///   `GEMINI_CLI_SYSTEM_SETTINGS_PATH`, which say which settings file the new one
-///   replaces (a value that is not UTF-8 counts as unset).
+///   then inherits: read for Gemini CLI's `GEMINI_CLI_HOME` or else `HOME`, which say
+///   where the user's own policies directory is (a value that is not UTF-8 counts as
+///   unset).
 ///
 /// Returns `AW_RESULT_OK`; `AW_RESULT_UNKNOWN_AGENT` (agentwire knows no way to turn
 /// this agent's tools off, cursor-agent among them: keep them, `AW_NATIVE_TOOLS_KEEP`),
@@ -253,109 +252,146 @@ pub unsafe extern "C" fn aw_acp_launch_arg(
     }
 }
 
-/// Whether the launch has a settings file to write; false for NULL or a poisoned launch.
+/// Whether the launch has a file to write and name on the command line; false for NULL
+/// or a poisoned launch.
 ///
 /// Since ABI 1.4.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn aw_acp_launch_has_settings(launch: *const aw_acp_launch) -> bool {
+pub unsafe extern "C" fn aw_acp_launch_has_file(launch: *const aw_acp_launch) -> bool {
     // SAFETY: the pointer rules.
-    unsafe { predicate(launch, false, |state| state.settings.is_some()) }
+    unsafe { predicate(launch, false, |state| state.file.is_some()) }
 }
 
-/// The environment variable that names the settings file to the agent
-/// (`"GEMINI_CLI_SYSTEM_DEFAULTS_PATH"`), into `*out_value`.
+/// One of the file's strings into `*out_value`: `AW_RESULT_OK`, or
+/// `AW_RESULT_NOT_AVAILABLE` when there is no file.
 ///
-/// Returns `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE` when there is no settings file.
-///
-/// Memory and lifetimes: NUL-terminated (at `data[len]`); valid until the launch is
-/// freed.
-///
-/// Since ABI 1.4.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn aw_acp_launch_settings_env(
+/// # Safety
+/// The pointer rules.
+unsafe fn file_string(
     launch: *const aw_acp_launch,
     out_value: *mut aw_str,
+    field: fn(&FileState) -> &CStr,
 ) -> aw_result {
-    // SAFETY: the pointer rules.
+    // SAFETY: forwarded contract.
     unsafe {
         call(launch, |state| {
             let out = Out::new(out_value, "out_value")?;
-            Ok(out.write_optional(state.settings.as_ref().map(|s| aw_str::of_c(&s.env))))
-        })
-    }
-}
-
-/// The path of the file the settings file stands for, whose settings it keeps, into
-/// `*out_value`: the file the agent reads when the variable is not set. Read it, if it
-/// exists, for `aw_acp_launch_settings_contents`; never write it.
-///
-/// Returns `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE` when there is no settings file.
-///
-/// Memory and lifetimes: NUL-terminated (at `data[len]`); valid until the launch is
-/// freed.
-///
-/// Since ABI 1.4.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn aw_acp_launch_settings_replaces(
-    launch: *const aw_acp_launch,
-    out_value: *mut aw_str,
-) -> aw_result {
-    // SAFETY: the pointer rules.
-    unsafe {
-        call(launch, |state| {
-            let out = Out::new(out_value, "out_value")?;
-            Ok(out.write_optional(state.settings.as_ref().map(|s| aw_str::of_c(&s.replaces))))
-        })
-    }
-}
-
-/// The settings file's contents into `*out_value`: the settings of the file it replaces,
-/// with the added ones written over them.
-///
-/// Parameters:
-/// - `replaced`, `replaced_len`: the bytes of the replaced file; NULL (with length 0) when
-///   it does not exist.
-///
-/// Returns `AW_RESULT_OK`; `AW_RESULT_NOT_AVAILABLE` when there is no settings file;
-/// `AW_RESULT_BAD_SETTINGS` when `replaced` is not a JSON object (the last error says
-/// why: fix or remove that file, or keep the agent's tools); `AW_RESULT_NULL_PARAMETER`,
-/// `AW_RESULT_LENGTH_TOO_LARGE`.
-///
-/// Memory and lifetimes: `replaced` is read during the call only. The contents are UTF-8
-/// JSON, NUL-terminated (at `data[len]`), valid until the next call of this function on
-/// `launch` or its free.
-///
-/// Since ABI 1.4.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn aw_acp_launch_settings_contents(
-    launch: *mut aw_acp_launch,
-    replaced: *const u8,
-    replaced_len: usize,
-    out_value: *mut aw_str,
-) -> aw_result {
-    // SAFETY: the pointer rules.
-    unsafe {
-        call_mut(launch, |state| {
-            let out = Out::new(out_value, "out_value")?;
-            let replaced = input_optional_bytes(replaced, replaced_len, "replaced")?;
-            let settings = state.settings.as_mut().ok_or_else(no_settings)?;
-            let contents = settings.file.contents(replaced).map_err(launch_error)?;
-            // JSON text escapes every control character, NUL among them.
-            settings.contents = CString::new(contents)
-                .map_err(|_| Error::new(aw_result::InteriorNul, "the settings hold a NUL byte"))?;
-            out.write(aw_str::of_c(&settings.contents));
+            out.write(aw_str::of_c(field(state.file()?)));
             Ok(aw_result::Ok)
         })
     }
 }
 
-/// A launch failure as a C failure with its message.
-fn launch_error(error: LaunchError) -> Error {
-    let code = match error {
-        LaunchError::UnknownAgent(_) => aw_result::UnknownAgent,
-        LaunchError::BadSettings { .. } => aw_result::BadSettings,
-    };
-    Error::new(code, error.to_string())
+/// The file's name into `*out_value` (`"agentwire-native-tools-off.toml"` for Gemini CLI,
+/// which reads the file by its extension): give the file this name in the adapter's
+/// private directory.
+///
+/// Returns `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE` when there is no file.
+///
+/// Memory and lifetimes: NUL-terminated (at `data[len]`); valid until the launch is
+/// freed.
+///
+/// Since ABI 1.4.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_launch_file_name(
+    launch: *const aw_acp_launch,
+    out_value: *mut aw_str,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe { file_string(launch, out_value, |file| &file.name) }
+}
+
+/// What the file holds (UTF-8 text) into `*out_value`.
+///
+/// Returns `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE` when there is no file.
+///
+/// Memory and lifetimes: NUL-terminated (at `data[len]`); valid until the launch is
+/// freed.
+///
+/// Since ABI 1.4.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_launch_file_contents(
+    launch: *const aw_acp_launch,
+    out_value: *mut aw_str,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe { file_string(launch, out_value, |file| &file.contents) }
+}
+
+/// The flag that names the file to the agent (`"--policy"` for Gemini CLI) into
+/// `*out_value`: append it, then the file's path, after the launch's arguments.
+///
+/// Returns `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE` when there is no file.
+///
+/// Memory and lifetimes: NUL-terminated (at `data[len]`); valid until the launch is
+/// freed.
+///
+/// Since ABI 1.4.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_launch_file_flag(
+    launch: *const aw_acp_launch,
+    out_value: *mut aw_str,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe { file_string(launch, out_value, |file| &file.flag) }
+}
+
+/// How many arguments to append after the file's path, into `*out_count` (for Gemini CLI,
+/// `--policy` and the user's own policies directory, which a `--policy` would otherwise
+/// replace; none when the command line names policies itself).
+///
+/// Returns `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE` when there is no file.
+///
+/// Since ABI 1.4.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_launch_file_after_count(
+    launch: *const aw_acp_launch,
+    out_count: *mut usize,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe {
+        call(launch, |state| {
+            let out = Out::new(out_count, "out_count")?;
+            out.write(state.file()?.after.len());
+            Ok(aw_result::Ok)
+        })
+    }
+}
+
+/// The argument at `index` of those to append after the file's path (in order) into
+/// `*out_value`.
+///
+/// Returns `AW_RESULT_OK`, `AW_RESULT_INDEX_OUT_OF_RANGE`, or `AW_RESULT_NOT_AVAILABLE`
+/// when there is no file.
+///
+/// Memory and lifetimes: NUL-terminated (at `data[len]`); valid until the launch is
+/// freed.
+///
+/// Since ABI 1.4.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_launch_file_after(
+    launch: *const aw_acp_launch,
+    index: usize,
+    out_value: *mut aw_str,
+) -> aw_result {
+    // SAFETY: the pointer rules.
+    unsafe {
+        call(launch, |state| {
+            let out = Out::new(out_value, "out_value")?;
+            let after = &state.file()?.after;
+            let arg = after.get(index).ok_or_else(|| {
+                Error::new(
+                    aw_result::IndexOutOfRange,
+                    format!(
+                        "index {index} is out of range (the file has {} arguments after it)",
+                        after.len()
+                    ),
+                )
+            })?;
+            out.write(aw_str::of_c(arg));
+            Ok(aw_result::Ok)
+        })
+    }
 }
 
 #[cfg(test)]
@@ -412,122 +448,142 @@ mod tests {
                 aw_acp_launch_arg(launch, count, &mut view),
                 aw_result::IndexOutOfRange
             );
-            assert!(!aw_acp_launch_has_settings(launch));
+            assert!(!aw_acp_launch_has_file(launch));
+            type Getter = unsafe extern "C" fn(*const aw_acp_launch, *mut aw_str) -> aw_result;
+            let getters: [Getter; 3] = [
+                aw_acp_launch_file_name,
+                aw_acp_launch_file_contents,
+                aw_acp_launch_file_flag,
+            ];
+            for getter in getters {
+                assert_eq!(getter(launch, &mut view), aw_result::NotAvailable);
+            }
             assert_eq!(
-                aw_acp_launch_settings_env(launch, &mut view),
+                aw_acp_launch_file_after_count(launch, &mut count),
                 aw_result::NotAvailable
             );
             assert_eq!(
-                aw_acp_launch_settings_replaces(launch, &mut view),
+                aw_acp_launch_file_after(launch, 0, &mut view),
                 aw_result::NotAvailable
             );
-            assert_eq!(
-                aw_acp_launch_settings_contents(launch, std::ptr::null(), 0, &mut view),
-                aw_result::NotAvailable
-            );
+            let message = CStr::from_ptr(aw_acp_launch_last_error(launch));
+            assert!(message.to_str().unwrap().contains("no file"), "{message:?}");
             aw_acp_launch_free(launch);
         }
     }
 
+    /// A launch made with the environment `env` (`"NAME=value"` entries).
+    fn new_in(program: &CStr, args: &[&CStr], env: &[&CStr]) -> *mut aw_acp_launch {
+        let pointers: Vec<*const c_char> = args.iter().map(|a| a.as_ptr()).collect();
+        let mut envp: Vec<*const c_char> = env.iter().map(|e| e.as_ptr()).collect();
+        envp.push(std::ptr::null());
+        let mut launch = std::ptr::null_mut();
+        // SAFETY: valid strings, arrays and out-pointer.
+        let result = unsafe {
+            aw_acp_launch_new(
+                program.as_ptr(),
+                pointers.as_ptr(),
+                pointers.len(),
+                envp.as_ptr(),
+                &mut launch,
+            )
+        };
+        assert_eq!(result, aw_result::Ok);
+        launch
+    }
+
+    /// The arguments to append after the launch's file.
+    fn after(launch: *const aw_acp_launch) -> Vec<String> {
+        let mut count = usize::MAX;
+        let mut view = aw_str::EMPTY;
+        // SAFETY: a live launch and valid out-pointers.
+        unsafe {
+            assert_eq!(
+                aw_acp_launch_file_after_count(launch, &mut count),
+                aw_result::Ok
+            );
+            let list = (0..count)
+                .map(|index| {
+                    assert_eq!(
+                        aw_acp_launch_file_after(launch, index, &mut view),
+                        aw_result::Ok
+                    );
+                    string(view)
+                })
+                .collect();
+            assert_eq!(
+                aw_acp_launch_file_after(launch, count, &mut view),
+                aw_result::IndexOutOfRange
+            );
+            list
+        }
+    }
+
     #[test]
-    fn gemini_gets_a_file_merged_over_the_one_it_replaces() {
-        let launch = new(c"gemini", &[c"--acp"]).unwrap();
+    fn gemini_gets_a_policy_file_and_the_users_policies_after_it() {
+        let launch = new_in(
+            c"gemini",
+            &[c"--acp"],
+            &[c"HOMEX=/no", c"HOME=/home/u", c"PATH=/bin"],
+        );
+        let expected = launch_without_native_tools("gemini", &["--acp".to_owned()], &|name| {
+            (name == "HOME").then(|| "/home/u".to_owned())
+        })
+        .unwrap()
+        .file
+        .unwrap();
         // SAFETY: a live launch and valid pointers.
         unsafe {
             let mut count = 1;
             assert_eq!(aw_acp_launch_arg_count(launch, &mut count), aw_result::Ok);
             assert_eq!(count, 0);
-            assert!(aw_acp_launch_has_settings(launch));
+            assert!(aw_acp_launch_has_file(launch));
             let mut view = aw_str::EMPTY;
-            assert_eq!(aw_acp_launch_settings_env(launch, &mut view), aw_result::Ok);
-            assert_eq!(string(view), "GEMINI_CLI_SYSTEM_DEFAULTS_PATH");
+            assert_eq!(aw_acp_launch_file_name(launch, &mut view), aw_result::Ok);
+            assert_eq!(string(view), "agentwire-native-tools-off.toml");
+            assert_eq!(aw_acp_launch_file_flag(launch, &mut view), aw_result::Ok);
+            assert_eq!(string(view), "--policy");
             assert_eq!(
-                aw_acp_launch_settings_replaces(launch, &mut view),
+                aw_acp_launch_file_contents(launch, &mut view),
                 aw_result::Ok
             );
-            assert!(string(view).ends_with("system-defaults.json"));
-            assert_eq!(
-                aw_acp_launch_settings_contents(launch, std::ptr::null(), 0, &mut view),
-                aw_result::Ok
-            );
-            assert_eq!(string(view), r#"{"tools":{"core":[]}}"#);
-            let kept = br#"{"ui":{"theme":"dark"},"tools":{"core":["ls"]}}"#;
-            assert_eq!(
-                aw_acp_launch_settings_contents(launch, kept.as_ptr(), kept.len(), &mut view),
-                aw_result::Ok
-            );
-            let merged: serde_json::Value = serde_json::from_str(&string(view)).unwrap();
-            assert_eq!(
-                merged,
-                serde_json::json!({"ui":{"theme":"dark"},"tools":{"core":[]}})
-            );
+            assert_eq!(string(view), expected.contents);
+            assert!(string(view).contains("decision = \"deny\""));
             assert_eq!(CStr::from_ptr(aw_acp_launch_last_error(launch)), c"");
-            let bad = b"[1]";
-            assert_eq!(
-                aw_acp_launch_settings_contents(launch, bad.as_ptr(), bad.len(), &mut view),
-                aw_result::BadSettings
-            );
-            let message = CStr::from_ptr(aw_acp_launch_last_error(launch));
+            assert_eq!(after(launch), expected.after);
+            assert_eq!(after(launch)[0], "--policy");
             assert!(
-                message.to_str().unwrap().contains("system-defaults.json"),
-                "{message:?}"
-            );
-            assert_eq!(
-                aw_acp_launch_settings_contents(launch, std::ptr::null(), 3, &mut view),
-                aw_result::NullParameter
+                after(launch)[1].starts_with("/home/u"),
+                "{:?}",
+                after(launch)
             );
             aw_acp_launch_free(launch);
         }
     }
 
     #[test]
-    fn a_given_environment_names_the_replaced_file() {
-        let env = [
-            c"HOME=/home/u".as_ptr(),
-            c"GEMINI_CLI_SYSTEM_DEFAULTS_PATH_X=/no".as_ptr(),
-            c"GEMINI_CLI_SYSTEM_DEFAULTS_PATH=/srv/defaults.json".as_ptr(),
-            std::ptr::null(),
-        ];
-        let args = [c"--acp".as_ptr()];
-        let mut launch = std::ptr::null_mut();
-        // SAFETY: valid strings, arrays and out-pointers; the launch freed once.
+    fn the_given_environment_names_the_users_policies() {
+        let moved = new_in(
+            c"gemini",
+            &[c"--acp"],
+            &[c"HOME=/home/u", c"GEMINI_CLI_HOME=/srv/g"],
+        );
+        assert!(after(moved)[1].starts_with("/srv/g"), "{:?}", after(moved));
+        // No home: nothing to name after the file.
+        let homeless = new_in(c"gemini", &[c"--acp"], &[]);
+        assert_eq!(after(homeless), Vec::<String>::new());
+        // Policies on the command line are the user's choice.
+        let own = new_in(
+            c"gemini",
+            &[c"--acp", c"--policy", c"/etc/p.toml"],
+            &[c"HOME=/home/u"],
+        );
+        assert_eq!(after(own), Vec::<String>::new());
+        // SAFETY: live launches, each freed once.
         unsafe {
-            assert_eq!(
-                aw_acp_launch_new(
-                    c"gemini".as_ptr(),
-                    args.as_ptr(),
-                    1,
-                    env.as_ptr(),
-                    &mut launch
-                ),
-                aw_result::Ok
-            );
-            let mut view = aw_str::EMPTY;
-            assert_eq!(
-                aw_acp_launch_settings_replaces(launch, &mut view),
-                aw_result::Ok
-            );
-            assert_eq!(string(view), "/srv/defaults.json");
-            aw_acp_launch_free(launch);
-            // An empty environment: the platform's file.
-            let empty = [std::ptr::null()];
-            assert_eq!(
-                aw_acp_launch_new(
-                    c"gemini".as_ptr(),
-                    args.as_ptr(),
-                    1,
-                    empty.as_ptr(),
-                    &mut launch
-                ),
-                aw_result::Ok
-            );
-            assert_eq!(
-                aw_acp_launch_settings_replaces(launch, &mut view),
-                aw_result::Ok
-            );
-            assert!(string(view).ends_with("system-defaults.json"));
-            assert_ne!(string(view), "/srv/defaults.json");
-            aw_acp_launch_free(launch);
+            aw_acp_launch_free(moved);
+            aw_acp_launch_free(homeless);
+            aw_acp_launch_free(own);
         }
     }
 
@@ -544,7 +600,7 @@ mod tests {
             let mut count = 1;
             assert_eq!(aw_acp_launch_arg_count(claude, &mut count), aw_result::Ok);
             assert_eq!(count, 0);
-            assert!(!aw_acp_launch_has_settings(claude));
+            assert!(!aw_acp_launch_has_file(claude));
             aw_acp_launch_free(claude);
         }
         let not_utf8 = c"codex-acp\xff";
@@ -601,7 +657,7 @@ mod tests {
                 aw_acp_launch_arg_count(std::ptr::null(), &mut count),
                 aw_result::NullParameter
             );
-            assert!(!aw_acp_launch_has_settings(std::ptr::null()));
+            assert!(!aw_acp_launch_has_file(std::ptr::null()));
             aw_acp_launch_free(std::ptr::null_mut());
         }
         assert!(launch.is_null());

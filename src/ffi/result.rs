@@ -81,16 +81,13 @@ pub enum aw_result {
     /// An MCP session id is not 1 or more visible ASCII characters (ABI 1.3).
     InvalidSessionId = 7205,
     /// The command is no ACP agent whose own tools agentwire knows how to turn off
-    /// (ABI 1.4).
-    UnknownAgent = 7206,
-    /// A settings file to keep is not a JSON object of settings; the last error says why
     /// (ABI 1.4). Last added.
-    BadSettings = 7207,
+    UnknownAgent = 7206,
 }
 
 impl aw_result {
     /// Every value, in order.
-    pub const ALL: [aw_result; 27] = [
+    pub const ALL: [aw_result; 26] = [
         aw_result::Ok,
         aw_result::Drained,
         aw_result::NotAvailable,
@@ -117,7 +114,6 @@ impl aw_result {
         aw_result::InvalidRequest,
         aw_result::InvalidSessionId,
         aw_result::UnknownAgent,
-        aw_result::BadSettings,
     ];
 
     /// The value's name as the header spells it, NUL-terminated.
@@ -149,7 +145,6 @@ impl aw_result {
             aw_result::InvalidRequest => c"AW_RESULT_INVALID_REQUEST",
             aw_result::InvalidSessionId => c"AW_RESULT_INVALID_SESSION_ID",
             aw_result::UnknownAgent => c"AW_RESULT_UNKNOWN_AGENT",
-            aw_result::BadSettings => c"AW_RESULT_BAD_SETTINGS",
         }
     }
 

@@ -90,7 +90,7 @@ static void test_result_names(void)
             CHECK(aw_result_is_status(v) == (v < 7100));
         }
     }
-    CHECK(named == 27);
+    CHECK(named == 26);
     CHECK(!aw_result_is_status(AW_RESULT_BUSY));
     CHECK(strcmp(aw_result_name(AW_RESULT_UNKNOWN_TURN), "AW_RESULT_UNKNOWN_TURN") == 0);
 }
@@ -857,15 +857,15 @@ static const char ACP_PROMPT_END[] =
 /* One connection from the handshake to the agent's exit: a turn's outputs as a bridge's,
    the model list, and every misuse. */
 /* What to add to an agent's launch with its own tools off: codex-acp's arguments, Gemini
- * CLI's settings file merged over the one it replaces, unknown agents refused. */
+ * CLI's policy file with the user's own policies named after it, unknown agents refused. */
 static void test_acp_launch(void)
 {
     aw_acp_launch *launch = NULL;
     const char *codex_args[] = {"@zed-industries/codex-acp"};
     const char *gemini_args[] = {"--acp"};
     const char *cursor_args[] = {"acp"};
-    const char *gemini_env[] = {"GEMINI_CLI_SYSTEM_SETTINGS_PATH=/srv/gemini/settings.json", NULL};
-    const char *kept = "{\"ui\":{\"theme\":\"dark\"},\"tools\":{\"core\":[\"ls\"]}}";
+    const char *gemini_env[] = {"HOME=/home/u", "GEMINI_CLI_HOME=/srv/gemini", NULL};
+    const char *no_env[] = {NULL};
     size_t count = 0, i;
     aw_str s;
 
@@ -880,28 +880,43 @@ static void test_acp_launch(void)
     CHECK(strchr(s.data, '=') != NULL);
     EXPECT(aw_acp_launch_arg(launch, count, &s), AW_RESULT_INDEX_OUT_OF_RANGE);
     CHECK(strstr(aw_acp_launch_last_error(launch), "out of range") != NULL);
-    CHECK(!aw_acp_launch_has_settings(launch));
-    EXPECT(aw_acp_launch_settings_env(launch, &s), AW_RESULT_NOT_AVAILABLE);
-    EXPECT(aw_acp_launch_settings_contents(launch, NULL, 0, &s), AW_RESULT_NOT_AVAILABLE);
+    CHECK(!aw_acp_launch_has_file(launch));
+    EXPECT(aw_acp_launch_file_name(launch, &s), AW_RESULT_NOT_AVAILABLE);
+    EXPECT(aw_acp_launch_file_contents(launch, &s), AW_RESULT_NOT_AVAILABLE);
+    EXPECT(aw_acp_launch_file_flag(launch, &s), AW_RESULT_NOT_AVAILABLE);
+    EXPECT(aw_acp_launch_file_after_count(launch, &count), AW_RESULT_NOT_AVAILABLE);
+    EXPECT(aw_acp_launch_file_after(launch, 0, &s), AW_RESULT_NOT_AVAILABLE);
+    CHECK(strstr(aw_acp_launch_last_error(launch), "no file") != NULL);
     aw_acp_launch_free(launch);
 
     launch = NULL;
     EXPECT(aw_acp_launch_new("/usr/bin/gemini", gemini_args, 1, gemini_env, &launch), AW_RESULT_OK);
     EXPECT(aw_acp_launch_arg_count(launch, &count), AW_RESULT_OK);
     CHECK(count == 0);
-    CHECK(aw_acp_launch_has_settings(launch));
-    EXPECT(aw_acp_launch_settings_env(launch, &s), AW_RESULT_OK);
-    CHECK(str_eq(s, "GEMINI_CLI_SYSTEM_DEFAULTS_PATH"));
-    EXPECT(aw_acp_launch_settings_replaces(launch, &s), AW_RESULT_OK);
-    CHECK(str_eq(s, "/srv/gemini/system-defaults.json"));
-    EXPECT(aw_acp_launch_settings_contents(launch, NULL, 0, &s), AW_RESULT_OK);
-    CHECK(str_eq(s, "{\"tools\":{\"core\":[]}}"));
-    EXPECT(aw_acp_launch_settings_contents(launch, (const uint8_t *)kept, strlen(kept), &s),
-           AW_RESULT_OK);
-    CHECK(strstr(s.data, "\"theme\":\"dark\"") != NULL && strstr(s.data, "\"ls\"") == NULL);
-    EXPECT(aw_acp_launch_settings_contents(launch, (const uint8_t *)"[1]", 3, &s),
-           AW_RESULT_BAD_SETTINGS);
-    CHECK(strstr(aw_acp_launch_last_error(launch), "system-defaults.json") != NULL);
+    CHECK(aw_acp_launch_has_file(launch));
+    EXPECT(aw_acp_launch_file_name(launch, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "agentwire-native-tools-off.toml") && s.data[s.len] == '\0');
+    EXPECT(aw_acp_launch_file_flag(launch, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "--policy"));
+    EXPECT(aw_acp_launch_file_contents(launch, &s), AW_RESULT_OK);
+    CHECK(strstr(s.data, "decision = \"deny\"") != NULL);
+    CHECK(strstr(s.data, "mcpName = \"*\"") != NULL);
+    EXPECT(aw_acp_launch_file_after_count(launch, &count), AW_RESULT_OK);
+    CHECK(count == 2);
+    EXPECT(aw_acp_launch_file_after(launch, 0, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "--policy"));
+    EXPECT(aw_acp_launch_file_after(launch, 1, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "/srv/gemini/.gemini/policies"));
+    EXPECT(aw_acp_launch_file_after(launch, 2, &s), AW_RESULT_INDEX_OUT_OF_RANGE);
+    CHECK(strstr(aw_acp_launch_last_error(launch), "out of range") != NULL);
+    aw_acp_launch_free(launch);
+
+    /* No home in the agent's environment: no policies to name after the file. */
+    launch = NULL;
+    EXPECT(aw_acp_launch_new("gemini", gemini_args, 1, no_env, &launch), AW_RESULT_OK);
+    CHECK(aw_acp_launch_has_file(launch));
+    EXPECT(aw_acp_launch_file_after_count(launch, &count), AW_RESULT_OK);
+    CHECK(count == 0);
     aw_acp_launch_free(launch);
 
     launch = NULL;
