@@ -34,7 +34,6 @@ from ._lib import (
     AfterEofError,
     AfterExitError,
     AgentwireError,
-    BadSettingsError,
     BusyError,
     CallNotPendingError,
     ClosedError,
@@ -70,7 +69,7 @@ from .acp import (
     NativeTools,
     PermissionChoice,
     Restart,
-    SettingsFile,
+    LaunchFile,
     launch_without_native_tools,
 )
 from .bridge import Body, Bridge, Dialect, End, Head, Invocation, Output, Respawn, StopAgent
@@ -125,7 +124,7 @@ __all__ = [
     "PermissionChoice",
     "NativeTools",
     "AgentLaunch",
-    "SettingsFile",
+    "LaunchFile",
     "launch_without_native_tools",
     "Restart",
     "Decision",
@@ -211,6 +210,5 @@ __all__ = [
     "InvalidRequestError",
     "InvalidSessionIdError",
     "UnknownAgentError",
-    "BadSettingsError",
     "ClosedError",
 ]

@@ -135,10 +135,6 @@ class UnknownAgentError(InvalidInputError):
     them: ``NativeTools.KEEP``)."""
 
 
-class BadSettingsError(InvalidInputError):
-    """A settings file to keep is not a JSON object of settings."""
-
-
 class ClosedError(AgentwireError, ValueError):
     """The object was closed."""
 
@@ -171,7 +167,6 @@ _BY_CODE: Dict[int, Type[AgentwireError]] = {
     lib.AW_RESULT_INVALID_REQUEST: InvalidRequestError,
     lib.AW_RESULT_INVALID_SESSION_ID: InvalidSessionIdError,
     lib.AW_RESULT_UNKNOWN_AGENT: UnknownAgentError,
-    lib.AW_RESULT_BAD_SETTINGS: BadSettingsError,
 }
 
 

@@ -226,26 +226,44 @@ AcpConfig.FIELDS = _fields_of(AcpConfig) + ("mcp", "conversations")
 _free_defaults()
 
 
-class AgentLaunch(Handle):
+@dataclass(frozen=True)
+class LaunchFile:
+    """A file of the program's own the agent reads: write :attr:`contents` to a file named
+    :attr:`name` in a private directory of the program's own, append :attr:`flag` and the
+    file's path to the agent's arguments, then :attr:`after`, and remove the file when the
+    agent is stopped for good."""
+
+    #: The file's name (the agent may read it by its extension).
+    name: str
+    #: What the file holds.
+    contents: str
+    #: The flag that names the file to the agent.
+    flag: str
+    #: Arguments to append after the file's path, in order.
+    after: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AgentLaunch:
     """What to add to an ACP agent's launch so that its own tools are off (made by
     :func:`launch_without_native_tools`): :attr:`args` to append to its command line and,
-    for some agents, a :attr:`settings` file to write and name to the agent in its
-    environment."""
+    for some agents, a :attr:`file` to write and name on the command line after them."""
+
+    #: Arguments to append to the agent's command line, in order.
+    args: Tuple[str, ...]
+    #: A file to write and name on the command line after :attr:`args`; None for an agent
+    #: that needs none.
+    file: Optional[LaunchFile]
+
+
+class _Launch(Handle):
+    """An ``aw_acp_launch``, read whole into an :class:`AgentLaunch`."""
 
     _free = lib.aw_acp_launch_free
     _last_error = lib.aw_acp_launch_last_error
     _what = "agent launch"
 
-    #: Arguments to append to the agent's command line, in order.
-    args: Tuple[str, ...]
-    #: A settings file to write (in a directory of the program's own) and name to the
-    #: agent in its environment; None for an agent that needs none.
-    settings: Optional["SettingsFile"]
-
-    def __init__(
-        self, program: str, args: Sequence[str] = (), env: Optional[Mapping[str, str]] = None
-    ) -> None:
-        """As :func:`launch_without_native_tools`."""
+    def __init__(self, program: str, args: Sequence[str], env: Optional[Mapping[str, str]]) -> None:
         if not isinstance(program, str):
             raise TypeError(f"program must be a str, not {type(program).__name__}")
         if isinstance(args, str) or not all(isinstance(a, str) for a in args):
@@ -264,56 +282,29 @@ class AgentLaunch(Handle):
         out = ffi.new("aw_acp_launch **")
         check(lib.aw_acp_launch_new(encode(program), argv, len(strings), envp, out))
         self._adopt(out[0])
+
+    def read(self) -> AgentLaunch:
         count = ffi.new("size_t *")
         view = ffi.new("aw_str *")
         with self._lock:
             ptr = self._handle()
+
+            def string(getter: Any, *index: int) -> str:
+                self._check(getter(ptr, *index, view))
+                return copy_str(view)
+
             self._check(lib.aw_acp_launch_arg_count(ptr, count))
-            appended = []
-            for index in range(count[0]):
-                self._check(lib.aw_acp_launch_arg(ptr, index, view))
-                appended.append(copy_str(view))
-            self.args = tuple(appended)
-            self.settings = None
-            if self._check(lib.aw_acp_launch_settings_env(ptr, view)) != NOT_AVAILABLE:
-                variable = copy_str(view)
-                self._check(lib.aw_acp_launch_settings_replaces(ptr, view))
-                self.settings = SettingsFile(self, variable, copy_str(view))
-
-    def _contents(self, replaced: Optional[BytesLike]) -> str:
-        data = ffi.NULL if replaced is None else input_bytes(replaced, "replaced")
-        view = ffi.new("aw_str *")
-        with self._lock:
-            self._check(lib.aw_acp_launch_settings_contents(self._handle(), data, c_len(data), view))
-            return copy_str(view)
-
-    def __repr__(self) -> str:
-        return f"AgentLaunch(args={self.args!r}, settings={self.settings!r})"
-
-
-class SettingsFile:
-    """A settings file of the program's own, which the agent reads in place of another:
-    write :meth:`contents` to a file in a directory of the program's own, set the
-    environment variable :attr:`env` to its path for the agent, and remove it when the
-    agent is gone."""
-
-    def __init__(self, launch: AgentLaunch, env: str, replaces: str) -> None:
-        self._launch = launch
-        #: The environment variable that names the file to the agent.
-        self.env = env
-        #: The file the agent reads when the variable is not set, whose settings the new
-        #: file keeps: read it, if it exists, for :meth:`contents`; never write it.
-        self.replaces = replaces
-
-    def contents(self, replaced: Optional[BytesLike]) -> str:
-        """The file's contents (JSON): the settings of the replaced file (``replaced``,
-        its bytes; None when it does not exist) with the added settings written over them.
-        Raises :class:`~agentwire.BadSettingsError` when ``replaced`` is not a JSON
-        object."""
-        return self._launch._contents(replaced)
-
-    def __repr__(self) -> str:
-        return f"SettingsFile(env={self.env!r}, replaces={self.replaces!r})"
+            args = tuple(string(lib.aw_acp_launch_arg, i) for i in range(count[0]))
+            file = None
+            if lib.aw_acp_launch_has_file(ptr):
+                self._check(lib.aw_acp_launch_file_after_count(ptr, count))
+                file = LaunchFile(
+                    name=string(lib.aw_acp_launch_file_name),
+                    contents=string(lib.aw_acp_launch_file_contents),
+                    flag=string(lib.aw_acp_launch_file_flag),
+                    after=tuple(string(lib.aw_acp_launch_file_after, i) for i in range(count[0])),
+                )
+            return AgentLaunch(args, file)
 
 
 def launch_without_native_tools(
@@ -323,13 +314,18 @@ def launch_without_native_tools(
     tools are off (:attr:`NativeTools.OFF`). The agent is recognised by the file name of
     its program or of an argument (as in ``npx @zed-industries/codex-acp``):
     claude-agent-acp (nothing to add), codex-acp (``-c`` overrides), ``gemini --acp`` (a
-    settings file). ``env`` is the environment the agent will get; None for this
+    ``--policy`` file, then the user's own policies directory). ``env`` is the environment
+    the agent will get (read for ``GEMINI_CLI_HOME`` or else ``HOME``); None for this
     process's (``os.environ``), which it then inherits.
 
     Raises :class:`~agentwire.UnknownAgentError` for an agent agentwire knows no way to
     turn the tools of (cursor-agent among them), :class:`~agentwire.InvalidUtf8Error`, or
     TypeError for arguments of the wrong type."""
-    return AgentLaunch(program, args, env)
+    launch = _Launch(program, args, env)
+    try:
+        return launch.read()
+    finally:
+        launch.close()
 
 
 @dataclass(frozen=True)

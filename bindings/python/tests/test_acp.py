@@ -191,45 +191,41 @@ def test_config_fields_defaults_and_bad_values() -> None:
 
 def test_launch_without_native_tools_says_what_to_add() -> None:
     codex = aw.launch_without_native_tools("npx", ["-y", "@zed-industries/codex-acp"])
-    assert codex.settings is None
+    assert codex.file is None
     assert len(codex.args) > 0 and codex.args[0::2] == ("-c",) * (len(codex.args) // 2)
     assert "features.shell_tool=false" in codex.args
     claude = aw.launch_without_native_tools("/usr/local/bin/claude-agent-acp")
-    assert claude.args == () and claude.settings is None
+    assert claude == aw.AgentLaunch(args=(), file=None)
 
     gemini = aw.launch_without_native_tools(
-        "gemini", ["--acp"], env={"GEMINI_CLI_SYSTEM_SETTINGS_PATH": "/srv/g/settings.json"}
+        "gemini", ["--acp"], env={"HOME": "/home/u", "GEMINI_CLI_HOME": "/srv/g"}
     )
     assert gemini.args == ()
-    settings = gemini.settings
-    assert settings is not None
-    assert settings.env == "GEMINI_CLI_SYSTEM_DEFAULTS_PATH"
-    assert settings.replaces == "/srv/g/system-defaults.json"
-    assert json.loads(settings.contents(None)) == {"tools": {"core": []}}
-    kept = b'{"ui": {"theme": "dark"}, "tools": {"core": ["ls"], "exclude": ["x"]}}'
-    assert json.loads(settings.contents(bytearray(kept))) == {
-        "ui": {"theme": "dark"},
-        "tools": {"core": [], "exclude": ["x"]},
-    }
-    with pytest.raises(aw.BadSettingsError, match="system-defaults.json"):
-        settings.contents(b"[1]")
-    named = aw.launch_without_native_tools(
-        "gemini", ["--experimental-acp"], env={"GEMINI_CLI_SYSTEM_DEFAULTS_PATH": "/d.json"}
-    )
-    assert named.settings is not None and named.settings.replaces == "/d.json"
+    file = gemini.file
+    assert file is not None
+    assert (file.name, file.flag) == ("agentwire-native-tools-off.toml", "--policy")
+    assert 'toolName = "*"\ndecision = "deny"' in file.contents
+    assert 'mcpName = "*"\ndecision = "ask_user"' in file.contents
+    assert file.after == ("--policy", "/srv/g/.gemini/policies")
+    home = aw.launch_without_native_tools("gemini", ["--experimental-acp"], env={"HOME": "/h"})
+    assert home.file is not None and home.file.after == ("--policy", "/h/.gemini/policies")
+    own = ["--acp", "--policy", "/etc/p.toml"]
+    named = aw.launch_without_native_tools("gemini", own, env={"HOME": "/h"})
+    assert named.file is not None and named.file.after == ()
     # None: this process's environment.
-    os.environ["GEMINI_CLI_SYSTEM_DEFAULTS_PATH"] = "/from/process.json"
+    saved = os.environ.get("GEMINI_CLI_HOME")
+    os.environ["GEMINI_CLI_HOME"] = "/from/process"
     try:
         inherited = aw.launch_without_native_tools("gemini", ["--acp"])
-        assert inherited.settings is not None
-        assert inherited.settings.replaces == "/from/process.json"
+        assert inherited.file is not None
+        assert inherited.file.after == ("--policy", "/from/process/.gemini/policies")
         given = aw.launch_without_native_tools("gemini", ["--acp"], env={})
-        assert given.settings is not None and given.settings.replaces != "/from/process.json"
+        assert given.file is not None and given.file.after == ()
     finally:
-        del os.environ["GEMINI_CLI_SYSTEM_DEFAULTS_PATH"]
-    gemini.close()
-    with pytest.raises(aw.ClosedError):
-        settings.contents(None)
+        if saved is None:
+            del os.environ["GEMINI_CLI_HOME"]
+        else:
+            os.environ["GEMINI_CLI_HOME"] = saved
 
     for program, args in [("cursor-agent", ["acp"]), ("gemini", []), ("my-agent", ["--acp"])]:
         with pytest.raises(aw.UnknownAgentError):
