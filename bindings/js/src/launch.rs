@@ -3,12 +3,11 @@
 //!
 //! The agent crosses as the JSON text `{"program", "args", "env"}` (`env`: the agent's
 //! environment, names to values); the launch comes back as the JSON text
-//! `{"args": [...], "settings": null | {"env", "replaces"}}`. A settings file's contents
-//! are asked for with the same agent and the replaced file's bytes.
+//! `{"args": [...], "file": null | {"name", "contents", "flag", "after": [...]}}`.
 
 use std::collections::HashMap;
 
-use agentwire::acp::{AgentLaunch, LaunchError, launch_without_native_tools};
+use agentwire::acp::{LaunchError, launch_without_native_tools};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::wasm_bindgen;
 
@@ -29,20 +28,15 @@ struct Agent {
 #[derive(Serialize)]
 struct JsLaunch<'a> {
     args: &'a [String],
-    settings: Option<JsSettings<'a>>,
+    file: Option<JsFile<'a>>,
 }
 
 #[derive(Serialize)]
-struct JsSettings<'a> {
-    env: &'a str,
-    replaces: &'a str,
-}
-
-/// The launch of the agent in `agent` (JSON).
-fn launch(agent: &str) -> Result<AgentLaunch, RawError> {
-    let agent: Agent = from_json(agent, "agent")?;
-    let env = |name: &str| agent.env.get(name).cloned();
-    launch_without_native_tools(&agent.program, &agent.args, &env).map_err(launch_error)
+struct JsFile<'a> {
+    name: &'a str,
+    contents: &'a str,
+    flag: &'a str,
+    after: &'a [String],
 }
 
 /// A launch failure: bad input, with the core's message.
@@ -51,35 +45,23 @@ fn launch_error(error: LaunchError) -> RawError {
 }
 
 /// What to add to the launch of `agent` (the JSON of `{program, args, env}`) so that its
-/// own tools are off, as JSON (`{args, settings}`).
+/// own tools are off, as JSON (`{args, file}`).
 #[wasm_bindgen(js_name = launchWithoutNativeTools)]
 pub fn launch_without_native_tools_json(agent: &str) -> Result<String, RawError> {
-    let launch = launch(agent)?;
+    let agent: Agent = from_json(agent, "agent")?;
+    let env = |name: &str| agent.env.get(name).cloned();
+    let launch =
+        launch_without_native_tools(&agent.program, &agent.args, &env).map_err(launch_error)?;
     let js = JsLaunch {
         args: &launch.args,
-        settings: launch.settings.as_ref().map(|file| JsSettings {
-            env: file.env,
-            replaces: &file.replaces,
+        file: launch.file.as_ref().map(|file| JsFile {
+            name: file.name,
+            contents: &file.contents,
+            flag: file.flag,
+            after: &file.after,
         }),
     };
     Ok(serde_json::to_string(&js).expect("serialising strings cannot fail"))
-}
-
-/// The contents of the settings file of `agent`'s launch, given the bytes of the file it
-/// replaces (`None`: it does not exist).
-#[wasm_bindgen(js_name = launchSettingsContents)]
-pub fn launch_settings_contents(
-    agent: &str,
-    replaced: Option<Vec<u8>>,
-) -> Result<String, RawError> {
-    let launch = launch(agent)?;
-    let file = launch.settings.ok_or_else(|| {
-        RawError::new(
-            Code::InvalidArgument,
-            "this agent's launch has no settings file",
-        )
-    })?;
-    file.contents(replaced.as_deref()).map_err(launch_error)
 }
 
 #[cfg(test)]
@@ -97,32 +79,29 @@ mod tests {
         let codex = parsed(
             &launch_without_native_tools_json(r#"{"program":"npx","args":["codex-acp"]}"#).unwrap(),
         );
-        assert_eq!(codex["settings"], Value::Null);
+        assert_eq!(codex["file"], Value::Null);
         assert!(
             codex["args"]
                 .as_array()
                 .unwrap()
                 .contains(&json!("features.shell_tool=false"))
         );
-        let agent = r#"{"program":"gemini","args":["--acp"],
-            "env":{"GEMINI_CLI_SYSTEM_DEFAULTS_PATH":"/srv/d.json"}}"#;
+        let agent = r#"{"program":"gemini","args":["--acp"],"env":{"HOME":"/home/u"}}"#;
         let gemini = parsed(&launch_without_native_tools_json(agent).unwrap());
+        let file = launch_without_native_tools("gemini", &["--acp".to_owned()], &|name| {
+            (name == "HOME").then(|| "/home/u".to_owned())
+        })
+        .unwrap()
+        .file
+        .unwrap();
         assert_eq!(
             gemini,
-            json!({"args": [], "settings": {"env": "GEMINI_CLI_SYSTEM_DEFAULTS_PATH", "replaces": "/srv/d.json"}})
-        );
-        assert_eq!(
-            launch_settings_contents(agent, None).unwrap(),
-            r#"{"tools":{"core":[]}}"#
-        );
-        let merged = launch_settings_contents(agent, Some(br#"{"a":1}"#.to_vec())).unwrap();
-        assert_eq!(parsed(&merged), json!({"a": 1, "tools": {"core": []}}));
-        let error = launch_settings_contents(agent, Some(b"[]".to_vec())).unwrap_err();
-        assert_eq!(error.code_value(), Code::InvalidInput);
-        assert!(
-            error.message().contains("/srv/d.json"),
-            "{}",
-            error.message()
+            json!({"args": [], "file": {
+                "name": "agentwire-native-tools-off.toml",
+                "contents": file.contents,
+                "flag": "--policy",
+                "after": ["--policy", "/home/u/.gemini/policies"],
+            }})
         );
     }
 
@@ -137,8 +116,6 @@ mod tests {
             "{}",
             error.message()
         );
-        let error = launch_settings_contents(r#"{"program":"codex-acp"}"#, None).unwrap_err();
-        assert_eq!(error.code_value(), Code::InvalidArgument);
         for bad in [
             r#"{"args":[]}"#,
             r#"{"program":"x","argv":[]}"#,

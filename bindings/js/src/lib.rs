@@ -42,7 +42,7 @@ pub use acp::RawAcpConnection;
 pub use bridge::RawBridge;
 pub use decoder::RawDecoder;
 pub use error::RawError;
-pub use launch::{launch_settings_contents, launch_without_native_tools_json};
+pub use launch::launch_without_native_tools_json;
 pub use mcp::RawMcpServer;
 pub use models::parse_models;
 pub use panic::take_panic_message;

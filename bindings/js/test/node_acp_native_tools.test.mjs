@@ -2,10 +2,10 @@
 // add to an agent's launch, and AcpAgent applying it. The scripted agent
 // (test/support/acp_mcp_agent.mjs) runs under the names of the agents that need something
 // at launch (a link named `gemini`, one named `codex-acp`) and logs the arguments and the
-// settings file it was started with; the file's private directory is gone after close().
+// policy files it was started with; the file's private directory is gone after close().
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { AgentwireError, launchWithoutNativeTools } from 'agentwire';
@@ -21,13 +21,6 @@ function agentNamed(name) {
   const program = join(dir, name);
   symlinkSync(AGENT, program);
   return { dir, program, log: join(dir, 'agent.jsonl') };
-}
-
-/** `env` without the variables that name Gemini CLI's settings files. */
-function withoutGeminiSettings(env) {
-  delete env.GEMINI_CLI_SYSTEM_DEFAULTS_PATH;
-  delete env.GEMINI_CLI_SYSTEM_SETTINGS_PATH;
-  return env;
 }
 
 const events = (log) =>
@@ -46,26 +39,24 @@ async function answer(agent) {
   return { status: head.status, text: Buffer.concat(chunks).toString() };
 }
 
-test('launchWithoutNativeTools: codex-acp overrides, a Gemini CLI settings file, unknown agents refused', () => {
+test('launchWithoutNativeTools: codex-acp overrides, a Gemini CLI policy file, unknown agents refused', () => {
   const codex = launchWithoutNativeTools('npx', ['-y', '@zed-industries/codex-acp'], {});
-  assert.equal(codex.settings, null);
+  assert.equal(codex.file, null);
   assert.ok(codex.args.length > 0 && codex.args.every((arg, i) => (i % 2 === 0 ? arg === '-c' : arg.includes('='))));
   assert.ok(codex.args.includes('features.shell_tool=false'));
-  assert.deepEqual(launchWithoutNativeTools('claude-agent-acp', [], {}), { args: [], settings: null });
+  assert.deepEqual(launchWithoutNativeTools('claude-agent-acp', [], {}), { args: [], file: null });
 
-  const gemini = launchWithoutNativeTools('gemini', ['--acp'], { GEMINI_CLI_SYSTEM_SETTINGS_PATH: '/srv/g/settings.json' });
+  const gemini = launchWithoutNativeTools('gemini', ['--acp'], { HOME: '/home/u', OTHER: undefined });
   assert.deepEqual(gemini.args, []);
-  assert.equal(gemini.settings.env, 'GEMINI_CLI_SYSTEM_DEFAULTS_PATH');
-  assert.equal(gemini.settings.replaces, '/srv/g/system-defaults.json');
-  assert.deepEqual(JSON.parse(gemini.settings.contents(null)), { tools: { core: [] } });
-  assert.deepEqual(JSON.parse(gemini.settings.contents('{"ui":{"theme":"dark"},"tools":{"core":["ls"],"exclude":["x"]}}')), {
-    ui: { theme: 'dark' },
-    tools: { core: [], exclude: ['x'] },
-  });
-  assert.deepEqual(JSON.parse(gemini.settings.contents(new TextEncoder().encode('{}'))), { tools: { core: [] } });
-  assert.throws(() => gemini.settings.contents('[1]'), (e) => e instanceof AgentwireError && e.code === 'invalidInput' && /system-defaults\.json/.test(e.message));
-  const named = launchWithoutNativeTools('gemini', ['--experimental-acp'], { GEMINI_CLI_SYSTEM_DEFAULTS_PATH: '/d.json', OTHER: undefined });
-  assert.equal(named.settings.replaces, '/d.json');
+  assert.equal(gemini.file.name, 'agentwire-native-tools-off.toml');
+  assert.equal(gemini.file.flag, '--policy');
+  assert.match(gemini.file.contents, /toolName = "\*"\ndecision = "deny"/);
+  assert.match(gemini.file.contents, /mcpName = "\*"\ndecision = "ask_user"/);
+  assert.deepEqual(gemini.file.after, ['--policy', '/home/u/.gemini/policies']);
+  const moved = launchWithoutNativeTools('gemini', ['--experimental-acp'], { HOME: '/home/u', GEMINI_CLI_HOME: '/srv/g' });
+  assert.deepEqual(moved.file.after, ['--policy', '/srv/g/.gemini/policies']);
+  assert.deepEqual(launchWithoutNativeTools('gemini', ['--acp', '--policy', '/etc/p.toml'], { HOME: '/h' }).file.after, []);
+  assert.deepEqual(launchWithoutNativeTools('gemini', ['--acp'], {}).file.after, []);
 
   for (const [program, args] of [['cursor-agent', ['acp']], ['gemini', []], ['my-agent', ['--acp']]]) {
     assert.throws(() => launchWithoutNativeTools(program, args, {}), (e) => e instanceof AgentwireError && e.code === 'invalidInput' && e.message.includes(program));
@@ -75,15 +66,13 @@ test('launchWithoutNativeTools: codex-acp overrides, a Gemini CLI settings file,
   assert.throws(() => launchWithoutNativeTools('codex-acp', [], { A: 1 }), { code: 'invalidArgument', message: /env\.A/ });
 });
 
-test("AcpAgent with nativeTools 'off' starts Gemini CLI with its settings file, merged over the one it replaces, and removes it on close", { timeout: 30_000 }, async () => {
+test("AcpAgent with nativeTools 'off' starts Gemini CLI with its policy file, then the user's policies, and removes the file on close", { timeout: 30_000 }, async () => {
   const { dir, program, log } = agentNamed('gemini');
-  const replaced = join(dir, 'system-defaults.json');
-  const userSettings = '{"ui":{"theme":"dark"},"tools":{"core":["ls"]}}';
-  writeFileSync(replaced, userSettings);
+  const home = join(dir, 'home');
   const agent = new AcpAgent({
     command: 'node',
     args: [program, '--acp'],
-    env: { ...process.env, ACP_MCP_AGENT_LOG: log, GEMINI_CLI_SYSTEM_DEFAULTS_PATH: replaced },
+    env: { ...process.env, ACP_MCP_AGENT_LOG: log, HOME: home, GEMINI_CLI_HOME: undefined },
     nativeTools: 'off',
     conversations: false,
     killGraceMs: 500,
@@ -92,18 +81,20 @@ test("AcpAgent with nativeTools 'off' starts Gemini CLI with its settings file, 
   assert.equal(status, 200);
   assert.match(text, /Hello\./);
   const start = events(log).find((e) => e.event === 'start');
-  assert.deepEqual(start.args, ['--acp']);
-  const written = start.settings.path;
-  assert.notEqual(written, replaced);
+  const written = start.args[2];
+  assert.deepEqual(start.args, ['--acp', '--policy', written, '--policy', join(home, '.gemini', 'policies')]);
   assert.ok(written.startsWith(join(tmpdir(), 'agentwire-acp-')), written);
-  assert.deepEqual(JSON.parse(start.settings.contents), { ui: { theme: 'dark' }, tools: { core: [] } });
-  assert.equal(readFileSync(replaced, 'utf8'), userSettings, 'the replaced file is never written');
+  assert.equal(written.endsWith('.toml'), true, written);
+  const policy = start.policies[0];
+  assert.equal(policy.path, written);
+  assert.match(policy.contents, /toolName = "\*"\ndecision = "deny"/);
+  assert.match(policy.contents, /mcpName = "\*"\ndecision = "ask_user"/);
+  assert.equal(statSync(written).mode & 0o777, 0o600);
   // The connection turns them off per session too (for the agents that take that).
   const session = events(log).find((e) => e.event === 'session');
   assert.deepEqual(session.meta?.claudeCode?.options?.tools, []);
-  assert.ok(existsSync(written));
   await agent.close();
-  assert.equal(existsSync(dirname(written)), false, 'the settings directory is removed by close()');
+  assert.equal(existsSync(dirname(written)), false, "the file's directory is removed by close()");
 });
 
 test("AcpAgent with nativeTools 'off' appends codex-acp's overrides and writes no file", { timeout: 30_000 }, async () => {
@@ -111,7 +102,7 @@ test("AcpAgent with nativeTools 'off' appends codex-acp's overrides and writes n
   const agent = new AcpAgent({
     command: 'node',
     args: [program, '--flag'],
-    env: withoutGeminiSettings({ ...process.env, ACP_MCP_AGENT_LOG: log }),
+    env: { ...process.env, ACP_MCP_AGENT_LOG: log },
     config: { nativeTools: 'off' },
     conversations: false,
     killGraceMs: 500,
@@ -120,11 +111,11 @@ test("AcpAgent with nativeTools 'off' appends codex-acp's overrides and writes n
   const start = events(log).find((e) => e.event === 'start');
   const expected = launchWithoutNativeTools('codex-acp', [], {}).args;
   assert.deepEqual(start.args, ['--flag', ...expected]);
-  assert.equal(start.settings, undefined);
+  assert.deepEqual(start.policies, []);
   await agent.close();
 });
 
-test("AcpAgent refuses nativeTools 'off' for an agent it cannot apply it to, and settings it cannot keep", async () => {
+test("AcpAgent refuses nativeTools 'off' for an agent it cannot apply it to", async () => {
   assert.throws(
     () => new AcpAgent({ command: 'cursor-agent', args: ['acp'], nativeTools: 'off' }),
     (e) => e instanceof AgentwireError && e.code === 'invalidInput' && /nativeTools 'off'/.test(e.message) && /cursor-agent/.test(e.message),
@@ -133,13 +124,6 @@ test("AcpAgent refuses nativeTools 'off' for an agent it cannot apply it to, and
   assert.throws(() => new AcpAgent({ command: 'codex-acp', nativeTools: 'none' }), { code: 'invalidArgument', message: /nativeTools/ });
   assert.throws(() => new AcpAgent({ command: 'codex-acp', config: { nativeTools: 'none' } }), { code: 'invalidArgument', message: /nativeTools/ });
   assert.throws(() => new AcpAgent({ command: 'codex-acp', nativeTools: 'off', config: { nativeTools: 'keep' } }), { code: 'invalidArgument', message: /disagree/ });
-  const dir = scratchDir('agentwire-native-tools-');
-  const replaced = join(dir, 'defaults.json');
-  writeFileSync(replaced, '[1]');
-  assert.throws(
-    () => new AcpAgent({ command: 'gemini', args: ['--acp'], env: { GEMINI_CLI_SYSTEM_DEFAULTS_PATH: replaced }, nativeTools: 'off' }),
-    (e) => e.code === 'invalidInput' && e.message.includes(replaced),
-  );
   // Keeping them needs nothing of the agent: cursor-agent is fine.
   await new AcpAgent({ command: 'cursor-agent', args: ['acp'], nativeTools: 'keep' }).close();
 });

@@ -17,7 +17,7 @@ export { Decoder } from './decoder.js';
 export { AgentwireError } from './errors.js';
 export type { ErrorCode, ErrorKind } from './errors.js';
 export { launchWithoutNativeTools } from './launch.js';
-export type { AgentLaunch, SettingsFile } from './launch.js';
+export type { AgentLaunch, LaunchFile } from './launch.js';
 export type {
   AgentActivity,
   AgentEvent,

@@ -15,7 +15,7 @@
 // the call in flight and ends the turn as cancelled.
 //
 // With env ACP_MCP_AGENT_LOG=FILE, it appends one JSON line per event: `start` (pid, its
-// arguments, and the settings file GEMINI_CLI_SYSTEM_DEFAULTS_PATH names: path, contents),
+// arguments, and the files its `--policy` arguments name: path, contents or null),
 // `session` (its id, the MCP server's url and auth, the `_meta` of `session/new`), `prompt` (the text and its bytes),
 // `call` and `result` (round, command, the result's text), `cancel`, `close`.
 import { appendFileSync, readFileSync } from 'node:fs';
@@ -171,16 +171,17 @@ function handle(message) {
   }
 }
 
-const settingsPath = process.env.GEMINI_CLI_SYSTEM_DEFAULTS_PATH;
-const readSettings = (path) => {
+const readPolicy = (path) => {
   try {
     return readFileSync(path, 'utf8');
   } catch {
     return null;
   }
 };
-const settings = settingsPath === undefined ? undefined : { path: settingsPath, contents: readSettings(settingsPath) };
-log({ event: 'start', args: process.argv.slice(2), settings });
+const policies = process.argv
+  .slice(2)
+  .flatMap((arg, i, args) => (arg === '--policy' && i + 1 < args.length ? [{ path: args[i + 1], contents: readPolicy(args[i + 1]) }] : []));
+log({ event: 'start', args: process.argv.slice(2), policies });
 const lines = createInterface({ input: process.stdin });
 lines.on('line', (line) => {
   if (line.trim()) handle(JSON.parse(line));

@@ -4,14 +4,14 @@
  * @module
  */
 
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { type AcpConfig, AcpConnection, type NativeTools, type TurnOptions } from '../acp.js';
 import type { Body, Head } from '../bridge.js';
 import { AgentwireError, describe } from '../errors.js';
-import { launchWithoutNativeTools } from '../launch.js';
+import { type AgentLaunch, launchWithoutNativeTools } from '../launch.js';
 import type { McpOutput } from '../mcp.js';
 import type { Caller, RegistryStats } from '../registry.js';
 import { ProcessGroup, agentExit, delayUntil, spawnFailure } from './group.js';
@@ -56,19 +56,13 @@ export interface AcpAgentOptions {
    * `config.nativeTools`, itself `keep` by default; giving both, they must agree). `off`
    * turns them off per session where the agent takes that (claude-agent-acp), and at
    * launch where only its configuration can, as {@link launchWithoutNativeTools} says:
-   * codex-acp gets `-c` overrides appended to its arguments; Gemini CLI a system-defaults
-   * settings file, written (merged over the file it stands for, which is read, never
-   * written) into a private temporary directory and named to it in its environment. The
+   * codex-acp gets `-c` overrides appended to its arguments; Gemini CLI a policy file,
+   * written into a private temporary directory and named after its arguments
+   * (`--policy <file>`, then `--policy` and the user's own policies directory). The
    * directory is removed by {@link AcpAgent.close}. An agent agentwire knows no way to turn
    * the tools of (cursor-agent among them) is refused here, `invalidInput`.
    */
   nativeTools?: NativeTools;
-}
-
-/** What the launch of an agent with its own tools off adds, its settings file's contents made. */
-interface PreparedLaunch {
-  readonly args: readonly string[];
-  readonly settings: { readonly env: string; readonly name: string; readonly contents: string } | null;
 }
 
 /** A turn's values: a {@link Bridge}'s (its route's dialect, the request's `Config`, …), its client's `signal`, and who sends it. */
@@ -119,11 +113,11 @@ export class AcpAgent implements AsyncDisposable {
   #endpointUrl: string | undefined;
   #closed = false;
   /** With the agent's own tools off, what its launch adds. */
-  readonly #launch: PreparedLaunch | undefined;
+  readonly #launch: AgentLaunch | undefined;
   /** The options processes are spawned with, once the first one is. */
   #spawnOptions: AcpAgentOptions | undefined;
-  /** The private directory of the launch's settings file, once written. */
-  #settingsDir: string | undefined;
+  /** The private directory of the launch's file, once written. */
+  #fileDir: string | undefined;
 
   constructor(options: AcpAgentOptions) {
     if (options === null || typeof options !== 'object' || typeof options.command !== 'string') {
@@ -272,28 +266,28 @@ export class AcpAgent implements AsyncDisposable {
       await Promise.all([...processes.map((running) => running.exited), this.#endpoint?.close()]);
     } finally {
       // Once every process that could read it is gone.
-      if (this.#settingsDir !== undefined) rmSync(this.#settingsDir, { recursive: true, force: true });
+      if (this.#fileDir !== undefined) rmSync(this.#fileDir, { recursive: true, force: true });
     }
   }
 
   /**
    * The options agent processes are spawned with: with the agent's own tools off, the
-   * launch's arguments appended and its settings file written (once) and named in the
-   * agent's environment.
+   * launch's arguments appended, then its file, written (once) into a private directory,
+   * named by its flag and followed by its arguments.
    */
   #spawning(): AcpAgentOptions {
     if (this.#spawnOptions !== undefined) return this.#spawnOptions;
     const launch = this.#launch;
     if (launch === undefined) return (this.#spawnOptions = this.#options);
-    let env = this.#options.env;
-    if (launch.settings !== null) {
+    const args = [...(this.#options.args ?? []), ...launch.args];
+    if (launch.file !== null) {
       // One directory, made once: a write that failed is tried again in it.
-      this.#settingsDir ??= mkdtempSync(join(tmpdir(), 'agentwire-acp-'));
-      const path = join(this.#settingsDir, launch.settings.name);
-      writeFileSync(path, launch.settings.contents, { mode: 0o600 });
-      env = { ...(env ?? process.env), [launch.settings.env]: path };
+      this.#fileDir ??= mkdtempSync(join(tmpdir(), 'agentwire-acp-'));
+      const path = join(this.#fileDir, launch.file.name);
+      writeFileSync(path, launch.file.contents, { mode: 0o600 });
+      args.push(launch.file.flag, path, ...launch.file.after);
     }
-    this.#spawnOptions = { ...this.#options, args: [...(this.#options.args ?? []), ...launch.args], env };
+    this.#spawnOptions = { ...this.#options, args };
     return this.#spawnOptions;
   }
 
@@ -303,37 +297,14 @@ export class AcpAgent implements AsyncDisposable {
   }
 }
 
-/**
- * What the launch of the agent of `options` adds with its own tools off, its settings
- * file's contents made from the file it replaces (read now, if it exists).
- */
-function prepareLaunch(options: AcpAgentOptions): PreparedLaunch {
-  let launch;
+/** What the launch of the agent of `options` adds with its own tools off. */
+function prepareLaunch(options: AcpAgentOptions): AgentLaunch {
   try {
-    launch = launchWithoutNativeTools(options.command, options.args ?? [], options.env ?? process.env);
+    return launchWithoutNativeTools(options.command, options.args ?? [], options.env ?? process.env);
   } catch (error) {
     if (error instanceof AgentwireError) throw new AgentwireError(error.code, `nativeTools 'off': ${error.message}`);
     throw error;
   }
-  const file = launch.settings;
-  if (file === null) return { args: launch.args, settings: null };
-  let replaced: Uint8Array | null = null;
-  try {
-    replaced = readFileSync(file.replaces);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code !== 'ENOENT' && code !== 'ENOTDIR') {
-      throw new AgentwireError('invalidInput', `nativeTools 'off': cannot read ${file.replaces}, the settings the agent's own file keeps: ${(error as Error).message}`);
-    }
-  }
-  let contents: string;
-  try {
-    contents = file.contents(replaced);
-  } catch (error) {
-    if (error instanceof AgentwireError) throw new AgentwireError(error.code, `nativeTools 'off': ${error.message}`);
-    throw error;
-  }
-  return { args: launch.args, settings: { env: file.env, name: basename(file.replaces), contents } };
 }
 
 /** One agent process and its connection. Not part of the package's API. */

@@ -57,8 +57,7 @@ export interface OpenCodeOptions {
    * `acp`: the agent's own tools (its shell, file edits, web search, …), `keep` (the
    * default) or `off`, so that only OpenCode's tools are offered to its model: per session
    * for claude-agent-acp, at launch for codex-acp and Gemini CLI (`-c` overrides; a
-   * settings file of the plugin's own, merged over the system defaults and removed when
-   * OpenCode closes the plugin). An agent with no known way (cursor-agent) is refused with
+   * policy file of the plugin's own, removed when OpenCode closes the plugin). An agent with no known way (cursor-agent) is refused with
    * a 400 naming this option.
    */
   nativeTools?: NativeTools;
