@@ -55,6 +55,10 @@
  *   are AW_RESULT_MCP_NOT_FOUND / _UNAUTHORIZED), and after every input also drain
  *   aw_acp_connection_poll_mcp_output of each exchange aw_acp_connection_poll_mcp_ready
  *   names. An embedder serving a client's tools itself has aw_mcp_server.
+ *   With aw_acp_config_set_native_tools(config, AW_NATIVE_TOOLS_OFF), start the agent as
+ *   aw_acp_launch_new(program, args, count, envp, &launch) says: append its arguments, then
+ *   (if it has a file) write the file into a directory of the adapter's own and append its
+ *   flag, the file's path and the arguments after it.
  *
  * CONVENTIONS
  * - Every symbol starts with aw_ / AW_. Handles are opaque, created by *_new, freed by
@@ -122,10 +126,10 @@
 
 /** The C ABI version of this header (aw_version() gives the linked library's). */
 #define AW_VERSION_MAJOR 1
-#define AW_VERSION_MINOR 3
+#define AW_VERSION_MINOR 4
 #define AW_VERSION_PATCH 0
 /** AW_VERSION_MAJOR * 1000000 + AW_VERSION_MINOR * 1000 + AW_VERSION_PATCH */
-#define AW_VERSION_NUMBER 1003000
+#define AW_VERSION_NUMBER 1004000
 
 
 /**
@@ -248,9 +252,14 @@ enum aw_result
      */
     AW_RESULT_INVALID_REQUEST = 7204,
     /**
-     * An MCP session id is not 1 or more visible ASCII characters (ABI 1.3). Last added.
+     * An MCP session id is not 1 or more visible ASCII characters (ABI 1.3).
      */
     AW_RESULT_INVALID_SESSION_ID = 7205,
+    /**
+     * The command is no ACP agent whose own tools agentwire knows how to turn off
+     * (ABI 1.4). Last added.
+     */
+    AW_RESULT_UNKNOWN_AGENT = 7206,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -390,6 +399,38 @@ enum aw_permission_choice
 typedef enum aw_permission_choice aw_permission_choice;
 #else
 typedef uint32_t aw_permission_choice;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Whether the agent's own tools (its shell, file edits, web search, ...) are offered to
+ * its model; the client's tools, given as an MCP server, are offered either way.
+ * `aw_native_tools_name` names a value.
+ *
+ * Since ABI 1.4.
+ */
+enum aw_native_tools
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * Kept, except in sessions given the client's tools by an agent that turns them off
+     * per session (claude-agent-acp). The default.
+     */
+    AW_NATIVE_TOOLS_KEEP = 0,
+    /**
+     * Off in every session: per session where the agent takes that (claude-agent-acp),
+     * and at launch where only its configuration can (codex-acp, Gemini CLI): start the
+     * agent as `aw_acp_launch_new` says.
+     */
+    AW_NATIVE_TOOLS_OFF = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum aw_native_tools aw_native_tools;
+#else
+typedef uint32_t aw_native_tools;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -966,6 +1007,22 @@ typedef struct aw_acp_config aw_acp_config;
  * `aw_acp_connection_mcp_exchange_gone`.
  */
 typedef struct aw_acp_connection aw_acp_connection;
+
+/**
+ * What to add to an ACP agent's launch so that its own tools are off: arguments to
+ * append to its command line and, for some agents, a file of the adapter's own to write
+ * and name on the command line after them. An opaque handle made by `aw_acp_launch_new`,
+ * read with the `aw_acp_launch_*` functions and freed with `aw_acp_launch_free`.
+ *
+ * With a file (`aw_acp_launch_has_file`), the adapter writes
+ * `aw_acp_launch_file_contents` to a file named `aw_acp_launch_file_name` in a private
+ * directory of its own, appends `aw_acp_launch_file_flag` and the file's path to the
+ * agent's arguments, then each `aw_acp_launch_file_after`, and removes the file when the
+ * agent is stopped for good.
+ *
+ * Since ABI 1.4.
+ */
+typedef struct aw_acp_launch aw_acp_launch;
 
 /**
  * One request, from its body to the end of its HTTP response: an opaque handle created
@@ -2311,6 +2368,16 @@ aw_result aw_reply_body(const aw_reply *reply,
                         aw_bytes *out_body);
 
 /**
+ * The name of an `aw_native_tools` value (`"keep"`, `"off"`), or NULL for a number that
+ * is not one.
+ *
+ * Memory and lifetimes: static and NUL-terminated; do not free it.
+ *
+ * Since ABI 1.4.
+ */
+const char *aw_native_tools_name(uint32_t native_tools);
+
+/**
  * Creates a config with the defaults (those of the Rust `AcpConfig::default()`) and
  * writes it to `*out_config`.
  *
@@ -2407,6 +2474,26 @@ aw_result aw_acp_config_set_permission(aw_acp_config *config,
  */
 aw_result aw_acp_config_get_permission(const aw_acp_config *config,
                                        aw_permission_choice *out_value);
+
+/**
+ * Sets `native_tools`, an `aw_native_tools` (default `AW_NATIVE_TOOLS_KEEP`). With
+ * `AW_NATIVE_TOOLS_OFF`, start a codex-acp or Gemini CLI agent as `aw_acp_launch_new`
+ * says.
+ *
+ * Returns `AW_RESULT_OK` or `AW_RESULT_INVALID_ENUM`; on failure the config is unchanged.
+ *
+ * Since ABI 1.4.
+ */
+aw_result aw_acp_config_set_native_tools(aw_acp_config *config,
+                                         uint32_t value);
+
+/**
+ * Reads `native_tools` into `*out_value`.
+ *
+ * Since ABI 1.4.
+ */
+aw_result aw_acp_config_get_native_tools(const aw_acp_config *config,
+                                         aw_native_tools *out_value);
 
 /**
  * Sets `pool_size`: fresh sessions kept ready ahead of need, to hide `session/new`'s latency (default 1; 0 creates sessions on demand).
@@ -2643,6 +2730,156 @@ aw_result aw_acp_config_set_conversations(aw_acp_config *config,
  */
 aw_result aw_acp_config_get_conversations(const aw_acp_config *config,
                                           aw_registry_config **out_registry_config);
+
+/**
+ * Says what to add to the launch of the ACP agent `program` `args` so that its own tools
+ * are off, writing it to `*out_launch`. The agent is recognised by the file name of its
+ * program or of an argument (as in `npx @zed-industries/codex-acp`): claude-agent-acp
+ * (nothing to add: its tools are turned off per session), codex-acp (`-c` overrides),
+ * `gemini --acp` (a policy file of the adapter's own, `--policy`).
+ *
+ * Parameters:
+ * - `program`: the agent's program, NUL-terminated UTF-8.
+ * - `args`, `args_count`: the agent's arguments, each NUL-terminated UTF-8 (`args` may be
+ *   NULL when `args_count` is 0).
+ * - `envp`: the agent's environment, as `execve` takes it (`"NAME=value"` strings, the
+ *   array ended by NULL), or NULL for the environment of this process, which the agent
+ *   then inherits: read for Gemini CLI's `GEMINI_CLI_HOME` or else `HOME`, which say
+ *   where the user's own policies directory is (a value that is not UTF-8 counts as
+ *   unset).
+ *
+ * Returns `AW_RESULT_OK`; `AW_RESULT_UNKNOWN_AGENT` (agentwire knows no way to turn
+ * this agent's tools off, cursor-agent among them: keep them, `AW_NATIVE_TOOLS_KEEP`),
+ * `AW_RESULT_NULL_PARAMETER`, `AW_RESULT_LENGTH_TOO_LARGE`, `AW_RESULT_INVALID_UTF8`.
+ * No launch exists to hold a message: the result says what was wrong.
+ *
+ * Memory and lifetimes: the inputs are read during the call only. The caller owns the
+ * new launch and frees it with `aw_acp_launch_free`.
+ *
+ * Since ABI 1.4.
+ */
+aw_result aw_acp_launch_new(const char *program,
+                            const char *const *args,
+                            size_t args_count,
+                            const char *const *envp,
+                            aw_acp_launch **out_launch);
+
+/**
+ * Frees a launch. NULL does nothing.
+ *
+ * Since ABI 1.4.
+ */
+void aw_acp_launch_free(aw_acp_launch *launch);
+
+/**
+ * The message of the last call on `launch` that failed, NUL-terminated; `""` when none
+ * failed or `launch` is NULL.
+ *
+ * Memory and lifetimes: valid until the next call on `launch` or its free.
+ *
+ * Since ABI 1.4.
+ */
+const char *aw_acp_launch_last_error(const aw_acp_launch *launch);
+
+/**
+ * How many arguments to append to the agent's command line, into `*out_count`.
+ *
+ * Since ABI 1.4.
+ */
+aw_result aw_acp_launch_arg_count(const aw_acp_launch *launch,
+                                  size_t *out_count);
+
+/**
+ * The argument at `index` (in the order to append them) into `*out_value`.
+ *
+ * Returns `AW_RESULT_OK` or `AW_RESULT_INDEX_OUT_OF_RANGE`.
+ *
+ * Memory and lifetimes: NUL-terminated (at `data[len]`); valid until the launch is
+ * freed.
+ *
+ * Since ABI 1.4.
+ */
+aw_result aw_acp_launch_arg(const aw_acp_launch *launch,
+                            size_t index,
+                            aw_str *out_value);
+
+/**
+ * Whether the launch has a file to write and name on the command line; false for NULL
+ * or a poisoned launch.
+ *
+ * Since ABI 1.4.
+ */
+bool aw_acp_launch_has_file(const aw_acp_launch *launch);
+
+/**
+ * The file's name into `*out_value` (`"agentwire-native-tools-off.toml"` for Gemini CLI,
+ * which reads the file by its extension): give the file this name in the adapter's
+ * private directory.
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE` when there is no file.
+ *
+ * Memory and lifetimes: NUL-terminated (at `data[len]`); valid until the launch is
+ * freed.
+ *
+ * Since ABI 1.4.
+ */
+aw_result aw_acp_launch_file_name(const aw_acp_launch *launch,
+                                  aw_str *out_value);
+
+/**
+ * What the file holds (UTF-8 text) into `*out_value`.
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE` when there is no file.
+ *
+ * Memory and lifetimes: NUL-terminated (at `data[len]`); valid until the launch is
+ * freed.
+ *
+ * Since ABI 1.4.
+ */
+aw_result aw_acp_launch_file_contents(const aw_acp_launch *launch,
+                                      aw_str *out_value);
+
+/**
+ * The flag that names the file to the agent (`"--policy"` for Gemini CLI) into
+ * `*out_value`: append it, then the file's path, after the launch's arguments.
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE` when there is no file.
+ *
+ * Memory and lifetimes: NUL-terminated (at `data[len]`); valid until the launch is
+ * freed.
+ *
+ * Since ABI 1.4.
+ */
+aw_result aw_acp_launch_file_flag(const aw_acp_launch *launch,
+                                  aw_str *out_value);
+
+/**
+ * How many arguments to append after the file's path, into `*out_count` (for Gemini CLI,
+ * `--policy` and the user's own policies directory, which a `--policy` would otherwise
+ * replace; none when the command line names policies itself).
+ *
+ * Returns `AW_RESULT_OK`, or `AW_RESULT_NOT_AVAILABLE` when there is no file.
+ *
+ * Since ABI 1.4.
+ */
+aw_result aw_acp_launch_file_after_count(const aw_acp_launch *launch,
+                                         size_t *out_count);
+
+/**
+ * The argument at `index` of those to append after the file's path (in order) into
+ * `*out_value`.
+ *
+ * Returns `AW_RESULT_OK`, `AW_RESULT_INDEX_OUT_OF_RANGE`, or `AW_RESULT_NOT_AVAILABLE`
+ * when there is no file.
+ *
+ * Memory and lifetimes: NUL-terminated (at `data[len]`); valid until the launch is
+ * freed.
+ *
+ * Since ABI 1.4.
+ */
+aw_result aw_acp_launch_file_after(const aw_acp_launch *launch,
+                                   size_t index,
+                                   aw_str *out_value);
 
 /**
  * Creates a connection to a just-spawned ACP agent, writing it to `*out_connection`; its

@@ -13,11 +13,12 @@ use super::boundary::{
     input_str, last_error,
 };
 use super::mcp::{aw_mcp_config, mcp_config_or_default};
+use super::names::name_of;
 use super::names::{CEnum, mirrors};
 use super::registry::{aw_registry_config, registry_config_or_default};
 use super::result::{Error, aw_result};
 use super::views::aw_str;
-use crate::acp::{AcpConfig, PermissionChoice};
+use crate::acp::{AcpConfig, NativeTools, PermissionChoice};
 
 /// Settings for `aw_acp_connection_new`: an opaque handle, created with the defaults of the
 /// Rust `AcpConfig::default()` by `aw_acp_config_new`, changed with the `aw_acp_config_set_*`
@@ -44,6 +45,40 @@ mirrors!(aw_permission_choice => PermissionChoice {
     AllowOnce,
     RejectOnce,
 });
+
+/// Whether the agent's own tools (its shell, file edits, web search, ...) are offered to
+/// its model; the client's tools, given as an MCP server, are offered either way.
+/// `aw_native_tools_name` names a value.
+///
+/// Since ABI 1.4.
+#[allow(non_camel_case_types)]
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum aw_native_tools {
+    /// Kept, except in sessions given the client's tools by an agent that turns them off
+    /// per session (claude-agent-acp). The default.
+    Keep = 0,
+    /// Off in every session: per session where the agent takes that (claude-agent-acp),
+    /// and at launch where only its configuration can (codex-acp, Gemini CLI): start the
+    /// agent as `aw_acp_launch_new` says.
+    Off = 1,
+}
+
+mirrors!(aw_native_tools => NativeTools {
+    Keep,
+    Off,
+});
+
+/// The name of an `aw_native_tools` value (`"keep"`, `"off"`), or NULL for a number that
+/// is not one.
+///
+/// Memory and lifetimes: static and NUL-terminated; do not free it.
+///
+/// Since ABI 1.4.
+#[unsafe(no_mangle)]
+pub extern "C" fn aw_native_tools_name(native_tools: u32) -> *const c_char {
+    name_of::<aw_native_tools>(native_tools)
+}
 
 /// A copy of the config behind `config`, for a connection being created: the defaults
 /// when NULL; `AW_RESULT_POISONED` or `AW_RESULT_BUSY` (the config is in a call on another
@@ -257,6 +292,39 @@ pub unsafe extern "C" fn aw_acp_config_get_permission(
             aw_permission_choice::of(c.permission)
         })
     }
+}
+
+/// Sets `native_tools`, an `aw_native_tools` (default `AW_NATIVE_TOOLS_KEEP`). With
+/// `AW_NATIVE_TOOLS_OFF`, start a codex-acp or Gemini CLI agent as `aw_acp_launch_new`
+/// says.
+///
+/// Returns `AW_RESULT_OK` or `AW_RESULT_INVALID_ENUM`; on failure the config is unchanged.
+///
+/// Since ABI 1.4.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_config_set_native_tools(
+    config: *mut aw_acp_config,
+    value: u32,
+) -> aw_result {
+    // SAFETY: forwarded contract (the module's pointer rules).
+    unsafe {
+        set(config, |c| {
+            c.native_tools = input_enum(value, "native_tools", aw_native_tools::from_u32)?;
+            Ok(())
+        })
+    }
+}
+
+/// Reads `native_tools` into `*out_value`.
+///
+/// Since ABI 1.4.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aw_acp_config_get_native_tools(
+    config: *const aw_acp_config,
+    out_value: *mut aw_native_tools,
+) -> aw_result {
+    // SAFETY: forwarded contract (the module's pointer rules).
+    unsafe { get(config, out_value, |c| aw_native_tools::of(c.native_tools)) }
 }
 
 /// Sets `pool_size`: fresh sessions kept ready ahead of need, to hide `session/new`'s latency (default 1; 0 creates sessions on demand).

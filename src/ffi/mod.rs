@@ -13,8 +13,8 @@
 //!   `AW_RESULT_BUSY`, and a free that overlaps a call is refused.
 //!
 //! Handles (`aw_config`, `aw_bridge`, `aw_reply`, `aw_decoder`, `aw_acp_config`,
-//! `aw_acp_connection`, `aw_registry_config`, `aw_registry`, `aw_mcp_config`,
-//! `aw_mcp_server`) are opaque, created by `_new` and
+//! `aw_acp_launch`, `aw_acp_connection`, `aw_registry_config`, `aw_registry`,
+//! `aw_mcp_config`, `aw_mcp_server`) are opaque, created by `_new` and
 //! freed by `_free` (NULL-safe). Outputs are borrowed views (`aw_bytes`, `aw_str`) whose
 //! lifetime each function states, usually "until the next mutating call on the same
 //! handle". Polling only, no callbacks. A handle may move between threads but must not be
@@ -28,8 +28,9 @@
 //!
 //! The layout follows the Rust API: [`config`] (`Config`), [`bridge`] (`Bridge` and its
 //! `Dialect`), [`reply`] (the replies an adapter sends without an agent:
-//! `anthropic::count_tokens`, `Dialect::write_error`), [`acp_config`] and [`acp`]
-//! (`acp::AcpConfig`, `acp::Connection` and its turns and conversations), [`registry`]
+//! `anthropic::count_tokens`, `Dialect::write_error`), [`acp_config`], [`acp_launch`] and
+//! [`acp`] (`acp::AcpConfig`, `acp::launch_without_native_tools`, `acp::Connection` and
+//! its turns and conversations), [`registry`]
 //! (`registry::Registry`, for bridges of conversations), [`mcp`] (`mcp::Server` and
 //! `mcp::Config`), [`decoder`] and [`event`]
 //! (`cursor::Decoder`, `event::Event`), [`result`], [`views`], [`version`]; [`boundary`]
@@ -55,6 +56,8 @@ pub mod bridge;
 pub mod reply;
 
 pub mod acp_config;
+
+pub mod acp_launch;
 
 pub mod acp;
 

@@ -84,7 +84,7 @@ pub(crate) fn name_of<C: CEnum>(number: u32) -> *const c_char {
 mod tests {
     use super::*;
     use crate::event::{FailureKind, ToolOutcome};
-    use crate::ffi::acp_config::aw_permission_choice;
+    use crate::ffi::acp_config::{aw_native_tools, aw_permission_choice};
     use crate::ffi::bridge::aw_dialect;
     use crate::ffi::config::{aw_reasoning_field, aw_tool_strategy};
     use crate::ffi::event::{
@@ -151,6 +151,7 @@ mod tests {
         spells_the_core_names::<aw_event_kind>("aw_event_kind", &[]);
         spells_the_core_names::<aw_dialect>("aw_dialect", &[]);
         spells_the_core_names::<aw_permission_choice>("aw_permission_choice", &[]);
+        spells_the_core_names::<aw_native_tools>("aw_native_tools", &[]);
         spells_the_core_names::<aw_tool_strategy>("aw_tool_strategy", &[]);
         spells_the_core_names::<aw_reasoning_field>("aw_reasoning_field", &[]);
         spells_the_core_names::<aw_fresh_reason>("aw_fresh_reason", &[]);

@@ -78,13 +78,16 @@ pub enum aw_result {
     /// A request body is not a valid request of its dialect; the last error says why
     /// (ABI 1.3).
     InvalidRequest = 7204,
-    /// An MCP session id is not 1 or more visible ASCII characters (ABI 1.3). Last added.
+    /// An MCP session id is not 1 or more visible ASCII characters (ABI 1.3).
     InvalidSessionId = 7205,
+    /// The command is no ACP agent whose own tools agentwire knows how to turn off
+    /// (ABI 1.4). Last added.
+    UnknownAgent = 7206,
 }
 
 impl aw_result {
     /// Every value, in order.
-    pub const ALL: [aw_result; 25] = [
+    pub const ALL: [aw_result; 26] = [
         aw_result::Ok,
         aw_result::Drained,
         aw_result::NotAvailable,
@@ -110,6 +113,7 @@ impl aw_result {
         aw_result::McpUnauthorized,
         aw_result::InvalidRequest,
         aw_result::InvalidSessionId,
+        aw_result::UnknownAgent,
     ];
 
     /// The value's name as the header spells it, NUL-terminated.
@@ -140,6 +144,7 @@ impl aw_result {
             aw_result::McpUnauthorized => c"AW_RESULT_MCP_UNAUTHORIZED",
             aw_result::InvalidRequest => c"AW_RESULT_INVALID_REQUEST",
             aw_result::InvalidSessionId => c"AW_RESULT_INVALID_SESSION_ID",
+            aw_result::UnknownAgent => c"AW_RESULT_UNKNOWN_AGENT",
         }
     }
 

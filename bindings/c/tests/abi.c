@@ -90,7 +90,7 @@ static void test_result_names(void)
             CHECK(aw_result_is_status(v) == (v < 7100));
         }
     }
-    CHECK(named == 25);
+    CHECK(named == 26);
     CHECK(!aw_result_is_status(AW_RESULT_BUSY));
     CHECK(strcmp(aw_result_name(AW_RESULT_UNKNOWN_TURN), "AW_RESULT_UNKNOWN_TURN") == 0);
 }
@@ -118,6 +118,9 @@ static void test_enum_names(void)
     CHECK(strcmp(aw_fresh_reason_name(AW_FRESH_REASON_NO_SESSION), "no_session") == 0);
     CHECK(strcmp(aw_fresh_reason_name(AW_FRESH_REASON_FOREIGN_ANSWER), "foreign_answer") == 0);
     CHECK(aw_fresh_reason_name(AW_FRESH_REASON_FOREIGN_ANSWER + 1) == NULL);
+    CHECK(strcmp(aw_native_tools_name(AW_NATIVE_TOOLS_KEEP), "keep") == 0);
+    CHECK(strcmp(aw_native_tools_name(AW_NATIVE_TOOLS_OFF), "off") == 0);
+    CHECK(aw_native_tools_name(AW_NATIVE_TOOLS_OFF + 1) == NULL);
 }
 
 static void test_config(void)
@@ -749,6 +752,7 @@ static void test_acp_config(void)
     size_t size;
     uint64_t u64;
     aw_permission_choice choice;
+    aw_native_tools native_tools;
 
     EXPECT(aw_acp_config_new(NULL), AW_RESULT_NULL_PARAMETER);
     EXPECT(aw_acp_config_new(&config), AW_RESULT_OK);
@@ -759,6 +763,8 @@ static void test_acp_config(void)
     CHECK(str_eq(s, "agentwire"));
     EXPECT(aw_acp_config_get_permission(config, &choice), AW_RESULT_OK);
     CHECK(choice == AW_PERMISSION_CHOICE_ALLOW_ONCE);
+    EXPECT(aw_acp_config_get_native_tools(config, &native_tools), AW_RESULT_OK);
+    CHECK(native_tools == AW_NATIVE_TOOLS_KEEP);
     EXPECT(aw_acp_config_get_pool_size(config, &size), AW_RESULT_OK);
     CHECK(size == 1);
     EXPECT(aw_acp_config_get_max_concurrent_prompts(config, &size), AW_RESULT_OK);
@@ -773,6 +779,7 @@ static void test_acp_config(void)
     EXPECT(aw_acp_config_set_client_name(config, "plugin", 6), AW_RESULT_OK);
     EXPECT(aw_acp_config_set_client_version(config, "9.9", 3), AW_RESULT_OK);
     EXPECT(aw_acp_config_set_permission(config, AW_PERMISSION_CHOICE_REJECT_ONCE), AW_RESULT_OK);
+    EXPECT(aw_acp_config_set_native_tools(config, AW_NATIVE_TOOLS_OFF), AW_RESULT_OK);
     EXPECT(aw_acp_config_set_pool_size(config, 0), AW_RESULT_OK);
     EXPECT(aw_acp_config_set_max_concurrent_prompts(config, 2), AW_RESULT_OK);
     EXPECT(aw_acp_config_set_queue_timeout_ms(config, 11), AW_RESULT_OK);
@@ -791,6 +798,8 @@ static void test_acp_config(void)
     CHECK(str_eq(s, "9.9"));
     EXPECT(aw_acp_config_get_permission(config, &choice), AW_RESULT_OK);
     CHECK(choice == AW_PERMISSION_CHOICE_REJECT_ONCE);
+    EXPECT(aw_acp_config_get_native_tools(config, &native_tools), AW_RESULT_OK);
+    CHECK(native_tools == AW_NATIVE_TOOLS_OFF);
     EXPECT(aw_acp_config_get_pool_size(config, &size), AW_RESULT_OK);
     CHECK(size == 0);
     EXPECT(aw_acp_config_get_max_concurrent_prompts(config, &size), AW_RESULT_OK);
@@ -815,6 +824,10 @@ static void test_acp_config(void)
     /* Bad values change nothing. */
     EXPECT(aw_acp_config_set_permission(config, 2), AW_RESULT_INVALID_ENUM);
     CHECK(strstr(aw_acp_config_last_error(config), "permission") != NULL);
+    EXPECT(aw_acp_config_set_native_tools(config, AW_NATIVE_TOOLS_OFF + 1), AW_RESULT_INVALID_ENUM);
+    CHECK(strstr(aw_acp_config_last_error(config), "native_tools") != NULL);
+    EXPECT(aw_acp_config_get_native_tools(config, &native_tools), AW_RESULT_OK);
+    CHECK(native_tools == AW_NATIVE_TOOLS_OFF);
     EXPECT(aw_acp_config_set_cwd(config, "\xff", 1), AW_RESULT_INVALID_UTF8);
     EXPECT(aw_acp_config_set_cwd(config, NULL, 1), AW_RESULT_NULL_PARAMETER);
     EXPECT(aw_acp_config_set_cwd(config, "x", (size_t)PTRDIFF_MAX + 1), AW_RESULT_LENGTH_TOO_LARGE);
@@ -843,6 +856,81 @@ static const char ACP_PROMPT_END[] =
 
 /* One connection from the handshake to the agent's exit: a turn's outputs as a bridge's,
    the model list, and every misuse. */
+/* What to add to an agent's launch with its own tools off: codex-acp's arguments, Gemini
+ * CLI's policy file with the user's own policies named after it, unknown agents refused. */
+static void test_acp_launch(void)
+{
+    aw_acp_launch *launch = NULL;
+    const char *codex_args[] = {"@zed-industries/codex-acp"};
+    const char *gemini_args[] = {"--acp"};
+    const char *cursor_args[] = {"acp"};
+    const char *gemini_env[] = {"HOME=/home/u", "GEMINI_CLI_HOME=/srv/gemini", NULL};
+    const char *no_env[] = {NULL};
+    size_t count = 0, i;
+    aw_str s;
+
+    EXPECT(aw_acp_launch_new("npx", codex_args, 1, NULL, &launch), AW_RESULT_OK);
+    EXPECT(aw_acp_launch_arg_count(launch, &count), AW_RESULT_OK);
+    CHECK(count > 0 && count % 2 == 0);
+    for (i = 0; i < count; i += 2) {
+        EXPECT(aw_acp_launch_arg(launch, i, &s), AW_RESULT_OK);
+        CHECK(str_eq(s, "-c") && s.data[s.len] == '\0');
+    }
+    EXPECT(aw_acp_launch_arg(launch, 1, &s), AW_RESULT_OK);
+    CHECK(strchr(s.data, '=') != NULL);
+    EXPECT(aw_acp_launch_arg(launch, count, &s), AW_RESULT_INDEX_OUT_OF_RANGE);
+    CHECK(strstr(aw_acp_launch_last_error(launch), "out of range") != NULL);
+    CHECK(!aw_acp_launch_has_file(launch));
+    EXPECT(aw_acp_launch_file_name(launch, &s), AW_RESULT_NOT_AVAILABLE);
+    EXPECT(aw_acp_launch_file_contents(launch, &s), AW_RESULT_NOT_AVAILABLE);
+    EXPECT(aw_acp_launch_file_flag(launch, &s), AW_RESULT_NOT_AVAILABLE);
+    EXPECT(aw_acp_launch_file_after_count(launch, &count), AW_RESULT_NOT_AVAILABLE);
+    EXPECT(aw_acp_launch_file_after(launch, 0, &s), AW_RESULT_NOT_AVAILABLE);
+    CHECK(strstr(aw_acp_launch_last_error(launch), "no file") != NULL);
+    aw_acp_launch_free(launch);
+
+    launch = NULL;
+    EXPECT(aw_acp_launch_new("/usr/bin/gemini", gemini_args, 1, gemini_env, &launch), AW_RESULT_OK);
+    EXPECT(aw_acp_launch_arg_count(launch, &count), AW_RESULT_OK);
+    CHECK(count == 0);
+    CHECK(aw_acp_launch_has_file(launch));
+    EXPECT(aw_acp_launch_file_name(launch, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "agentwire-native-tools-off.toml") && s.data[s.len] == '\0');
+    EXPECT(aw_acp_launch_file_flag(launch, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "--policy"));
+    EXPECT(aw_acp_launch_file_contents(launch, &s), AW_RESULT_OK);
+    CHECK(strstr(s.data, "decision = \"deny\"") != NULL);
+    CHECK(strstr(s.data, "mcpName = \"*\"") != NULL);
+    EXPECT(aw_acp_launch_file_after_count(launch, &count), AW_RESULT_OK);
+    CHECK(count == 2);
+    EXPECT(aw_acp_launch_file_after(launch, 0, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "--policy"));
+    EXPECT(aw_acp_launch_file_after(launch, 1, &s), AW_RESULT_OK);
+    CHECK(str_eq(s, "/srv/gemini/.gemini/policies"));
+    EXPECT(aw_acp_launch_file_after(launch, 2, &s), AW_RESULT_INDEX_OUT_OF_RANGE);
+    CHECK(strstr(aw_acp_launch_last_error(launch), "out of range") != NULL);
+    aw_acp_launch_free(launch);
+
+    /* No home in the agent's environment: no policies to name after the file. */
+    launch = NULL;
+    EXPECT(aw_acp_launch_new("gemini", gemini_args, 1, no_env, &launch), AW_RESULT_OK);
+    CHECK(aw_acp_launch_has_file(launch));
+    EXPECT(aw_acp_launch_file_after_count(launch, &count), AW_RESULT_OK);
+    CHECK(count == 0);
+    aw_acp_launch_free(launch);
+
+    launch = NULL;
+    EXPECT(aw_acp_launch_new("cursor-agent", cursor_args, 1, NULL, &launch), AW_RESULT_UNKNOWN_AGENT);
+    CHECK(launch == NULL);
+    EXPECT(aw_acp_launch_new("gemini", NULL, 0, NULL, &launch), AW_RESULT_UNKNOWN_AGENT);
+    EXPECT(aw_acp_launch_new("codex-acp", NULL, 1, NULL, &launch), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_launch_new("codex-acp\xff", NULL, 0, NULL, &launch), AW_RESULT_INVALID_UTF8);
+    EXPECT(aw_acp_launch_new("codex-acp", NULL, 0, NULL, NULL), AW_RESULT_NULL_PARAMETER);
+    EXPECT(aw_acp_launch_arg_count(NULL, &count), AW_RESULT_NULL_PARAMETER);
+    CHECK(strcmp(aw_acp_launch_last_error(NULL), "") == 0);
+    aw_acp_launch_free(NULL);
+}
+
 static void test_acp_connection(void)
 {
     aw_acp_connection *conn = NULL;
@@ -1741,6 +1829,7 @@ int main(void)
     test_replies();
     test_decoder();
     test_acp_config();
+    test_acp_launch();
     test_acp_connection();
     test_registry_config();
     test_registry();

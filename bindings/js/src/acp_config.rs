@@ -5,7 +5,7 @@
 //! wrong type, `null`, a fraction or a negative number where a count goes) is an
 //! `invalidArgument` error naming the field.
 
-use agentwire::acp::{AcpConfig, ExtensionPolicy, PermissionChoice};
+use agentwire::acp::{AcpConfig, ExtensionPolicy, NativeTools, PermissionChoice};
 use serde::Deserialize;
 
 use crate::config::{from_json, present, set};
@@ -35,6 +35,8 @@ struct AcpConfigPatch {
     client_version: Option<String>,
     #[serde(default, deserialize_with = "present")]
     permission: Option<Camel<PermissionChoice>>,
+    #[serde(default, deserialize_with = "present")]
+    native_tools: Option<Camel<NativeTools>>,
     #[serde(default, deserialize_with = "present")]
     extensions: Option<Extensions>,
     #[serde(default, deserialize_with = "present")]
@@ -85,6 +87,7 @@ impl AcpConfigPatch {
             client_name,
             client_version,
             permission,
+            native_tools,
             extensions,
             pool_size,
             max_concurrent_prompts,
@@ -121,6 +124,10 @@ impl AcpConfigPatch {
         set(
             &mut config.permission,
             permission.map(|Camel(choice)| choice),
+        );
+        set(
+            &mut config.native_tools,
+            native_tools.map(|Camel(setting)| setting),
         );
         set(
             &mut config.extensions,
@@ -162,7 +169,7 @@ mod tests {
     fn every_field_reaches_its_rust_field() {
         let json = json!({
             "cwd": "/srv", "clientName": "n", "clientVersion": "v", "permission": "rejectOnce",
-            "extensions": {"answer": {"outcome": {"outcome": "cancelled"}}}, "poolSize": 0,
+            "nativeTools": "off", "extensions": {"answer": {"outcome": {"outcome": "cancelled"}}}, "poolSize": 0,
             "maxConcurrentPrompts": 2, "queueTimeoutMs": 1, "initializeTimeoutMs": 2,
             "newSessionTimeoutMs": 3, "setModelTimeoutMs": 4, "cancelTimeoutMs": 5,
             "turnOutputBudget": 6, "defaultModelNames": ["x"], "maxLineLen": 7,
@@ -176,6 +183,7 @@ mod tests {
             client_name: "n".into(),
             client_version: "v".into(),
             permission: PermissionChoice::RejectOnce,
+            native_tools: NativeTools::Off,
             extensions: ExtensionPolicy::Answer(json!({"outcome": {"outcome": "cancelled"}})),
             pool_size: 0,
             max_concurrent_prompts: 2,
@@ -214,6 +222,7 @@ mod tests {
             (r#"{"poolSize":1.5}"#, "1.5"),
             (r#"{"cwd":null}"#, "null"),
             (r#"{"permission":"allowAlways"}"#, "allowAlways"),
+            (r#"{"nativeTools":"none"}"#, "none"),
             (r#"{"extensions":"ignore"}"#, "ignore"),
             (r#"{"maxConcurrentPrompts":0}"#, "maxConcurrentPrompts"),
             (r#"{"maxLineLen":0}"#, "maxLineLen"),

@@ -92,7 +92,7 @@ impl<'de, T: Named> Deserialize<'de> for Camel<T> {
 
 #[cfg(test)]
 mod tests {
-    use agentwire::acp::{ConnectionError, PermissionChoice};
+    use agentwire::acp::{ConnectionError, NativeTools, PermissionChoice};
     use agentwire::api::ErrorKind;
     use agentwire::bridge::{BridgeError, Dialect};
     use agentwire::cursor::DecoderError;
@@ -202,6 +202,8 @@ mod tests {
         lists::<Dialect>("bridge.ts", "export const DIALECTS");
         lists::<PermissionChoice>("acp.ts", "export type AcpPermission =");
         lists::<PermissionChoice>("acp.ts", "const ACP_PERMISSIONS");
+        lists::<NativeTools>("acp.ts", "export type NativeTools =");
+        lists::<NativeTools>("acp.ts", "const NATIVE_TOOLS");
         lists::<ToolStrategy>("config.ts", "export type ToolStrategy =");
         lists::<ReasoningField>("config.ts", "export type ReasoningField =");
         lists::<FreshReason>("registry.ts", "export type FreshReason =");

@@ -222,10 +222,12 @@ test('misuse throws invalidArgument naming what is wrong, and leaves the connect
   bad(() => new AcpConnection({ config: { cwd: 1 } }), /cwd must be a string, not 1/);
   bad(() => new AcpConnection({ config: { cwd: null } }), /cwd must be a string, not null/);
   bad(() => new AcpConnection({ config: { permission: 'allowAlways' } }), /permission must be 'allowOnce' or 'rejectOnce', not 'allowAlways'/);
+  bad(() => new AcpConnection({ config: { nativeTools: 'none' } }), /nativeTools must be 'keep' or 'off', not 'none'/);
   bad(() => new AcpConnection({ config: { extensions: { answer: 1, extra: 2 } } }), /extensions must be 'methodNotFound' or \{ answer \}/);
   bad(() => new AcpConnection({ config: { defaultModelNames: ['a', 1] } }), /defaultModelNames must be an array of strings/);
   bad(() => new AcpConnection({ config: { poolSise: 1 } }), /unknown field `poolSise`/);
   // Every field of the right type is taken.
+  new AcpConnection({ config: { nativeTools: 'off' } }).free();
   new AcpConnection({ config: { permission: 'rejectOnce', extensions: { answer: { outcome: { outcome: 'cancelled' } } }, defaultModelNames: [] } }).free();
 
   const connection = new AcpConnection();

@@ -7,7 +7,7 @@
 // client tools and stopped by `dispose`, the demo, and a copy never built saying so.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -208,6 +208,33 @@ test('protocol acp with conversations: OpenCode’s tools reach the agent over M
   } finally {
     await hooks.dispose();
   }
+});
+
+test('protocol acp with nativeTools off: the agent is started without its own tools; an agent with no known way is refused', { timeout: 30_000 }, async () => {
+  // The scripted agent under codex-acp's name, which logs the arguments it was started with.
+  const program = join(scratch, 'codex-acp');
+  symlinkSync(join(PACKAGE, 'test/support/acp_mcp_agent.mjs'), program);
+  const log = join(scratch, 'acp-native-tools.jsonl');
+  process.env.ACP_MCP_AGENT_LOG = log;
+  let loaded;
+  try {
+    loaded = await load({ protocol: 'acp', acpCommand: ['node', program], nativeTools: 'off', modelsCacheSeconds: 0 });
+  } finally {
+    delete process.env.ACP_MCP_AGENT_LOG;
+  }
+  try {
+    const start = readFileSync(log, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line)).find((event) => event.event === 'start');
+    assert.ok(start.args.includes('features.shell_tool=false'), JSON.stringify(start.args));
+  } finally {
+    await loaded.hooks.dispose();
+  }
+
+  const refused = await load({ protocol: 'acp', acpCommand: ['cursor-agent', 'acp'], nativeTools: 'off' });
+  const count = { attempts: 0 };
+  await assertFailsOnce(generateText({ model: sdk(refused.provider, count)('auto'), prompt: 'hi' }), count, /option `nativeTools`: nativeTools 'off': cannot turn off the own tools of `cursor-agent`/);
+  const misplaced = await load({ nativeTools: 'none' });
+  const tried = { attempts: 0 };
+  await assertFailsOnce(generateText({ model: sdk(misplaced.provider, tried)('auto'), prompt: 'hi' }), tried, /`nativeTools` must be "keep" or "off", not "none"/);
 });
 
 test('protocol acp with the agent missing: the request fails once with the install hint', { timeout: 30_000 }, async () => {

@@ -35,6 +35,16 @@ export interface AcpConfig {
    */
   permission?: AcpPermission;
   /**
+   * Whether the agent's own tools (its shell, file edits, web search, ...) are offered to
+   * its model; the client's tools, given as an MCP server, are offered either way. `keep`
+   * (the default): kept, except in sessions given the client's tools by an agent that turns
+   * them off per session (claude-agent-acp). `off`: off in every session, per session where
+   * the agent takes that (claude-agent-acp) and at launch where only its configuration can
+   * (codex-acp, Gemini CLI): start the agent as {@link launchWithoutNativeTools} says (the
+   * Node driver's `AcpAgent` does, given `nativeTools: 'off'`).
+   */
+  nativeTools?: NativeTools;
+  /**
    * How other agent requests (`fs/*`, `terminal/*`, extension methods) are answered:
    * `methodNotFound` (the default, JSON-RPC `-32601`), or `{ answer }`, this fixed `result`.
    */
@@ -90,6 +100,12 @@ export type AcpPermission = 'allowOnce' | 'rejectOnce';
 
 /** Every {@link AcpPermission}. */
 const ACP_PERMISSIONS: readonly AcpPermission[] = Object.freeze(['allowOnce', 'rejectOnce']);
+
+/** `AcpConfig.nativeTools`: the agent's own tools kept, or off. */
+export type NativeTools = 'keep' | 'off';
+
+/** Every {@link NativeTools}. */
+const NATIVE_TOOLS: readonly NativeTools[] = Object.freeze(['keep', 'off']);
 
 /** A JSON value: what `AcpConfig.extensions`' `answer` may hold. */
 export type AcpJson = string | number | boolean | null | AcpJson[] | { [key: string]: AcpJson };
@@ -378,11 +394,12 @@ function requireTurn(turn: unknown): asserts turn is number {
 }
 
 /** What each field of an {@link AcpConfig} holds. */
-const ACP_FIELDS: Readonly<Record<keyof AcpConfig, 'text' | 'textOrNull' | 'object' | 'count' | 'names' | 'permission' | 'extensions'>> = {
+const ACP_FIELDS: Readonly<Record<keyof AcpConfig, 'text' | 'textOrNull' | 'object' | 'count' | 'names' | 'permission' | 'nativeTools' | 'extensions'>> = {
   cwd: 'text',
   clientName: 'text',
   clientVersion: 'text',
   permission: 'permission',
+  nativeTools: 'nativeTools',
   extensions: 'extensions',
   poolSize: 'count',
   maxConcurrentPrompts: 'count',
@@ -433,6 +450,9 @@ function checkAcpConfig(config: object): void {
         break;
       case 'permission':
         if (!(ACP_PERMISSIONS as readonly unknown[]).includes(value)) throw fail(ACP_PERMISSIONS.map((p) => `'${p}'`).join(' or '));
+        break;
+      case 'nativeTools':
+        if (!(NATIVE_TOOLS as readonly unknown[]).includes(value)) throw fail(NATIVE_TOOLS.map((p) => `'${p}'`).join(' or '));
         break;
       case 'extensions':
         if (value !== 'methodNotFound' && !(value !== null && typeof value === 'object' && 'answer' in value && Object.keys(value).length === 1)) {

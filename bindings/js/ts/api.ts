@@ -7,7 +7,7 @@ import { version as rawVersion } from '../wasm/agentwire_js.js';
 import { requireLoaded } from './module.js';
 
 export { AcpConnection } from './acp.js';
-export type { AcpConfig, AcpConnectionOptions, AcpDecision, AcpJson, AcpPermission, AcpRestart, McpAdmission, TurnOptions } from './acp.js';
+export type { AcpConfig, AcpConnectionOptions, AcpDecision, AcpJson, AcpPermission, AcpRestart, McpAdmission, NativeTools, TurnOptions } from './acp.js';
 export { Bridge, DIALECTS } from './bridge.js';
 export type { Body, BridgeOptions, BridgeOutput, ConversationOptions, Dialect, End, Head, Invocation, Respawn, StopAgent } from './bridge.js';
 export { defaultConfig } from './config.js';
@@ -16,6 +16,8 @@ export type { Config, DecoderLimits, LoopGuardLimits, ReasoningField, RequestLim
 export { Decoder } from './decoder.js';
 export { AgentwireError } from './errors.js';
 export type { ErrorCode, ErrorKind } from './errors.js';
+export { launchWithoutNativeTools } from './launch.js';
+export type { AgentLaunch, LaunchFile } from './launch.js';
 export type {
   AgentActivity,
   AgentEvent,

@@ -53,6 +53,7 @@ from ._lib import (
     NullParameterError,
     PanicError,
     PoisonedError,
+    UnknownAgentError,
     UnknownCallError,
     UnknownExchangeError,
     UnknownTurnError,
@@ -60,7 +61,17 @@ from ._lib import (
 )
 from ._native import ffi as _ffi
 from ._native import lib as _c
-from .acp import AcpConfig, AcpConnection, Decision, PermissionChoice, Restart
+from .acp import (
+    AcpConfig,
+    AcpConnection,
+    AgentLaunch,
+    Decision,
+    NativeTools,
+    PermissionChoice,
+    Restart,
+    LaunchFile,
+    launch_without_native_tools,
+)
 from .bridge import Body, Bridge, Dialect, End, Head, Invocation, Output, Respawn, StopAgent
 from .config import Config, ReasoningField, ToolStrategy
 from .decoder import (
@@ -111,6 +122,10 @@ __all__ = [
     "AcpConnection",
     "AcpConfig",
     "PermissionChoice",
+    "NativeTools",
+    "AgentLaunch",
+    "LaunchFile",
+    "launch_without_native_tools",
     "Restart",
     "Decision",
     # bridge
@@ -194,5 +209,6 @@ __all__ = [
     "McpUnauthorizedError",
     "InvalidRequestError",
     "InvalidSessionIdError",
+    "UnknownAgentError",
     "ClosedError",
 ]

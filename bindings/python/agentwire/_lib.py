@@ -130,6 +130,11 @@ class InvalidSessionIdError(InvalidInputError):
     """An MCP session id is not 1 or more visible ASCII characters."""
 
 
+class UnknownAgentError(InvalidInputError):
+    """The command is no ACP agent whose own tools agentwire knows how to turn off (keep
+    them: ``NativeTools.KEEP``)."""
+
+
 class ClosedError(AgentwireError, ValueError):
     """The object was closed."""
 
@@ -161,6 +166,7 @@ _BY_CODE: Dict[int, Type[AgentwireError]] = {
     lib.AW_RESULT_MCP_UNAUTHORIZED: McpUnauthorizedError,
     lib.AW_RESULT_INVALID_REQUEST: InvalidRequestError,
     lib.AW_RESULT_INVALID_SESSION_ID: InvalidSessionIdError,
+    lib.AW_RESULT_UNKNOWN_AGENT: UnknownAgentError,
 }
 
 

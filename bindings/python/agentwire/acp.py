@@ -11,7 +11,18 @@ import os
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator, List, Optional, TypeVar, Union
+from typing import (
+    Any,
+    Callable,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    TypeVar,
+    Union,
+)
 
 from ._lib import (
     DRAINED,
@@ -56,6 +67,20 @@ class PermissionChoice(enum.IntEnum):
     REJECT_ONCE = lib.AW_PERMISSION_CHOICE_REJECT_ONCE
 
 
+class NativeTools(enum.IntEnum):
+    """Whether the agent's own tools (its shell, file edits, web search, ...) are offered to
+    its model; the client's tools, given as an MCP server, are offered either way. An
+    :class:`AcpConfig` also takes the names ``"keep"`` and ``"off"``."""
+
+    #: Kept, except in sessions given the client's tools by an agent that turns them off
+    #: per session (claude-agent-acp). The default.
+    KEEP = lib.AW_NATIVE_TOOLS_KEEP
+    #: Off in every session: per session where the agent takes that (claude-agent-acp),
+    #: and at launch where only its configuration can (codex-acp, Gemini CLI): start the
+    #: agent as :func:`launch_without_native_tools` says.
+    OFF = lib.AW_NATIVE_TOOLS_OFF
+
+
 class AcpConfig(_Settings):
     """Settings for :class:`AcpConnection`, one typed attribute per field of the Rust
     ``AcpConfig`` a program sets (answers to other agent requests are always "method not
@@ -83,6 +108,13 @@ class AcpConfig(_Settings):
         PermissionChoice,
         "aw_permission_choice",
         "How permission requests are answered (a PermissionChoice).",
+    )
+    native_tools = _enum(
+        NativeTools,
+        "aw_native_tools",
+        "Whether the agent's own tools are offered to its model (a NativeTools). With "
+        "``off``, start a codex-acp or Gemini CLI agent as "
+        ":func:`launch_without_native_tools` says.",
     )
     pool_size = _int(
         "size_t",
@@ -168,6 +200,7 @@ class AcpConfig(_Settings):
         client_name: Optional[str] = None,
         client_version: Optional[str] = None,
         permission: Union[PermissionChoice, str, None] = None,
+        native_tools: Union[NativeTools, str, None] = None,
         pool_size: Optional[int] = None,
         max_concurrent_prompts: Optional[int] = None,
         queue_timeout_ms: Optional[int] = None,
@@ -191,6 +224,108 @@ class AcpConfig(_Settings):
 # The nested settings are fields too: set through the constructor, shown by repr().
 AcpConfig.FIELDS = _fields_of(AcpConfig) + ("mcp", "conversations")
 _free_defaults()
+
+
+@dataclass(frozen=True)
+class LaunchFile:
+    """A file of the program's own the agent reads: write :attr:`contents` to a file named
+    :attr:`name` in a private directory of the program's own, append :attr:`flag` and the
+    file's path to the agent's arguments, then :attr:`after`, and remove the file when the
+    agent is stopped for good."""
+
+    #: The file's name (the agent may read it by its extension).
+    name: str
+    #: What the file holds.
+    contents: str
+    #: The flag that names the file to the agent.
+    flag: str
+    #: Arguments to append after the file's path, in order.
+    after: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AgentLaunch:
+    """What to add to an ACP agent's launch so that its own tools are off (made by
+    :func:`launch_without_native_tools`): :attr:`args` to append to its command line and,
+    for some agents, a :attr:`file` to write and name on the command line after them."""
+
+    #: Arguments to append to the agent's command line, in order.
+    args: Tuple[str, ...]
+    #: A file to write and name on the command line after :attr:`args`; None for an agent
+    #: that needs none.
+    file: Optional[LaunchFile]
+
+
+class _Launch(Handle):
+    """An ``aw_acp_launch``, read whole into an :class:`AgentLaunch`."""
+
+    _free = lib.aw_acp_launch_free
+    _last_error = lib.aw_acp_launch_last_error
+    _what = "agent launch"
+
+    def __init__(self, program: str, args: Sequence[str], env: Optional[Mapping[str, str]]) -> None:
+        if not isinstance(program, str):
+            raise TypeError(f"program must be a str, not {type(program).__name__}")
+        if isinstance(args, str) or not all(isinstance(a, str) for a in args):
+            raise TypeError("args must be a sequence of str")
+        # The strings stay alive (referenced here) for the length of the call.
+        strings = [ffi.new("char[]", encode(a)) for a in args]
+        argv = ffi.new("const char *[]", strings) if strings else ffi.NULL
+        envp: Any = ffi.NULL
+        if env is not None:
+            entries = []
+            for name, value in env.items():
+                if not isinstance(name, str) or not isinstance(value, str):
+                    raise TypeError("env must map str to str")
+                entries.append(ffi.new("char[]", encode(f"{name}={value}")))
+            envp = ffi.new("const char *[]", entries + [ffi.NULL])
+        out = ffi.new("aw_acp_launch **")
+        check(lib.aw_acp_launch_new(encode(program), argv, len(strings), envp, out))
+        self._adopt(out[0])
+
+    def read(self) -> AgentLaunch:
+        count = ffi.new("size_t *")
+        view = ffi.new("aw_str *")
+        with self._lock:
+            ptr = self._handle()
+
+            def string(getter: Any, *index: int) -> str:
+                self._check(getter(ptr, *index, view))
+                return copy_str(view)
+
+            self._check(lib.aw_acp_launch_arg_count(ptr, count))
+            args = tuple(string(lib.aw_acp_launch_arg, i) for i in range(count[0]))
+            file = None
+            if lib.aw_acp_launch_has_file(ptr):
+                self._check(lib.aw_acp_launch_file_after_count(ptr, count))
+                file = LaunchFile(
+                    name=string(lib.aw_acp_launch_file_name),
+                    contents=string(lib.aw_acp_launch_file_contents),
+                    flag=string(lib.aw_acp_launch_file_flag),
+                    after=tuple(string(lib.aw_acp_launch_file_after, i) for i in range(count[0])),
+                )
+            return AgentLaunch(args, file)
+
+
+def launch_without_native_tools(
+    program: str, args: Sequence[str] = (), env: Optional[Mapping[str, str]] = None
+) -> AgentLaunch:
+    """What to add to the launch of the ACP agent ``program`` ``args`` so that its own
+    tools are off (:attr:`NativeTools.OFF`). The agent is recognised by the file name of
+    its program or of an argument (as in ``npx @zed-industries/codex-acp``):
+    claude-agent-acp (nothing to add), codex-acp (``-c`` overrides), ``gemini --acp`` (a
+    ``--policy`` file, then the user's own policies directory). ``env`` is the environment
+    the agent will get (read for ``GEMINI_CLI_HOME`` or else ``HOME``); None for this
+    process's (``os.environ``), which it then inherits.
+
+    Raises :class:`~agentwire.UnknownAgentError` for an agent agentwire knows no way to
+    turn the tools of (cursor-agent among them), :class:`~agentwire.InvalidUtf8Error`, or
+    TypeError for arguments of the wrong type."""
+    launch = _Launch(program, args, env)
+    try:
+        return launch.read()
+    finally:
+        launch.close()
 
 
 @dataclass(frozen=True)

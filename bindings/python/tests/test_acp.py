@@ -173,6 +173,13 @@ def test_config_fields_defaults_and_bad_values() -> None:
     with pytest.raises(AttributeError, match="AcpConfig has no field"):
         config.pool = 1  # type: ignore[attr-defined]
     assert config.cwd == "/srv/w" and config.permission is aw.PermissionChoice.REJECT_ONCE
+    assert defaults.native_tools is aw.NativeTools.KEEP
+    config.native_tools = "off"  # type: ignore[assignment]
+    assert config.native_tools is aw.NativeTools.OFF
+    assert aw.AcpConfig(native_tools=aw.NativeTools.OFF).native_tools is aw.NativeTools.OFF
+    with pytest.raises(aw.InvalidEnumError, match="keep"):
+        config.native_tools = "none"  # type: ignore[assignment]
+    assert config.native_tools is aw.NativeTools.OFF
     assert repr(config).startswith("AcpConfig(cwd='/srv/w'")
     # The setting reaches the agent: session/new carries the cwd.
     with aw.AcpConnection(config, now_ms=0) as conn:
@@ -180,6 +187,55 @@ def test_config_fields_defaults_and_bad_values() -> None:
         conn.push_stdout(INITIALIZED, 1)
         conn.start_turn(REQUEST, now_ms=1)
         assert b'"cwd":"/srv/w"' in b"".join(conn.transmits())
+
+
+def test_launch_without_native_tools_says_what_to_add() -> None:
+    codex = aw.launch_without_native_tools("npx", ["-y", "@zed-industries/codex-acp"])
+    assert codex.file is None
+    assert len(codex.args) > 0 and codex.args[0::2] == ("-c",) * (len(codex.args) // 2)
+    assert "features.shell_tool=false" in codex.args
+    claude = aw.launch_without_native_tools("/usr/local/bin/claude-agent-acp")
+    assert claude == aw.AgentLaunch(args=(), file=None)
+
+    gemini = aw.launch_without_native_tools(
+        "gemini", ["--acp"], env={"HOME": "/home/u", "GEMINI_CLI_HOME": "/srv/g"}
+    )
+    assert gemini.args == ()
+    file = gemini.file
+    assert file is not None
+    assert (file.name, file.flag) == ("agentwire-native-tools-off.toml", "--policy")
+    assert 'toolName = "*"\ndecision = "deny"' in file.contents
+    assert 'mcpName = "*"\ndecision = "ask_user"' in file.contents
+    assert file.after == ("--policy", "/srv/g/.gemini/policies")
+    home = aw.launch_without_native_tools("gemini", ["--experimental-acp"], env={"HOME": "/h"})
+    assert home.file is not None and home.file.after == ("--policy", "/h/.gemini/policies")
+    own = ["--acp", "--policy", "/etc/p.toml"]
+    named = aw.launch_without_native_tools("gemini", own, env={"HOME": "/h"})
+    assert named.file is not None and named.file.after == ()
+    # None: this process's environment.
+    saved = os.environ.get("GEMINI_CLI_HOME")
+    os.environ["GEMINI_CLI_HOME"] = "/from/process"
+    try:
+        inherited = aw.launch_without_native_tools("gemini", ["--acp"])
+        assert inherited.file is not None
+        assert inherited.file.after == ("--policy", "/from/process/.gemini/policies")
+        given = aw.launch_without_native_tools("gemini", ["--acp"], env={})
+        assert given.file is not None and given.file.after == ()
+    finally:
+        if saved is None:
+            del os.environ["GEMINI_CLI_HOME"]
+        else:
+            os.environ["GEMINI_CLI_HOME"] = saved
+
+    for program, args in [("cursor-agent", ["acp"]), ("gemini", []), ("my-agent", ["--acp"])]:
+        with pytest.raises(aw.UnknownAgentError):
+            aw.launch_without_native_tools(program, args)
+    with pytest.raises(aw.InvalidUtf8Error):
+        aw.launch_without_native_tools("codex-acp\udcff")
+    with pytest.raises(TypeError):
+        aw.launch_without_native_tools("codex-acp", "--acp")
+    with pytest.raises(TypeError):
+        aw.launch_without_native_tools("gemini", ["--acp"], env={"A": 1})  # type: ignore[dict-item]
 
 
 def test_help_documents_every_field() -> None:

@@ -24,6 +24,7 @@ ENUMS = [
     (aw.ActivityPhase, "aw_activity_phase", None),
     (aw.Dialect, "aw_dialect", lib.aw_dialect_name),
     (aw.PermissionChoice, "aw_permission_choice", None),
+    (aw.NativeTools, "aw_native_tools", lib.aw_native_tools_name),
     (aw.ToolStrategy, "aw_tool_strategy", None),
     (aw.ReasoningField, "aw_reasoning_field", None),
     (aw.FreshReason, "aw_fresh_reason", lib.aw_fresh_reason_name),

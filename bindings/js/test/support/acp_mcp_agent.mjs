@@ -14,10 +14,11 @@
 // and ends its turn. A session without a server answers `Hello.`. `session/cancel` aborts
 // the call in flight and ends the turn as cancelled.
 //
-// With env ACP_MCP_AGENT_LOG=FILE, it appends one JSON line per event: `start` (pid),
-// `session` (its id, the MCP server's url and auth), `prompt` (the text and its bytes),
+// With env ACP_MCP_AGENT_LOG=FILE, it appends one JSON line per event: `start` (pid, its
+// arguments, and the files its `--policy` arguments name: path, contents or null),
+// `session` (its id, the MCP server's url and auth, the `_meta` of `session/new`), `prompt` (the text and its bytes),
 // `call` and `result` (round, command, the result's text), `cancel`, `close`.
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 const rounds = Number(process.argv[process.argv.indexOf('--tool-rounds') + 1] || 0);
@@ -149,7 +150,7 @@ function handle(message) {
       const entry = params.mcpServers?.[0];
       const server = entry === undefined ? undefined : { url: entry.url, auth: entry.headers.find((h) => h.name === 'Authorization')?.value };
       sessions.set(sessionId, { server, mcp: undefined, round: 0, abort: undefined });
-      log({ event: 'session', sessionId, ...(server ?? {}) });
+      log({ event: 'session', sessionId, ...(server ?? {}), meta: params._meta });
       send({ id, result: { sessionId } });
       break;
     }
@@ -170,7 +171,17 @@ function handle(message) {
   }
 }
 
-log({ event: 'start' });
+const readPolicy = (path) => {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return null;
+  }
+};
+const policies = process.argv
+  .slice(2)
+  .flatMap((arg, i, args) => (arg === '--policy' && i + 1 < args.length ? [{ path: args[i + 1], contents: readPolicy(args[i + 1]) }] : []));
+log({ event: 'start', args: process.argv.slice(2), policies });
 const lines = createInterface({ input: process.stdin });
 lines.on('line', (line) => {
   if (line.trim()) handle(JSON.parse(line));

@@ -4,10 +4,14 @@
  * @module
  */
 
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
-import { type AcpConfig, AcpConnection, type TurnOptions } from '../acp.js';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type AcpConfig, AcpConnection, type NativeTools, type TurnOptions } from '../acp.js';
 import type { Body, Head } from '../bridge.js';
-import { AgentwireError } from '../errors.js';
+import { AgentwireError, describe } from '../errors.js';
+import { type AgentLaunch, launchWithoutNativeTools } from '../launch.js';
 import type { McpOutput } from '../mcp.js';
 import type { Caller, RegistryStats } from '../registry.js';
 import { ProcessGroup, agentExit, delayUntil, spawnFailure } from './group.js';
@@ -47,6 +51,18 @@ export interface AcpAgentOptions {
    * limits.
    */
   conversations?: boolean;
+  /**
+   * The agent's own tools (its shell, file edits, web search, …): `keep` or `off` (default
+   * `config.nativeTools`, itself `keep` by default; giving both, they must agree). `off`
+   * turns them off per session where the agent takes that (claude-agent-acp), and at
+   * launch where only its configuration can, as {@link launchWithoutNativeTools} says:
+   * codex-acp gets `-c` overrides appended to its arguments; Gemini CLI a policy file,
+   * written into a private temporary directory and named after its arguments
+   * (`--policy <file>`, then `--policy` and the user's own policies directory). The
+   * directory is removed by {@link AcpAgent.close}. An agent agentwire knows no way to turn
+   * the tools of (cursor-agent among them) is refused here, `invalidInput`.
+   */
+  nativeTools?: NativeTools;
 }
 
 /** A turn's values: a {@link Bridge}'s (its route's dialect, the request's `Config`, …), its client's `signal`, and who sends it. */
@@ -96,19 +112,35 @@ export class AcpAgent implements AsyncDisposable {
   #endpoint: McpEndpoint | undefined;
   #endpointUrl: string | undefined;
   #closed = false;
+  /** With the agent's own tools off, what its launch adds. */
+  readonly #launch: AgentLaunch | undefined;
+  /** The options processes are spawned with, once the first one is. */
+  #spawnOptions: AcpAgentOptions | undefined;
+  /** The private directory of the launch's file, once written. */
+  #fileDir: string | undefined;
 
   constructor(options: AcpAgentOptions) {
     if (options === null || typeof options !== 'object' || typeof options.command !== 'string') {
       throw new AgentwireError('invalidArgument', 'AcpAgent takes { command, args?, config?, … } with command a string');
     }
-    this.#options = options;
+    const given = options.nativeTools;
+    if (given !== undefined && given !== 'keep' && given !== 'off') {
+      throw new AgentwireError('invalidArgument', `nativeTools must be 'keep' or 'off', not ${typeof given === 'string' ? `'${given}'` : describe(given)}`);
+    }
+    const configured = options.config?.nativeTools;
+    if (given !== undefined && configured !== undefined && given !== configured) {
+      throw new AgentwireError('invalidArgument', `nativeTools '${given}' and config.nativeTools '${String(configured)}' disagree: give one`);
+    }
+    const nativeTools = given ?? configured ?? 'keep';
+    this.#options = given === undefined ? options : { ...options, config: { ...options.config, nativeTools } };
     this.#clock = options.clock ?? (() => performance.now());
     this.#conversations = options.conversations ?? true;
     if (this.#conversations && options.config?.mcpEndpoint != null) {
       throw new AgentwireError('invalidArgument', 'invalid ACP config: mcpEndpoint is served by the AcpAgent itself with conversations on; leave it out (or set conversations: false)');
     }
     // Checked now, so that a bad config throws here rather than at the first turn.
-    new AcpConnection({ config: options.config, nowMs: 0 }).free();
+    new AcpConnection({ config: this.#options.config, nowMs: 0 }).free();
+    if (nativeTools === 'off') this.#launch = prepareLaunch(options);
   }
 
   /** The agent's process id (its group's too), while one runs. */
@@ -213,7 +245,7 @@ export class AcpAgent implements AsyncDisposable {
   #running(): AgentProcess {
     if (this.#closed) throw new Error('this AcpAgent is closed');
     if (this.#current === undefined || this.#current.retired) {
-      const started = new AgentProcess(this.#options, this.#clock, this.#conversations ? this.#endpointUrl : undefined);
+      const started = new AgentProcess(this.#spawning(), this.#clock, this.#conversations ? this.#endpointUrl : undefined);
       this.#processes.add(started);
       void started.exited.then(() => this.#processes.delete(started));
       this.#current = started;
@@ -230,12 +262,48 @@ export class AcpAgent implements AsyncDisposable {
     this.#closed = true;
     const processes = [...this.#processes];
     for (const running of processes) running.shutdown();
-    await Promise.all([...processes.map((running) => running.exited), this.#endpoint?.close()]);
+    try {
+      await Promise.all([...processes.map((running) => running.exited), this.#endpoint?.close()]);
+    } finally {
+      // Once every process that could read it is gone.
+      if (this.#fileDir !== undefined) rmSync(this.#fileDir, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * The options agent processes are spawned with: with the agent's own tools off, the
+   * launch's arguments appended, then its file, written (once) into a private directory,
+   * named by its flag and followed by its arguments.
+   */
+  #spawning(): AcpAgentOptions {
+    if (this.#spawnOptions !== undefined) return this.#spawnOptions;
+    const launch = this.#launch;
+    if (launch === undefined) return (this.#spawnOptions = this.#options);
+    const args = [...(this.#options.args ?? []), ...launch.args];
+    if (launch.file !== null) {
+      // One directory, made once: a write that failed is tried again in it.
+      this.#fileDir ??= mkdtempSync(join(tmpdir(), 'agentwire-acp-'));
+      const path = join(this.#fileDir, launch.file.name);
+      writeFileSync(path, launch.file.contents, { mode: 0o600 });
+      args.push(launch.file.flag, path, ...launch.file.after);
+    }
+    this.#spawnOptions = { ...this.#options, args };
+    return this.#spawnOptions;
   }
 
   /** {@link close}, for `await using`. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
+  }
+}
+
+/** What the launch of the agent of `options` adds with its own tools off. */
+function prepareLaunch(options: AcpAgentOptions): AgentLaunch {
+  try {
+    return launchWithoutNativeTools(options.command, options.args ?? [], options.env ?? process.env);
+  } catch (error) {
+    if (error instanceof AgentwireError) throw new AgentwireError(error.code, `nativeTools 'off': ${error.message}`);
+    throw error;
   }
 }
 

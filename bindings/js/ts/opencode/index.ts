@@ -80,9 +80,12 @@ export async function AgentwirePlugin(input: PluginInput, options?: { [key: stri
         args: settings.acpCommand.slice(1),
         config: { ...settings.acpConfig, cwd: settings.acpConfig.cwd ?? settings.workspace },
         conversations: settings.conversations,
+        ...(settings.nativeTools === undefined ? {} : { nativeTools: settings.nativeTools }),
       });
     } catch (error) {
-      problems.push(`option \`acpConfig\`: ${error instanceof Error ? error.message : String(error)}`);
+      const message = error instanceof Error ? error.message : String(error);
+      // The driver names `nativeTools` in what it refuses of that option.
+      problems.push(`option \`${settings.nativeTools !== undefined && message.includes('nativeTools') ? 'nativeTools' : 'acpConfig'}\`: ${message}`);
     }
   }
   const fetch =

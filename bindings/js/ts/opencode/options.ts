@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { AcpConfig } from '../acp.js';
+import type { AcpConfig, NativeTools } from '../acp.js';
 import type { Config } from '../config.js';
 
 /** A model's token limits, as OpenCode shows them and sizes requests by. */
@@ -53,6 +53,14 @@ export interface OpenCodeOptions {
   acpCommand?: string[];
   /** `acp`: the connection's settings (`permission`, `maxConcurrentPrompts`, timeouts, …). */
   acpConfig?: AcpConfig;
+  /**
+   * `acp`: the agent's own tools (its shell, file edits, web search, …), `keep` (the
+   * default) or `off`, so that only OpenCode's tools are offered to its model: per session
+   * for claude-agent-acp, at launch for codex-acp and Gemini CLI (`-c` overrides; a
+   * policy file of the plugin's own, removed when OpenCode closes the plugin). An agent with no known way (cursor-agent) is refused with
+   * a 400 naming this option.
+   */
+  nativeTools?: NativeTools;
   /** The directory the agent works in (default the one OpenCode was opened in). */
   workspace?: string;
   /**
@@ -84,6 +92,7 @@ export interface Settings {
   readonly protocol: 'stream-json' | 'acp';
   readonly acpCommand: readonly string[];
   readonly acpConfig: AcpConfig;
+  readonly nativeTools: NativeTools | undefined;
   readonly workspace: string;
   readonly models: Record<string, OfferedModel> | undefined;
   readonly limit: Required<ModelLimit>;
@@ -103,6 +112,7 @@ const KNOWN = [
   'protocol',
   'acpCommand',
   'acpConfig',
+  'nativeTools',
   'workspace',
   'models',
   'limit',
@@ -143,6 +153,12 @@ export function readOptions(raw: unknown, directory: string): Settings {
   else if (command !== undefined) problems.push(`option \`acpCommand\` must be the command line as a list of strings, program first, not ${JSON.stringify(command)}`);
   const acpConfig = options['acpConfig'];
   if (acpConfig !== undefined && !isObject(acpConfig)) problems.push(`option \`acpConfig\` must be an object, not ${JSON.stringify(acpConfig)}`);
+  const nativeTools = options['nativeTools'];
+  if (nativeTools !== undefined && nativeTools !== 'keep' && nativeTools !== 'off') {
+    problems.push(`option \`nativeTools\` must be "keep" or "off", not ${JSON.stringify(nativeTools)}`);
+  } else if (nativeTools !== undefined && protocol !== 'acp') {
+    problems.push('option `nativeTools` applies to `protocol: "acp"` only');
+  }
   const config = options['config'];
   if (config !== undefined && !isObject(config)) problems.push(`option \`config\` must be an object, not ${JSON.stringify(config)}`);
   const limit = { context: 200_000, output: 32_000, ...readLimit(options['limit'], 'limit', problems) };
@@ -163,6 +179,7 @@ export function readOptions(raw: unknown, directory: string): Settings {
     protocol,
     acpCommand,
     acpConfig: isObject(acpConfig) ? (acpConfig as AcpConfig) : {},
+    nativeTools: nativeTools === 'keep' || nativeTools === 'off' ? nativeTools : undefined,
     workspace: text('workspace', directory),
     models: readModels(options['models'], problems),
     limit,
