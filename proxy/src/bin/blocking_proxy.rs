@@ -494,10 +494,7 @@ fn connection(server: &Arc<Server>, mut stream: TcpStream, admitted: Admitted) {
                 deadline,
                 answer,
             };
-            if let (live::TOKEN, Some(live)) = (token.as_str(), &server.live) {
-                return live_mcp(server, live, arriving, fields, record);
-            }
-            return mcp_exchange(server, arriving, &token, &fields, record);
+            return mcp_exchange(server, arriving, &token, fields, record);
         }
         Outcome::Health { detailed } => {
             let warm = Warm::health_of(server.warm.as_ref(), detailed);
@@ -1129,7 +1126,7 @@ fn mcp_exchange(
     server: &Server,
     mut arriving: Arriving<'_>,
     token: &str,
-    fields: &mcp::Fields,
+    fields: mcp::Fields,
     mut record: RequestRecord,
 ) {
     let body = arriving.read(server, mcp::body_limit(&server.settings));
@@ -1143,6 +1140,9 @@ fn mcp_exchange(
             return write_reply(&mut stream, reply, false, &answer, &mut record);
         }
     };
+    if let (live::TOKEN, Some(live)) = (token, &server.live) {
+        return live_mcp(server, live, (stream, answer), body, fields, record);
+    }
     let ticket = match &server.warm {
         Some(warm) => warm.mcp_request(
             token,
@@ -1316,21 +1316,11 @@ impl McpFrames {
 fn live_mcp(
     server: &Server,
     live: &LiveState,
-    mut arriving: Arriving<'_>,
+    (mut stream, answer): (TcpStream, Answer),
+    body: Vec<u8>,
     fields: mcp::Fields,
     mut record: RequestRecord,
 ) {
-    let body = arriving.read(server, mcp::body_limit(&server.settings));
-    let Arriving {
-        mut stream, answer, ..
-    } = arriving;
-    let body = match body {
-        Ok(body) => body,
-        Err(ReadError::Gone) => return,
-        Err(ReadError::Reply(reply)) => {
-            return write_reply(&mut stream, reply, false, &answer, &mut record);
-        }
-    };
     let Some(token) = live::token_of(fields.authorization.as_deref()) else {
         let reply = mcp::refused(McpRefusal::Unauthorized);
         return write_reply(&mut stream, reply, false, &answer, &mut record);

@@ -1082,18 +1082,18 @@ async fn mcp_exchange(
     mut record: RequestRecord,
 ) -> Response<Body> {
     let context = request.context;
-    if let (live::TOKEN, Some(live)) = (token, &server.live) {
-        return live_mcp(server, live, request, fields, record).await;
-    }
-    let Some(warm) = server.warm.clone() else {
-        return reply_response(mcp::refused(McpRefusal::NotFound), context, &mut record);
-    };
     let body = match request
         .read(server, mcp::body_limit(&server.settings))
         .await
     {
         Ok(body) => body,
         Err(reply) => return reply_response(reply, context, &mut record),
+    };
+    if let (live::TOKEN, Some(live)) = (token, &server.live) {
+        return live_mcp(live, context, body, fields, record).await;
+    }
+    let Some(warm) = server.warm.clone() else {
+        return reply_response(mcp::refused(McpRefusal::NotFound), context, &mut record);
     };
     let authorization = fields.authorization.as_deref();
     let ticket = match warm.mcp_request(token, authorization, &fields.request(&body)) {
@@ -1150,20 +1150,12 @@ async fn mcp_exchange(
 /// while a call waits (bounded like the warm agent's: keep-alives, the chat's end,
 /// `--write-timeout-ms`).
 async fn live_mcp(
-    server: &Arc<Server>,
     live: &Arc<LiveState>,
-    request: Arriving<'_>,
+    context: &ResponseContext,
+    body: Bytes,
     fields: mcp::Fields,
     mut record: RequestRecord,
 ) -> Response<Body> {
-    let context = request.context;
-    let body = match request
-        .read(server, mcp::body_limit(&server.settings))
-        .await
-    {
-        Ok(body) => body,
-        Err(reply) => return reply_response(reply, context, &mut record),
-    };
     let Some(token) = live::token_of(fields.authorization.as_deref()) else {
         return reply_response(mcp::refused(McpRefusal::Unauthorized), context, &mut record);
     };
