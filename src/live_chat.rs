@@ -33,7 +33,6 @@
 //!   reports another chat) is replaced, once, by a fresh run of the whole conversation
 //!   ([`Output::Respawn`]) before anything reaches the client.
 
-use crate::api::ErrorReply;
 use crate::bridge::Bridge;
 use crate::bridge::{
     BridgeError, BridgeParams, Config, Dialect, Output, Prepared, drain_after_exit,
@@ -764,14 +763,4 @@ impl std::fmt::Debug for LiveChat {
             .field("pending_calls", &self.link.calls.len())
             .finish_non_exhaustive()
     }
-}
-
-/// A reply for a request the MCP endpoint cannot take.
-#[must_use]
-pub fn unauthorized_reply() -> ErrorReply {
-    ErrorReply::new(
-        crate::api::ErrorKind::Authentication,
-        "The MCP endpoint needs the bearer token of a live chat.",
-        "invalid_api_key",
-    )
 }

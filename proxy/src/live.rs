@@ -213,11 +213,6 @@ impl<H: Clone> LiveTable<H> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-
-    /// Every run's handle (to stop them all at shutdown).
-    pub fn all(&self) -> Vec<H> {
-        self.lock().by_token.values().cloned().collect()
-    }
 }
 
 /// One output of a live chat's MCP exchange, for the connection that writes it.
